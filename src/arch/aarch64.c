@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* AArch64: perf registers x0..x30 = 0..30, sp 31, pc 32; DWARF x0..x30 = 0..30, sp 31. */
+#include "arch/arch.h"
+
+#include <elf.h>
+
+#ifndef EM_AARCH64
+#define EM_AARCH64 183
+#endif
+
+enum { A64_FP = 29, A64_LR = 30, A64_SP = 31, A64_PC = 32 };
+
+static int aarch64_perf_to_dwarf(int r)
+{
+	if (r >= 0 && r <= A64_SP)
+		return r;
+	if (r == A64_PC)
+		return 32; /* libdw's frame state uses 32 for the pc on aarch64 */
+	return -1;
+}
+
+const struct nw_arch_ops nw_arch_aarch64 = {
+	.name = "aarch64",
+	.elf_machine = EM_AARCH64,
+	.regs_mask_fp = (1ULL << A64_FP) | (1ULL << A64_LR) | (1ULL << A64_SP) | (1ULL << A64_PC),
+	.regs_mask_dwarf = (1ULL << 33) - 1,
+	.perf_ip = A64_PC,
+	.perf_sp = A64_SP,
+	.perf_fp = A64_FP,
+	.perf_to_dwarf = aarch64_perf_to_dwarf,
+};

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+#include "cct/cct.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static inline uint32_t slot_hash(uint32_t parent, uint64_t ip)
+{
+	uint64_t h = ip * 0x9e3779b97f4a7c15ULL ^ ((uint64_t)parent * 0xc2b2ae3d27d4eb4fULL);
+
+	return (uint32_t)(h ^ (h >> 29));
+}
+
+static int grow_nodes(struct nw_cct *cct)
+{
+	uint32_t cap = cct->cap ? cct->cap * 2 : 64;
+	struct nw_cct_node *nodes;
+	uint64_t *metrics;
+
+	if (cap <= cct->cap || cap >= NW_CCT_NONE)
+		return -ENOMEM;
+	nodes = realloc(cct->nodes, (size_t)cap * sizeof(*nodes));
+	if (!nodes)
+		return -ENOMEM;
+	cct->nodes = nodes;
+	metrics = realloc(cct->metrics, (size_t)cap * cct->nmetrics * sizeof(*metrics) + 1);
+	if (!metrics)
+		return -ENOMEM;
+	cct->metrics = metrics;
+	cct->cap = cap;
+	return 0;
+}
+
+/* Rebuilds the (parent, ip) index at twice the size. */
+static int grow_slots(struct nw_cct *cct)
+{
+	uint32_t nslots = cct->nslots ? cct->nslots * 2 : 128, mask = nslots - 1;
+	uint32_t *slots = malloc((size_t)nslots * sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	memset(slots, 0xff, (size_t)nslots * sizeof(*slots));
+	for (uint32_t i = 1; i < cct->n; i++) {
+		uint32_t h = slot_hash(cct->nodes[i].parent, cct->nodes[i].ip) & mask;
+
+		while (slots[h] != NW_CCT_NONE)
+			h = (h + 1) & mask;
+		slots[h] = i;
+	}
+	free(cct->slots);
+	cct->slots = slots;
+	cct->nslots = nslots;
+	return 0;
+}
+
+struct nw_cct *nw_cct_new(unsigned nmetrics)
+{
+	struct nw_cct *cct = calloc(1, sizeof(*cct));
+
+	if (!cct)
+		return NULL;
+	cct->nmetrics = nmetrics;
+	if (grow_nodes(cct) || grow_slots(cct)) {
+		nw_cct_free(cct);
+		return NULL;
+	}
+	cct->n = 1;
+	cct->nodes[0] = (struct nw_cct_node){ .parent = NW_CCT_NONE,
+					      .first_child = NW_CCT_NONE,
+					      .next_sibling = NW_CCT_NONE };
+	memset(cct->metrics, 0, nmetrics * sizeof(uint64_t));
+	return cct;
+}
+
+void nw_cct_free(struct nw_cct *cct)
+{
+	if (!cct)
+		return;
+	free(cct->nodes);
+	free(cct->metrics);
+	free(cct->slots);
+	free(cct);
+}
+
+uint32_t nw_cct_find(const struct nw_cct *cct, uint32_t parent, uint64_t ip)
+{
+	uint32_t mask = cct->nslots - 1, h = slot_hash(parent, ip) & mask;
+
+	for (;;) {
+		uint32_t i = cct->slots[h];
+
+		if (i == NW_CCT_NONE)
+			return NW_CCT_NONE;
+		if (cct->nodes[i].ip == ip && cct->nodes[i].parent == parent)
+			return i;
+		h = (h + 1) & mask;
+	}
+}
+
+uint32_t nw_cct_child(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t sp)
+{
+	uint32_t mask = cct->nslots - 1, h = slot_hash(parent, ip) & mask, i;
+	struct nw_cct_node *node;
+
+	for (;;) {
+		i = cct->slots[h];
+		if (i == NW_CCT_NONE)
+			break;
+		if (cct->nodes[i].ip == ip && cct->nodes[i].parent == parent) {
+			if (!cct->nodes[i].sp)
+				cct->nodes[i].sp = sp;
+			return i;
+		}
+		h = (h + 1) & mask;
+	}
+	/* Keep the index at most half full so probes stay short. */
+	if ((cct->n + 1) * 2 > cct->nslots) {
+		if (grow_slots(cct))
+			return NW_CCT_NONE;
+		mask = cct->nslots - 1;
+		h = slot_hash(parent, ip) & mask;
+		while (cct->slots[h] != NW_CCT_NONE)
+			h = (h + 1) & mask;
+	}
+	if (cct->n == cct->cap && grow_nodes(cct))
+		return NW_CCT_NONE;
+	i = cct->n++;
+	node = &cct->nodes[i];
+	node->ip = ip;
+	node->sp = sp;
+	node->parent = parent;
+	node->first_child = NW_CCT_NONE;
+	/* Append as the last sibling would need a tail pointer; prepend instead. */
+	node->next_sibling = cct->nodes[parent].first_child;
+	cct->nodes[parent].first_child = i;
+	memset(nw_cct_metrics(cct, i), 0, cct->nmetrics * sizeof(uint64_t));
+	cct->slots[h] = i;
+	return i;
+}
+
+uint32_t nw_cct_insert(struct nw_cct *cct, const struct nw_frame *frames, size_t n)
+{
+	uint32_t node = NW_CCT_ROOT;
+
+	while (n-- > 0) {
+		node = nw_cct_child(cct, node, frames[n].ip, frames[n].sp);
+		if (node == NW_CCT_NONE)
+			return NW_CCT_NONE;
+	}
+	return node;
+}
+
+uint32_t nw_cct_preorder(const struct nw_cct *cct, uint32_t *order)
+{
+	uint32_t n = 0, node = NW_CCT_ROOT;
+
+	/* Iterative walk: down to the first child, else to the next sibling of
+	 * the nearest ancestor that has one. */
+	while (node != NW_CCT_NONE) {
+		order[n++] = node;
+		if (cct->nodes[node].first_child != NW_CCT_NONE) {
+			node = cct->nodes[node].first_child;
+			continue;
+		}
+		while (node != NW_CCT_NONE && cct->nodes[node].next_sibling == NW_CCT_NONE)
+			node = cct->nodes[node].parent;
+		if (node != NW_CCT_NONE)
+			node = cct->nodes[node].next_sibling;
+	}
+	return n;
+}
+
+int nw_cct_merge(struct nw_cct *dst, const struct nw_cct *src, nw_cct_map_fn map, void *arg)
+{
+	unsigned nm = dst->nmetrics < src->nmetrics ? dst->nmetrics : src->nmetrics;
+	uint32_t *to = malloc((size_t)src->n * sizeof(*to));
+	uint32_t *order = malloc((size_t)src->n * sizeof(*order));
+	uint32_t n;
+	int ret = 0;
+
+	if (!to || !order) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	n = nw_cct_preorder(src, order);
+	to[NW_CCT_ROOT] = NW_CCT_ROOT;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t s = order[k], d;
+		const uint64_t *sm = nw_cct_metrics(src, s);
+		uint64_t *dm;
+
+		if (s == NW_CCT_ROOT) {
+			d = NW_CCT_ROOT;
+		} else {
+			uint64_t ip = map ? map(src, s, arg) : src->nodes[s].ip;
+
+			d = nw_cct_child(dst, to[src->nodes[s].parent], ip, src->nodes[s].sp);
+			if (d == NW_CCT_NONE) {
+				ret = -ENOMEM;
+				goto out;
+			}
+		}
+		to[s] = d;
+		dm = nw_cct_metrics(dst, d);
+		for (unsigned m = 0; m < nm; m++)
+			dm[m] += sm[m];
+	}
+out:
+	free(to);
+	free(order);
+	return ret;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Calling context tree.  Node 0 is the root (ip 0).  A node's children are
+ * keyed by ip; one hash table over (parent, ip) finds a child without
+ * scanning its siblings.  Each node carries an sp tag (the first non-zero sp
+ * seen for it, 0 where unknown) and nmetrics u64 metrics.  Nodes live in
+ * one growing array, so memory grows with distinct paths, not with samples.
+ */
+#ifndef NW_CCT_H
+#define NW_CCT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NW_CCT_NONE UINT32_MAX
+#define NW_CCT_ROOT 0u
+
+/* One frame of a sample: leaf first; callers hold return addresses. */
+struct nw_frame {
+	uint64_t ip;
+	uint64_t sp; /* CFA / stack pointer of the frame, 0 where unknown */
+};
+
+struct nw_cct_node {
+	uint64_t ip;
+	uint64_t sp;
+	uint32_t parent;       /* NW_CCT_NONE for the root */
+	uint32_t first_child;  /* NW_CCT_NONE when a leaf */
+	uint32_t next_sibling; /* NW_CCT_NONE when last */
+};
+
+struct nw_cct {
+	unsigned nmetrics;
+	uint32_t n, cap;
+	struct nw_cct_node *nodes;
+	uint64_t *metrics;     /* n * nmetrics, node-major */
+	uint32_t *slots;       /* open-addressing index over (parent, ip) */
+	uint32_t nslots;       /* power of two */
+};
+
+/* A tree holding only the root.  NULL on allocation failure. */
+struct nw_cct *nw_cct_new(unsigned nmetrics);
+/* Frees @cct; NULL is a no-op. */
+void nw_cct_free(struct nw_cct *cct);
+
+/*
+ * The child of @parent keyed @ip, created (with sp tag @sp) when missing;
+ * a zero sp tag is replaced by a later non-zero @sp.  Returns its index, or
+ * NW_CCT_NONE on allocation failure.
+ */
+uint32_t nw_cct_child(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t sp);
+/* The child of @parent keyed @ip, or NW_CCT_NONE. */
+uint32_t nw_cct_find(const struct nw_cct *cct, uint32_t parent, uint64_t ip);
+
+/*
+ * Walks @n frames (leaf first) from the root and returns the leaf's node,
+ * or NW_CCT_NONE on allocation failure (the tree stays valid).
+ */
+uint32_t nw_cct_insert(struct nw_cct *cct, const struct nw_frame *frames, size_t n);
+
+static inline uint64_t *nw_cct_metrics(const struct nw_cct *cct, uint32_t node)
+{
+	return cct->metrics + (size_t)node * cct->nmetrics;
+}
+
+/*
+ * Fills @order (room for cct->n entries) with the node indexes in
+ * depth-first preorder, root first, children in sibling order.
+ * Returns the count written (cct->n).
+ */
+uint32_t nw_cct_preorder(const struct nw_cct *cct, uint32_t *order);
+
+/*
+ * Adds every node of @src into @dst along the same path, with each ip
+ * replaced by map(ip, node, arg) (identity when @map is NULL), summing the
+ * first min(dst, src) metrics.  Fails with -ENOMEM (dst then holds part of
+ * src).
+ */
+typedef uint64_t (*nw_cct_map_fn)(const struct nw_cct *src, uint32_t node, void *arg);
+int nw_cct_merge(struct nw_cct *dst, const struct nw_cct *src, nw_cct_map_fn map, void *arg);
+
+#endif

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The thread and process table built from COMM, FORK and EXIT records.
+ * Every thread ever seen is kept (threads that end early still own their
+ * trees); a tid that is reused after EXIT starts a new thread entry.  Each
+ * thread owns one CCT per epoch of its process.
+ */
+#ifndef NW_THREAD_H
+#define NW_THREAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cct/cct.h"
+#include "cct/epoch.h"
+
+#define NW_COMM_LEN 16
+
+struct nw_process {
+	uint32_t pid, ppid;
+	char comm[NW_COMM_LEN];
+	bool exited;
+	struct nw_addrspace as;
+};
+
+struct nw_thread {
+	uint32_t pid, tid;
+	char comm[NW_COMM_LEN];
+	bool exited;
+	struct nw_process *proc;
+	struct nw_cct **ccts;        /* indexed by epoch index, NULL where unsampled */
+	uint32_t nccts;
+	uint64_t samples;
+	uint64_t first_time, last_time;
+};
+
+struct nw_task_table {
+	struct nw_thread **threads;  /* every thread, in order of appearance */
+	uint32_t nthreads, cap_threads;
+	struct nw_process **procs;   /* every process, in order of appearance */
+	uint32_t nprocs, cap_procs;
+	/* tid -> live thread and pid -> live process, open addressing */
+	struct nw_thread **tid_slots;
+	struct nw_process **pid_slots;
+	uint32_t nslots_t, nslots_p;
+};
+
+void nw_tasks_init(struct nw_task_table *t);
+void nw_tasks_fini(struct nw_task_table *t);
+
+/* The live process @pid, created when unknown.  NULL on allocation failure. */
+struct nw_process *nw_tasks_process(struct nw_task_table *t, uint32_t pid);
+/*
+ * The live thread @tid of process @pid, created when unknown (inheriting
+ * the process's name).  NULL on allocation failure.
+ */
+struct nw_thread *nw_tasks_thread(struct nw_task_table *t, uint32_t pid, uint32_t tid);
+/* The live thread @tid, or NULL. */
+struct nw_thread *nw_tasks_find_thread(const struct nw_task_table *t, uint32_t tid);
+
+/*
+ * PERF_RECORD_FORK: a new thread (pid == ppid) or a new process whose
+ * address map is copied from its parent.  -ENOMEM.
+ */
+int nw_tasks_fork(struct nw_task_table *t, uint32_t pid, uint32_t ppid, uint32_t tid,
+		  uint32_t ptid, uint64_t time);
+/* PERF_RECORD_COMM: renames the thread; an exec also forgets the process's mappings. */
+int nw_tasks_comm(struct nw_task_table *t, uint32_t pid, uint32_t tid, const char *comm,
+		  bool exec);
+/* PERF_RECORD_EXIT: the thread (and the process, when it was the leader) ends. */
+void nw_tasks_exit(struct nw_task_table *t, uint32_t pid, uint32_t tid, uint64_t time);
+
+/* The thread's tree for @epoch, created when missing.  NULL on allocation failure. */
+struct nw_cct *nw_thread_cct(struct nw_thread *th, const struct nw_epoch *epoch,
+			     unsigned nmetrics);
+
+#endif

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * HPC_CSPROF files: one per thread, holding the thread's process epochs and
+ * one calling context tree per (thread, epoch).  The layout follows
+ * DESIGN.md ("HPC_CSPROF file format"): little-endian, version 01.01,
+ * num_chunks 3, epoch 0 newest, trees in "HPC_CSTREE" 01.00 with nodes in
+ * depth-first preorder, nothing after the last tree.
+ */
+#ifndef NW_CSPROF_H
+#define NW_CSPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cct/cct.h"
+
+#define NW_CSPROF_FLAG_ASYNC (1u << 1)
+#define NW_CSPROF_FLAG_REAL  (1u << 2)
+
+struct nw_csprof_metric {
+	char *name;        /* "cpu-clock:samples", "cpu-clock:period" */
+	uint64_t flags;    /* NW_CSPROF_FLAG_* */
+	uint64_t period;   /* sample period (0 in frequency mode) */
+};
+
+struct nw_csprof_module {
+	char *name;        /* module path */
+	uint64_t vaddr;    /* ELF virtual address the mapping's first byte has */
+	uint64_t mapped;   /* where that byte was mapped */
+};
+
+struct nw_csprof_epoch {
+	uint32_t nmodules;
+	struct nw_csprof_module *modules;
+};
+
+struct nw_csprof_tree {
+	uint32_t epoch;        /* index into epochs (0 = newest) */
+	struct nw_cct *cct;    /* cct->nmetrics == nmetrics */
+};
+
+struct nw_csprof {
+	char *target;
+	uint32_t nmetrics;
+	struct nw_csprof_metric *metrics;
+	uint32_t nepochs;
+	struct nw_csprof_epoch *epochs;
+	uint32_t ntrees;
+	struct nw_csprof_tree *trees;
+};
+
+/* Where a read failed: the file offset and what was wrong there. */
+struct nw_csprof_error {
+	uint64_t offset;
+	char msg[160];
+};
+
+/*
+ * Writes @p to @f.  Node ids are assigned in preorder of each CCT.
+ * Fails with -EINVAL when a tree's nmetrics or epoch index is wrong,
+ * -EIO on a write error.
+ */
+int nw_csprof_write(FILE *f, const struct nw_csprof *p);
+/* Writes @p to @path (created or truncated). */
+int nw_csprof_write_file(const char *path, const struct nw_csprof *p);
+
+/*
+ * Parses @size bytes at @buf.  Every count and offset is checked against
+ * the size before use: -EBADMSG with @err filled (offset, message) for a
+ * truncated or corrupt file, -ENOMEM.  On success *ret is the caller's, to
+ * free with nw_csprof_free().
+ */
+int nw_csprof_read(const void *buf, size_t size, struct nw_csprof **ret,
+		   struct nw_csprof_error *err);
+/* Reads the file at @path; I/O errors give -errno with err->offset 0. */
+int nw_csprof_read_file(const char *path, struct nw_csprof **ret, struct nw_csprof_error *err);
+
+/* Frees @p and everything it owns (trees included); NULL is a no-op. */
+void nw_csprof_free(struct nw_csprof *p);
+
+#endif

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* The text views of narwhal-report: tree, flat, threads and folded stacks. */
+#ifndef NW_VIEWS_H
+#define NW_VIEWS_H
+
+#include <stdio.h>
+
+#include "report/profile.h"
+
+struct nw_view_opts {
+	double percent_limit; /* --tree: hide nodes below this inclusive share (percent) */
+	unsigned metric;      /* which metric of the tree to weigh by (0: samples of event 0) */
+	const struct nw_filter *filter; /* the threads the tree merges, for headers; NULL: all */
+};
+
+/*
+ * Each view returns 0, -EINVAL when o->metric is not a metric of the tree,
+ * -ENOMEM, or -EIO when writing to @out failed.
+ */
+
+/* Indented call tree, root first, inclusive and self percentages. */
+int nw_view_tree(FILE *out, const struct nw_profile *p, const struct nw_cct *tree,
+		 const struct nw_view_opts *o);
+/* SELF% CUMUL% FUNCTION (file:line), sorted by self. */
+int nw_view_flat(FILE *out, const struct nw_profile *p, const struct nw_cct *tree,
+		 const struct nw_view_opts *o);
+/* One line per thread: pid, tid, name, samples, share. */
+int nw_view_threads(FILE *out, const struct nw_profile *p, const struct nw_filter *f);
+/* Folded stacks: root first, names joined by ';', a space, the count. */
+int nw_view_folded(FILE *out, const struct nw_profile *p, const struct nw_cct *tree,
+		   const struct nw_view_opts *o);
+
+#endif

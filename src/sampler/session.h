@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A recording session: the events (one per online CPU per event, inherited
+ * by every thread and child of the target), their mmap rings, and the
+ * dispatch of every record: MMAP2 to address maps, COMM/FORK/EXIT to the
+ * task table, SAMPLE through the unwinder into the CCT of (thread, epoch),
+ * LOST/THROTTLE to counters.  Records of one read round are processed in
+ * time order across the rings.
+ */
+#ifndef NW_SESSION_H
+#define NW_SESSION_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "arch/arch.h"
+#include "cct/epoch.h"
+#include "cct/thread.h"
+#include "sampler/event.h"
+#include "sampler/record.h"
+#include "sampler/ring.h"
+#include "unwind/unwind.h"
+
+struct nw_session_opts {
+	const struct nw_event *events;
+	unsigned nevents;
+	bool freq;                 /* sample_freq = value, else sample_period = value */
+	uint64_t value;
+	enum nw_callgraph callgraph;
+	uint32_t stack_size;       /* dwarf mode's stack copy */
+	unsigned mmap_pages;       /* data pages per ring, a power of two */
+};
+
+struct nw_session_stats {
+	uint64_t samples;          /* folded into a CCT */
+	uint64_t lost;             /* records the kernel dropped (LOST) */
+	uint64_t throttled;        /* THROTTLE records */
+	uint64_t bad_records;      /* records that failed to decode */
+	uint64_t ring_resyncs;     /* times a ring reader lost track and skipped ahead */
+	uint64_t empty_stacks;     /* samples without a user frame */
+	uint64_t alloc_failures;   /* samples dropped for lack of memory */
+};
+
+/* Per-event state of the session, for the measurement's metric table. */
+struct nw_session_event {
+	struct nw_event ev;
+	uint64_t *ids;             /* kernel ids of this event's fds */
+	unsigned nids;
+};
+
+struct nw_session {
+	struct nw_session_opts opts;
+	const struct nw_arch_ops *arch;
+	struct nw_sample_format fmt;
+	unsigned nmetrics;         /* 2 per event: samples, period sum */
+	struct nw_session_event *events;
+	int ncpus;
+	int *fds;                  /* ncpus * nevents, -1 where not open */
+	struct nw_ring *rings;     /* one per CPU */
+	void **maps;
+	size_t map_len;
+	struct pollfd *pfds;
+	struct nw_task_table tasks;
+	struct nw_module_table modules;
+	struct nw_unwinder unwinder;
+	struct nw_session_stats stats;
+	/* One read round's records, copied out of the rings and sorted by time. */
+	unsigned char *batch;
+	size_t batch_len, batch_cap;
+	struct nw_batch_ref *refs;
+	size_t nrefs, cap_refs;
+	struct nw_frame *frames;
+	uint64_t *id_to_event;     /* sorted pairs (id, event index) */
+	unsigned nid_to_event;
+};
+
+/* Fills @s and checks @opts.  -EINVAL, -ENOMEM. */
+int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts);
+/*
+ * Opens every event on @pid (which has not exec'd yet) on every online
+ * CPU, inherited, enabled at exec, and maps the rings.  -errno from
+ * perf_event_open (EACCES/EPERM: not allowed; ENOENT: no such event here)
+ * or mmap (EPERM/ENOMEM: the ring is larger than perf_event_mlock_kb allows).
+ */
+int nw_session_open(struct nw_session *s, pid_t pid);
+/* Reads every ring once and processes what it held.  Returns records processed or -errno. */
+int nw_session_read(struct nw_session *s);
+/* Disables the events so nothing more arrives (ends an attach or a stopped run). */
+void nw_session_disable(struct nw_session *s);
+/* Unmaps, closes, frees.  Works on a half-opened session. */
+void nw_session_fini(struct nw_session *s);
+
+/* Processes one record (exposed for tests): -EBADMSG when it does not decode. */
+int nw_session_process(struct nw_session *s, const void *rec, size_t size);
+
+#endif

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+#include "unwind/unwind.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <linux/perf_event.h>
+#include <string.h>
+
+int nw_unwinder_init(struct nw_unwinder *u, enum nw_callgraph mode, const struct nw_arch_ops *arch,
+		     uint64_t regs_mask)
+{
+	memset(u, 0, sizeof(*u));
+	if (mode != NW_CALLGRAPH_FP)
+		return -EINVAL;
+	u->mode = mode;
+	u->arch = arch;
+	u->sp_index = nw_arch_reg_index(regs_mask, arch->perf_sp);
+	return 0;
+}
+
+void nw_unwinder_fini(struct nw_unwinder *u)
+{
+	(void)u;
+}
+
+/* The kernel's callchain: context markers, then ips; keep the user part. */
+static size_t unwind_fp(struct nw_unwinder *u, const struct nw_sample *s, struct nw_frame *out,
+			size_t max)
+{
+	bool user = false;
+	size_t n = 0;
+
+	for (uint64_t i = 0; i < s->nr; i++) {
+		uint64_t ip = nw_rd64(s->ips, i);
+
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+			user = ip == (uint64_t)PERF_CONTEXT_USER;
+			continue;
+		}
+		if (!user)
+			continue;
+		if (n == max) {
+			u->truncated++;
+			break;
+		}
+		out[n].ip = ip;
+		out[n].sp = 0;
+		n++;
+	}
+	if (!n && s->ip && s->nr == 0) {
+		/* No callchain was requested or given: the leaf alone. */
+		out[n++] = (struct nw_frame){ .ip = s->ip };
+	}
+	if (n && u->sp_index >= 0 && s->regs && (unsigned)u->sp_index < s->nregs)
+		out[0].sp = nw_rd64(s->regs, (size_t)u->sp_index);
+	return n;
+}
+
+size_t nw_unwind(struct nw_unwinder *u, const struct nw_sample *s, struct nw_frame *out,
+		 size_t max)
+{
+	return unwind_fp(u, s, out, max);
+}

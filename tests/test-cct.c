@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/* CCT insert, lookup, preorder and merge. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "cct/cct.h"
+
+static uint32_t add(struct nw_cct *t, const uint64_t *ips, size_t n, uint64_t period)
+{
+	struct nw_frame f[16];
+	uint32_t node;
+
+	for (size_t i = 0; i < n; i++)
+		f[i] = (struct nw_frame){ .ip = ips[i], .sp = 0x1000 + i };
+	node = nw_cct_insert(t, f, n);
+	assert_int_not_equal(node, NW_CCT_NONE);
+	nw_cct_metrics(t, node)[0] += 1;
+	nw_cct_metrics(t, node)[1] += period;
+	return node;
+}
+
+static void test_insert_shares_prefixes(void **state)
+{
+	struct nw_cct *t = nw_cct_new(2);
+	const uint64_t a[] = { 0x30, 0x20, 0x10 }; /* leaf first: main=0x10 */
+	const uint64_t b[] = { 0x31, 0x20, 0x10 };
+	uint32_t na, nb, main_node, mid;
+
+	na = add(t, a, 3, 100);
+	assert_int_equal(add(t, a, 3, 100), na);
+	nb = add(t, b, 3, 50);
+	assert_int_not_equal(na, nb);
+	assert_int_equal(t->n, 5); /* root, 0x10, 0x20, 0x30, 0x31 */
+	main_node = nw_cct_find(t, NW_CCT_ROOT, 0x10);
+	mid = nw_cct_find(t, main_node, 0x20);
+	assert_int_equal(nw_cct_find(t, mid, 0x30), na);
+	assert_int_equal(nw_cct_find(t, mid, 0x31), nb);
+	assert_int_equal(nw_cct_find(t, mid, 0x99), NW_CCT_NONE);
+	assert_int_equal(nw_cct_metrics(t, na)[0], 2);
+	assert_int_equal(nw_cct_metrics(t, na)[1], 200);
+	assert_int_equal(nw_cct_metrics(t, nb)[1], 50);
+	assert_int_equal(nw_cct_metrics(t, mid)[0], 0);
+	/* sp tag: the frame's sp from the first insert (leaf got 0x1000). */
+	assert_int_equal(t->nodes[na].sp, 0x1000);
+	assert_int_equal(t->nodes[main_node].sp, 0x1002);
+	nw_cct_free(t);
+}
+
+static void test_recursion_nests(void **state)
+{
+	struct nw_cct *t = nw_cct_new(2);
+	const uint64_t rec[] = { 0x50, 0x50, 0x50, 0x10 };
+	uint32_t node = NW_CCT_ROOT;
+	int depth = 0;
+
+	add(t, rec, 4, 1);
+	while (t->nodes[node].first_child != NW_CCT_NONE) {
+		node = t->nodes[node].first_child;
+		depth++;
+	}
+	assert_int_equal(depth, 4);
+	nw_cct_free(t);
+}
+
+static void test_many_siblings_and_growth(void **state)
+{
+	struct nw_cct *t = nw_cct_new(2);
+	uint64_t path[2];
+
+	/* 20000 children of one node: lookups must keep working as the index grows. */
+	for (uint64_t i = 0; i < 20000; i++) {
+		path[0] = 0x1000 + i;
+		path[1] = 0x10;
+		add(t, path, 2, 1);
+	}
+	for (uint64_t i = 0; i < 20000; i++) {
+		path[0] = 0x1000 + i;
+		add(t, path, 2, 1);
+	}
+	assert_int_equal(t->n, 20002);
+	for (uint64_t i = 0; i < 20000; i += 997)
+		assert_int_equal(nw_cct_metrics(t, nw_cct_find(t, nw_cct_find(t, 0, 0x10), 0x1000 + i))[0],
+				 2);
+	nw_cct_free(t);
+}
+
+static void test_preorder(void **state)
+{
+	struct nw_cct *t = nw_cct_new(2);
+	const uint64_t a[] = { 0x30, 0x20, 0x10 }, b[] = { 0x40, 0x10 }, c[] = { 0x31, 0x20, 0x10 };
+	uint32_t order[8], seen[8] = { 0 };
+
+	add(t, a, 3, 1);
+	add(t, b, 2, 1);
+	add(t, c, 3, 1);
+	assert_int_equal(nw_cct_preorder(t, order), t->n);
+	assert_int_equal(order[0], NW_CCT_ROOT);
+	/* Every node once, each after its parent, and subtrees contiguous. */
+	for (uint32_t k = 0; k < t->n; k++) {
+		uint32_t p = t->nodes[order[k]].parent;
+
+		seen[order[k]]++;
+		if (k) {
+			uint32_t j;
+
+			for (j = 0; j < k && order[j] != p; j++)
+				;
+			assert_true(j < k);
+		}
+	}
+	for (uint32_t i = 0; i < t->n; i++)
+		assert_int_equal(seen[i], 1);
+	nw_cct_free(t);
+}
+
+static uint64_t map_high_bits(const struct nw_cct *src, uint32_t node, void *arg)
+{
+	return src->nodes[node].ip & ~0xfull; /* 0x30 and 0x31 become one frame */
+}
+
+static void test_merge(void **state)
+{
+	struct nw_cct *x = nw_cct_new(2), *y = nw_cct_new(2), *m = nw_cct_new(2);
+	const uint64_t a[] = { 0x30, 0x20, 0x10 }, c[] = { 0x31, 0x20, 0x10 }, d[] = { 0x60, 0x10 };
+	uint32_t n;
+
+	add(x, a, 3, 10);
+	add(x, d, 2, 5);
+	add(y, c, 3, 7);
+	add(y, a, 3, 1);
+	assert_int_equal(nw_cct_merge(m, x, NULL, NULL), 0);
+	assert_int_equal(nw_cct_merge(m, y, NULL, NULL), 0);
+	n = nw_cct_find(m, nw_cct_find(m, nw_cct_find(m, 0, 0x10), 0x20), 0x30);
+	assert_int_equal(nw_cct_metrics(m, n)[0], 2);
+	assert_int_equal(nw_cct_metrics(m, n)[1], 11);
+	assert_int_equal(m->n, 6);
+	nw_cct_free(m);
+
+	/* With a map, frames that map alike merge into one node. */
+	m = nw_cct_new(2);
+	assert_int_equal(nw_cct_merge(m, y, map_high_bits, NULL), 0);
+	n = nw_cct_find(m, nw_cct_find(m, nw_cct_find(m, 0, 0x10), 0x20), 0x30);
+	assert_int_not_equal(n, NW_CCT_NONE);
+	assert_int_equal(nw_cct_metrics(m, n)[0], 2);
+	assert_int_equal(nw_cct_metrics(m, n)[1], 8);
+	assert_int_equal(m->n, 4);
+	nw_cct_free(m);
+	nw_cct_free(x);
+	nw_cct_free(y);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_insert_shares_prefixes),
+		cmocka_unit_test(test_recursion_nests),
+		cmocka_unit_test(test_many_siblings_and_growth),
+		cmocka_unit_test(test_preorder),
+		cmocka_unit_test(test_merge),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

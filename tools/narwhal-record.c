@@ -1,0 +1,540 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * narwhal-record: run a program under the sampler and write a measurement.
+ * A thin front end: options, launching the program at a gate, the poll
+ * loop, signals, and messages for the user.  The work happens in src/.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "format/measurement.h"
+#include "sampler/event.h"
+#include "sampler/session.h"
+#include "util/log.h"
+
+#define MAX_EVENTS 8
+
+static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t stop_count;
+
+struct opts {
+	const char *output;
+	char *event_list;
+	uint64_t freq, period;
+	enum nw_callgraph callgraph;
+	unsigned mmap_pages;
+	bool quiet;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: narwhal-record [options] [--] COMMAND [ARGS...]\n"
+		"\n"
+		"Runs COMMAND, samples every thread and child process, and writes a\n"
+		"measurement directory for narwhal-report.\n"
+		"\n"
+		"  -o, --output DIR        measurement directory (default narwhal.data;\n"
+		"                          an existing one is moved to DIR.old)\n"
+		"  -e, --event EV[,EV...]  events to sample (default cycles, or cpu-clock\n"
+		"                          where the CPU has no PMU)\n"
+		"  -F, --freq HZ           samples per second per thread (default 999)\n"
+		"  -c, --count PERIOD      sample every PERIOD events instead of -F\n"
+		"  -g, --call-graph MODE   fp (kernel frame-pointer callchains, default)\n"
+		"  -m, --mmap-pages N      data pages per CPU ring, a power of two (default 128)\n"
+		"      --list-events       list the event names this machine knows\n"
+		"  -q, --quiet             no summary line\n"
+		"  -v, --verbose           debug messages\n"
+		"  -h, --help              this text\n"
+		"  -V, --version           print the version\n");
+}
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+	stop_count++;
+}
+
+static int print_event(const char *pmu, const char *name, const char *desc, void *arg)
+{
+	printf("%s::%s\n", pmu, name);
+	return 0;
+}
+
+static int parse_u64(const char *s, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || !v || s[0] == '-')
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "call-graph", required_argument, NULL, 'g' },
+		{ "mmap-pages", required_argument, NULL, 'm' },
+		{ "list-events", no_argument, NULL, 'L' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
+	uint64_t v;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+o:e:F:c:g:m:qvhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			o->output = optarg;
+			break;
+		case 'e':
+			o->event_list = optarg;
+			break;
+		case 'F':
+			if (parse_u64(optarg, &o->freq)) {
+				fprintf(stderr, "narwhal-record: -F wants a frequency in Hz, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			o->period = 0;
+			break;
+		case 'c':
+			if (parse_u64(optarg, &o->period)) {
+				fprintf(stderr, "narwhal-record: -c wants a positive period, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			o->freq = 0;
+			break;
+		case 'g':
+			if (!strcmp(optarg, "fp")) {
+				o->callgraph = NW_CALLGRAPH_FP;
+			} else if (!strncmp(optarg, "dwarf", 5)) {
+				fprintf(stderr, "narwhal-record: --call-graph dwarf is not available in "
+						"this build yet; use --call-graph fp\n");
+				return 2;
+			} else {
+				fprintf(stderr, "narwhal-record: unknown call graph mode '%s' (fp)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'm':
+			if (parse_u64(optarg, &v) || (v & (v - 1)) || v > (1u << 20)) {
+				fprintf(stderr, "narwhal-record: -m wants a power of two, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			o->mmap_pages = (unsigned)v;
+			break;
+		case 'L':
+			nw_event_foreach(print_event, NULL);
+			exit(0);
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'v':
+			nw_log_level = NW_LOG_DEBUG;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("narwhal-record %s\n", NW_VERSION);
+			exit(0);
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "narwhal-record: no command to run\n");
+		usage(stderr);
+		return 2;
+	}
+	return 0;
+}
+
+static bool no_pmu_error(int err)
+{
+	return err == -ENOENT || err == -EOPNOTSUPP || err == -ENODEV || err == -EINVAL;
+}
+
+/* Resolves -e (or the default) into @evs; returns the count or -1. */
+static int resolve_events(const struct opts *o, struct nw_event *evs)
+{
+	char *list, *save = NULL, *name;
+	int n = 0, ret;
+
+	if (!o->event_list) {
+		ret = nw_event_parse("cycles", &evs[0]);
+		if (!ret)
+			ret = nw_event_probe(&evs[0]);
+		if (ret && no_pmu_error(ret)) {
+			if (!o->quiet)
+				fprintf(stderr, "narwhal-record: no hardware PMU here (cycles cannot "
+						"be opened); sampling cpu-clock instead\n");
+			ret = nw_event_parse("cpu-clock", &evs[0]);
+		}
+		if (ret) {
+			fprintf(stderr, "narwhal-record: cannot set up the default event: %s\n",
+				strerror(-ret));
+			return -1;
+		}
+		return 1;
+	}
+	list = strdup(o->event_list);
+	if (!list)
+		return -1;
+	for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+		if (n == MAX_EVENTS) {
+			fprintf(stderr, "narwhal-record: at most %d events at once\n", MAX_EVENTS);
+			n = -1;
+			break;
+		}
+		ret = nw_event_parse(name, &evs[n]);
+		if (ret) {
+			fprintf(stderr,
+				"narwhal-record: unknown event '%s'; list the names this machine "
+				"knows with 'narwhal-record --list-events'\n",
+				name);
+			n = -1;
+			break;
+		}
+		n++;
+	}
+	free(list);
+	if (n == 0)
+		fprintf(stderr, "narwhal-record: -e names no event\n");
+	return n > 0 ? n : -1;
+}
+
+static int read_paranoid(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+	int v = INT_MIN;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = INT_MIN;
+		fclose(f);
+	}
+	return v;
+}
+
+static void explain_open_error(int err, const struct nw_event *evs, int nev)
+{
+	if (err == -EACCES || err == -EPERM) {
+		int p = read_paranoid();
+
+		fprintf(stderr,
+			"narwhal-record: perf_event_open was denied (%s).\n"
+			"  kernel.perf_event_paranoid is %d; user-space sampling of your own\n"
+			"  programs needs it at 2 or lower (sudo sysctl kernel.perf_event_paranoid=2),\n"
+			"  or run as root / with CAP_PERFMON.\n",
+			strerror(-err), p);
+	} else if (err == -ENOENT || err == -EOPNOTSUPP || err == -ENODEV) {
+		fprintf(stderr,
+			"narwhal-record: this machine cannot sample ");
+		for (int i = 0; i < nev; i++)
+			fprintf(stderr, "%s%s", i ? "," : "", evs[i].name);
+		fprintf(stderr, " (%s); try -e cpu-clock\n", strerror(-err));
+	} else if (err == -ENOMEM || err == -EPERM) {
+		fprintf(stderr, "narwhal-record: cannot map the rings (%s): lower -m, or raise "
+				"kernel.perf_event_mlock_kb\n", strerror(-err));
+	} else {
+		fprintf(stderr, "narwhal-record: cannot open the events: %s\n", strerror(-err));
+	}
+}
+
+/*
+ * Forks the program and holds it at a gate until the events are open, so
+ * that sampling starts at its first instruction (enable_on_exec).
+ */
+struct launch {
+	pid_t pid;
+	int gate_w;   /* write a byte (or close) to let the child exec */
+	int err_r;    /* the child's errno when exec fails, EOF when it worked */
+};
+
+static int launch(char **argv, struct launch *l)
+{
+	int gate[2], err[2];
+
+	if (pipe2(gate, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
+		return -errno;
+	l->pid = fork();
+	if (l->pid < 0)
+		return -errno;
+	if (l->pid == 0) {
+		char c;
+		int e;
+
+		close(gate[1]);
+		close(err[0]);
+		if (read(gate[0], &c, 1) != 1)
+			_exit(127); /* the recorder gave up */
+		execvp(argv[0], argv);
+		e = errno;
+		if (write(err[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(e == ENOENT ? 127 : 126);
+	}
+	close(gate[0]);
+	close(err[1]);
+	l->gate_w = gate[1];
+	l->err_r = err[0];
+	return 0;
+}
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int exit_status_of(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}
+
+static int fill_manifest(struct nw_manifest *mf, const struct opts *o, const struct nw_session *s,
+			 int argc, char **argv)
+{
+	mf->version = NW_MANIFEST_VERSION;
+	mf->narwhal_version = strdup(NW_VERSION);
+	mf->arch = strdup(s->arch->name);
+	mf->call_graph = strdup(o->callgraph == NW_CALLGRAPH_DWARF ? "dwarf" : "fp");
+	mf->argv = calloc(argc ? argc : 1, sizeof(char *));
+	mf->events = calloc(s->opts.nevents, sizeof(*mf->events));
+	if (!mf->narwhal_version || !mf->arch || !mf->call_graph || !mf->argv || !mf->events)
+		return -ENOMEM;
+	for (int i = 0; i < argc; i++) {
+		mf->argv[i] = strdup(argv[i]);
+		if (!mf->argv[i])
+			return -ENOMEM;
+		mf->argc++;
+	}
+	for (unsigned e = 0; e < s->opts.nevents; e++) {
+		struct nw_manifest_event *me = &mf->events[e];
+
+		me->name = strdup(s->events[e].ev.name);
+		if (!me->name)
+			return -ENOMEM;
+		mf->nevents++;
+		me->type = s->events[e].ev.attr.type;
+		me->config = s->events[e].ev.attr.config;
+		me->freq = s->opts.freq;
+		me->value = s->opts.value;
+	}
+	return 0;
+}
+
+static int write_measurement(const struct opts *o, struct nw_session *s, int argc, char **argv,
+			     uint64_t start_ns, int exit_status)
+{
+	struct nw_manifest *mf = calloc(1, sizeof(*mf));
+	struct nw_csprof_metric metrics[2 * MAX_EVENTS];
+	char names[2 * MAX_EVENTS][NW_EVENT_NAME_MAX + 16];
+	struct nw_measurement m = {
+		.tasks = &s->tasks,
+		.modules = &s->modules,
+		.nmetrics = s->nmetrics,
+		.metrics = metrics,
+		.manifest = mf,
+	};
+	char err[512];
+	int ret;
+
+	if (!mf || fill_manifest(mf, o, s, argc, argv)) {
+		fprintf(stderr, "narwhal-record: out of memory\n");
+		nw_manifest_free(mf);
+		return -ENOMEM;
+	}
+	for (unsigned e = 0; e < s->opts.nevents; e++) {
+		snprintf(names[2 * e], sizeof(names[0]), "%s:samples", s->events[e].ev.name);
+		snprintf(names[2 * e + 1], sizeof(names[0]), "%s:period", s->events[e].ev.name);
+		for (int k = 0; k < 2; k++) {
+			metrics[2 * e + k].name = names[2 * e + k];
+			metrics[2 * e + k].flags = NW_CSPROF_FLAG_ASYNC;
+			metrics[2 * e + k].period = s->opts.freq ? 0 : s->opts.value;
+		}
+	}
+	mf->start_ns = start_ns;
+	mf->end_ns = now_ns(CLOCK_REALTIME);
+	mf->exit_status = exit_status;
+	mf->samples = s->stats.samples;
+	mf->lost = s->stats.lost;
+	mf->throttled = s->stats.throttled;
+	mf->unwind_errors = s->stats.empty_stacks;
+	ret = nw_measurement_write(o->output, &m, err, sizeof(err));
+	if (ret < 0)
+		fprintf(stderr, "narwhal-record: %s\n", err);
+	nw_manifest_free(mf);
+	return ret;
+}
+
+static void print_summary(const struct opts *o, const struct nw_session *s)
+{
+	uint32_t threads = 0, procs = 0;
+
+	for (uint32_t i = 0; i < s->tasks.nthreads; i++)
+		threads += s->tasks.threads[i]->samples > 0;
+	for (uint32_t i = 0; i < s->tasks.nprocs; i++) {
+		const struct nw_process *p = s->tasks.procs[i];
+
+		for (uint32_t k = 0; k < s->tasks.nthreads; k++) {
+			if (s->tasks.threads[k]->proc == p && s->tasks.threads[k]->samples) {
+				procs++;
+				break;
+			}
+		}
+	}
+	fprintf(stderr, "narwhal-record: %llu samples from %u thread%s in %u process%s (%llu lost",
+		(unsigned long long)s->stats.samples, threads, threads == 1 ? "" : "s", procs,
+		procs == 1 ? "" : "es", (unsigned long long)s->stats.lost);
+	if (s->stats.throttled)
+		fprintf(stderr, ", throttled %llu times", (unsigned long long)s->stats.throttled);
+	fprintf(stderr, ") written to %s\n", o->output);
+	if (s->stats.lost)
+		fprintf(stderr, "narwhal-record: the kernel dropped %llu records: raise the ring "
+				"size with -m (now %u pages) or lower -F\n",
+			(unsigned long long)s->stats.lost, o->mmap_pages);
+	if (s->stats.bad_records || s->stats.ring_resyncs)
+		fprintf(stderr, "narwhal-record: %llu malformed records skipped\n",
+			(unsigned long long)(s->stats.bad_records + s->stats.ring_resyncs));
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .output = "narwhal.data", .freq = 999, .mmap_pages = 128 };
+	struct nw_event evs[MAX_EVENTS];
+	struct nw_session_opts so;
+	struct nw_session s;
+	struct launch l = { .pid = -1, .gate_w = -1, .err_r = -1 };
+	struct sigaction sa;
+	char dir_err[512];
+	uint64_t start_ns;
+	int nev, ret, status = 0, exit_status, forwarded = 0, exec_errno = 0;
+	ssize_t nread;
+	bool exited = false;
+	char **cmd;
+
+	ret = parse_opts(argc, argv, &o);
+	if (ret)
+		return ret;
+	if (o.quiet)
+		nw_log_level = NW_LOG_QUIET;
+	cmd = argv + optind;
+	nev = resolve_events(&o, evs);
+	if (nev < 0)
+		return 2;
+	so = (struct nw_session_opts){
+		.events = evs,
+		.nevents = (unsigned)nev,
+		.freq = o.freq != 0,
+		.value = o.freq ? o.freq : o.period,
+		.callgraph = o.callgraph,
+		.mmap_pages = o.mmap_pages,
+	};
+	ret = nw_session_init(&s, &so);
+	if (ret) {
+		fprintf(stderr, "narwhal-record: cannot set up the session: %s\n", strerror(-ret));
+		nw_session_fini(&s);
+		return 1;
+	}
+	ret = nw_measurement_create_dir(o.output, dir_err, sizeof(dir_err));
+	if (ret) {
+		fprintf(stderr, "narwhal-record: %s\n", dir_err);
+		nw_session_fini(&s);
+		return 1;
+	}
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	start_ns = now_ns(CLOCK_REALTIME);
+	ret = launch(cmd, &l);
+	if (ret) {
+		fprintf(stderr, "narwhal-record: cannot start %s: %s\n", cmd[0], strerror(-ret));
+		nw_session_fini(&s);
+		return 1;
+	}
+	ret = nw_session_open(&s, l.pid);
+	if (ret) {
+		explain_open_error(ret, evs, nev);
+		kill(l.pid, SIGKILL);
+		waitpid(l.pid, NULL, 0);
+		nw_session_fini(&s);
+		rmdir(o.output);
+		return 1;
+	}
+	/* Open the gate: the child execs, and the events enable at exec. */
+	if (write(l.gate_w, "x", 1) != 1) {
+		fprintf(stderr, "narwhal-record: cannot release the program: %s\n", strerror(errno));
+		kill(l.pid, SIGKILL);
+	}
+	close(l.gate_w);
+	nread = read(l.err_r, &exec_errno, sizeof(exec_errno));
+	close(l.err_r);
+	if (nread == sizeof(exec_errno)) {
+		waitpid(l.pid, &status, 0);
+		fprintf(stderr, "narwhal-record: %s: %s\n", cmd[0], strerror(exec_errno));
+		nw_session_fini(&s);
+		rmdir(o.output);
+		return exec_errno == ENOENT ? 127 : 126;
+	}
+
+	while (!exited) {
+		poll(s.pfds, (nfds_t)s.ncpus, 100);
+		nw_session_read(&s);
+		if (stop_signal && forwarded < stop_count) {
+			/* Forward Ctrl-C / SIGTERM; a second one kills the program. */
+			kill(l.pid, forwarded ? SIGKILL : stop_signal);
+			forwarded = stop_count;
+		}
+		ret = waitpid(l.pid, &status, WNOHANG);
+		if (ret == l.pid || (ret < 0 && errno == ECHILD))
+			exited = true;
+	}
+	nw_session_disable(&s);
+	nw_session_read(&s);
+	exit_status = exit_status_of(status);
+
+	ret = write_measurement(&o, &s, argc - optind, cmd, start_ns, exit_status);
+	if (ret == 0 && !o.quiet)
+		print_summary(&o, &s);
+	nw_session_fini(&s);
+	return ret < 0 ? 1 : exit_status;
+}
