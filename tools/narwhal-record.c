@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -308,6 +309,42 @@ static int launch(char **argv, struct launch *l)
 	return 0;
 }
 
+/*
+ * Checks @cmd the way a shell would before anything is created: 0 when it
+ * can run, else the shell's status (127 not found, 126 not executable)
+ * after saying why.
+ */
+static int check_command(const char *cmd)
+{
+	char path[PATH_MAX];
+	const char *env = getenv("PATH");
+	struct stat st;
+
+	if (strchr(cmd, '/')) {
+		if (stat(cmd, &st) < 0) {
+			fprintf(stderr, "narwhal-record: %s: %s\n", cmd, strerror(errno));
+			return errno == ENOENT || errno == ENOTDIR ? 127 : 126;
+		}
+		if (S_ISDIR(st.st_mode) || access(cmd, X_OK) < 0) {
+			fprintf(stderr, "narwhal-record: %s: %s\n", cmd,
+				S_ISDIR(st.st_mode) ? "Is a directory" : strerror(errno));
+			return 126;
+		}
+		return 0;
+	}
+	for (const char *p = env ? env : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+		size_t len = strcspn(p, ":");
+
+		if (snprintf(path, sizeof(path), "%.*s/%s", (int)len, len ? p : ".", cmd) <
+			    (int)sizeof(path) &&
+		    stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0)
+			return 0;
+		p += len + (p[len] == ':');
+	}
+	fprintf(stderr, "narwhal-record: %s: command not found\n", cmd);
+	return 127;
+}
+
 static uint64_t now_ns(clockid_t clk)
 {
 	struct timespec ts;
@@ -453,6 +490,9 @@ int main(int argc, char **argv)
 	if (o.quiet)
 		nw_log_level = NW_LOG_QUIET;
 	cmd = argv + optind;
+	ret = check_command(cmd[0]);
+	if (ret)
+		return ret;
 	nev = resolve_events(&o, evs);
 	if (nev < 0)
 		return 2;
