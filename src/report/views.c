@@ -1,0 +1,440 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Text views over a merged symbolic tree (node ips are indexes into
+ * nw_profile.funcs): the indented call tree, the flat self/cumulative
+ * table, the per-thread summary and folded stacks.  Every order is total
+ * (ties broken by name, then index), so the output is stable.
+ */
+#include "report/views.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Per-node weights of one metric. */
+struct weights {
+	uint32_t n;
+	uint64_t *self, *incl;
+	uint32_t *order; /* preorder */
+};
+
+static void weights_fini(struct weights *w)
+{
+	free(w->self);
+	free(w->incl);
+	free(w->order);
+}
+
+/* Fills @w for metric @m; -EINVAL for a bad metric or func index, -ENOMEM. */
+static int weights_init(struct weights *w, const struct nw_profile *p, const struct nw_cct *t,
+			unsigned m)
+{
+	memset(w, 0, sizeof(*w));
+	if (m >= t->nmetrics || t->n == 0)
+		return -EINVAL;
+	for (uint32_t i = 1; i < t->n; i++)
+		if (t->nodes[i].ip >= p->nfuncs)
+			return -EINVAL;
+	w->n = t->n;
+	w->self = malloc((size_t)t->n * sizeof(*w->self));
+	w->incl = malloc((size_t)t->n * sizeof(*w->incl));
+	w->order = malloc((size_t)t->n * sizeof(*w->order));
+	if (!w->self || !w->incl || !w->order) {
+		weights_fini(w);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < t->n; i++)
+		w->self[i] = w->incl[i] = nw_cct_metrics(t, i)[m];
+	nw_cct_preorder(t, w->order);
+	/* Children come after their parent in preorder: sum bottom-up. */
+	for (uint32_t k = t->n; k-- > 1;) {
+		uint32_t i = w->order[k];
+
+		w->incl[t->nodes[i].parent] += w->incl[i];
+	}
+	return 0;
+}
+
+static double pct(uint64_t v, uint64_t total)
+{
+	return total ? 100.0 * (double)v / (double)total : 0.0;
+}
+
+static const char *func_name(const struct nw_profile *p, const struct nw_cct *t, uint32_t node)
+{
+	return p->funcs[t->nodes[node].ip].name;
+}
+
+static int finish(FILE *out)
+{
+	if (fflush(out) != 0 || ferror(out))
+		return -EIO;
+	return 0;
+}
+
+static uint64_t node_metric(const struct nw_cct *t, uint32_t node, unsigned m)
+{
+	return m < t->nmetrics ? nw_cct_metrics(t, node)[m] : 0;
+}
+
+/* The samples metric of the event that metric @m belongs to (two per event). */
+static unsigned samples_metric(unsigned m)
+{
+	return m - m % 2;
+}
+
+/* "Samples: N (L lost)", and the metric weighed by when it is not the samples. */
+static void print_totals(FILE *out, const struct nw_profile *p, const struct nw_cct *t,
+			 const struct weights *w, unsigned m)
+{
+	unsigned sm = samples_metric(m);
+	uint64_t samples = 0;
+
+	for (uint32_t i = 0; i < t->n; i++)
+		samples += node_metric(t, i, sm);
+	fprintf(out, "Samples: %llu (%llu lost)\n", (unsigned long long)samples,
+		(unsigned long long)(p->manifest ? p->manifest->lost : 0));
+	if (m != sm)
+		fprintf(out, "Metric: %s, total %llu\n", p->metric_names[m],
+			(unsigned long long)w->incl[NW_CCT_ROOT]);
+}
+
+/* ---- tree ---- */
+
+struct child_cmp_ctx {
+	const struct nw_profile *p;
+	const struct nw_cct *t;
+	const uint64_t *incl;
+};
+
+static int cmp_child(const void *a, const void *b, void *arg)
+{
+	const struct child_cmp_ctx *c = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	int r;
+
+	if (c->incl[x] != c->incl[y])
+		return c->incl[x] > c->incl[y] ? -1 : 1;
+	r = strcmp(func_name(c->p, c->t, x), func_name(c->p, c->t, y));
+	if (r)
+		return r;
+	return c->t->nodes[x].ip < c->t->nodes[y].ip ? -1 : c->t->nodes[x].ip > c->t->nodes[y].ip;
+}
+
+int nw_view_tree(FILE *out, const struct nw_profile *p, const struct nw_cct *tree,
+		 const struct nw_view_opts *o)
+{
+	struct child_cmp_ctx ctx = { .p = p, .t = tree };
+	uint32_t *stack = NULL, *depth = NULL, sp = 0, nthreads = 0;
+	uint64_t total;
+	struct weights w;
+	const char *ev;
+	int ret;
+
+	ret = weights_init(&w, p, tree, o->metric);
+	if (ret)
+		return ret;
+	ctx.incl = w.incl;
+	total = w.incl[NW_CCT_ROOT];
+	/* Each node is pushed once: room for all of them is enough. */
+	stack = malloc((size_t)tree->n * sizeof(*stack));
+	depth = malloc((size_t)tree->n * sizeof(*depth));
+	if (!stack || !depth) {
+		ret = -ENOMEM;
+		goto out;
+	}
+
+	fputs("Command:", out);
+	for (uint32_t i = 0; p->manifest && i < p->manifest->argc; i++)
+		fprintf(out, " %s", p->manifest->argv[i] ? p->manifest->argv[i] : "");
+	ev = p->metric_names[o->metric];
+	fprintf(out, "\nEvent: %.*s\n", (int)strcspn(ev, ":"), ev);
+	print_totals(out, p, tree, &w, o->metric);
+	for (uint32_t i = 0; i < p->nthreads; i++)
+		nthreads += nw_filter_match(o->filter, &p->threads[i]);
+	fprintf(out, "Threads: %u\n\n", nthreads);
+	fputs(" INCL%   SELF%  FUNCTION\n", out);
+
+	/* Depth-first, children by inclusive weight: push them in reverse. */
+	for (uint32_t c = tree->nodes[NW_CCT_ROOT].first_child; c != NW_CCT_NONE;
+	     c = tree->nodes[c].next_sibling) {
+		stack[sp] = c;
+		depth[sp++] = 0;
+	}
+	qsort_r(stack, sp, sizeof(*stack), cmp_child, &ctx);
+	for (uint32_t a = 0, b = sp; a + 1 < b; a++, b--) {
+		uint32_t tmp = stack[a];
+
+		stack[a] = stack[b - 1];
+		stack[b - 1] = tmp;
+	}
+	while (sp > 0) {
+		uint32_t node = stack[--sp], d = depth[sp], first = sp;
+
+		if (pct(w.incl[node], total) < o->percent_limit)
+			continue;
+		fprintf(out, "%5.1f%%  %5.1f%%  %*s%s\n", pct(w.incl[node], total),
+			pct(w.self[node], total), (int)(2 * (d < 1000000 ? d : 1000000)), "",
+			func_name(p, tree, node));
+		for (uint32_t c = tree->nodes[node].first_child; c != NW_CCT_NONE;
+		     c = tree->nodes[c].next_sibling) {
+			stack[sp] = c;
+			depth[sp++] = d + 1;
+		}
+		qsort_r(stack + first, sp - first, sizeof(*stack), cmp_child, &ctx);
+		for (uint32_t a = first, b = sp; a + 1 < b; a++, b--) {
+			uint32_t tmp = stack[a];
+
+			stack[a] = stack[b - 1];
+			stack[b - 1] = tmp;
+		}
+	}
+	ret = finish(out);
+out:
+	free(stack);
+	free(depth);
+	weights_fini(&w);
+	return ret;
+}
+
+/* ---- flat ---- */
+
+struct flat_row {
+	uint32_t func;
+	uint64_t self, cumul;
+};
+
+static int cmp_row(const void *a, const void *b, void *arg)
+{
+	const struct nw_profile *p = arg;
+	const struct flat_row *x = a, *y = b;
+	int r;
+
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	if (x->cumul != y->cumul)
+		return x->cumul > y->cumul ? -1 : 1;
+	r = strcmp(p->funcs[x->func].name, p->funcs[y->func].name);
+	if (r)
+		return r;
+	return x->func < y->func ? -1 : x->func > y->func;
+}
+
+/*
+ * Self and cumulative weight per function.  Cumulative counts a function
+ * once per stack: the inclusive weight of each node with no ancestor of
+ * the same function, so recursion does not count twice.
+ */
+static int flat_sums(const struct nw_profile *p, const struct nw_cct *t, const struct weights *w,
+		     struct flat_row *rows)
+{
+	uint32_t *onpath = calloc(p->nfuncs ? p->nfuncs : 1, sizeof(*onpath));
+	uint32_t node;
+
+	if (!onpath)
+		return -ENOMEM;
+	for (uint32_t f = 0; f < p->nfuncs; f++)
+		rows[f] = (struct flat_row){ .func = f };
+	node = t->nodes[NW_CCT_ROOT].first_child;
+	while (node != NW_CCT_NONE) {
+		uint32_t f = (uint32_t)t->nodes[node].ip;
+
+		if (onpath[f]++ == 0)
+			rows[f].cumul += w->incl[node];
+		rows[f].self += w->self[node];
+		if (t->nodes[node].first_child != NW_CCT_NONE) {
+			node = t->nodes[node].first_child;
+			continue;
+		}
+		/* Leave this node, and each ancestor whose children are done. */
+		for (;;) {
+			onpath[t->nodes[node].ip]--;
+			if (t->nodes[node].next_sibling != NW_CCT_NONE) {
+				node = t->nodes[node].next_sibling;
+				break;
+			}
+			node = t->nodes[node].parent;
+			if (node == NW_CCT_ROOT) {
+				node = NW_CCT_NONE;
+				break;
+			}
+		}
+	}
+	free(onpath);
+	return 0;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s && s[1] ? s + 1 : path;
+}
+
+int nw_view_flat(FILE *out, const struct nw_profile *p, const struct nw_cct *tree,
+		 const struct nw_view_opts *o)
+{
+	struct flat_row *rows = NULL;
+	uint64_t total;
+	struct weights w;
+	int ret;
+
+	ret = weights_init(&w, p, tree, o->metric);
+	if (ret)
+		return ret;
+	total = w.incl[NW_CCT_ROOT];
+	rows = calloc(p->nfuncs ? p->nfuncs : 1, sizeof(*rows));
+	if (!rows) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = flat_sums(p, tree, &w, rows);
+	if (ret)
+		goto out;
+	qsort_r(rows, p->nfuncs, sizeof(*rows), cmp_row, (void *)p);
+
+	print_totals(out, p, tree, &w, o->metric);
+	fputs("\n SELF%  CUMUL%  FUNCTION\n", out);
+	for (uint32_t i = 0; i < p->nfuncs; i++) {
+		const struct nw_func *f = &p->funcs[rows[i].func];
+
+		if (!rows[i].cumul)
+			continue;
+		fprintf(out, "%5.1f%%  %5.1f%%  %s", pct(rows[i].self, total),
+			pct(rows[i].cumul, total), f->name);
+		if (f->file && f->line)
+			fprintf(out, " (%s:%u)", base_name(f->file), f->line);
+		else if (f->file)
+			fprintf(out, " (%s)", base_name(f->file));
+		fputc('\n', out);
+	}
+	ret = finish(out);
+out:
+	free(rows);
+	weights_fini(&w);
+	return ret;
+}
+
+/* ---- threads ---- */
+
+static int cmp_thread(const void *a, const void *b)
+{
+	const struct nw_prof_thread *x = *(const struct nw_prof_thread *const *)a;
+	const struct nw_prof_thread *y = *(const struct nw_prof_thread *const *)b;
+
+	if (x->samples != y->samples)
+		return x->samples > y->samples ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+int nw_view_threads(FILE *out, const struct nw_profile *p, const struct nw_filter *f)
+{
+	const struct nw_prof_thread **v;
+	uint32_t n = 0;
+	uint64_t total = 0;
+
+	v = malloc((p->nthreads ? p->nthreads : 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < p->nthreads; i++) {
+		if (!nw_filter_match(f, &p->threads[i]))
+			continue;
+		v[n++] = &p->threads[i];
+		total += p->threads[i].samples;
+	}
+	qsort(v, n, sizeof(*v), cmp_thread);
+	fprintf(out, "%8s %8s  %-16s %10s  %6s\n", "PID", "TID", "NAME", "SAMPLES", "SHARE%");
+	for (uint32_t i = 0; i < n; i++)
+		fprintf(out, "%8u %8u  %-16s %10llu  %5.1f%%\n", v[i]->pid, v[i]->tid,
+			v[i]->comm ? v[i]->comm : "", (unsigned long long)v[i]->samples,
+			pct(v[i]->samples, total));
+	free(v);
+	return finish(out);
+}
+
+/* ---- folded ---- */
+
+struct folded_line {
+	char *stack;
+	uint64_t count;
+};
+
+static int cmp_folded(const void *a, const void *b)
+{
+	return strcmp(((const struct folded_line *)a)->stack, ((const struct folded_line *)b)->stack);
+}
+
+/* "root;...;leaf" for @node, or NULL on ENOMEM. */
+static char *stack_string(const struct nw_profile *p, const struct nw_cct *t, uint32_t node)
+{
+	size_t len = 0;
+	char *s, *end;
+
+	for (uint32_t i = node; i != NW_CCT_ROOT; i = t->nodes[i].parent)
+		len += strlen(func_name(p, t, i)) + 1;
+	s = malloc(len ? len : 1);
+	if (!s)
+		return NULL;
+	end = s + len - 1;
+	*end = '\0';
+	/* Fill from the leaf backwards: the root ends up first. */
+	for (uint32_t i = node; i != NW_CCT_ROOT; i = t->nodes[i].parent) {
+		const char *name = func_name(p, t, i);
+		size_t l = strlen(name);
+
+		end -= l;
+		memcpy(end, name, l);
+		if (end > s)
+			*--end = ';';
+	}
+	return s;
+}
+
+int nw_view_folded(FILE *out, const struct nw_profile *p, const struct nw_cct *tree,
+		   const struct nw_view_opts *o)
+{
+	struct folded_line *lines = NULL;
+	uint32_t n = 0;
+	struct weights w;
+	int ret;
+
+	ret = weights_init(&w, p, tree, o->metric);
+	if (ret)
+		return ret;
+	lines = calloc(tree->n, sizeof(*lines));
+	if (!lines) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* The root's own weight has no stack to show. */
+	for (uint32_t i = 1; i < tree->n; i++) {
+		if (!w.self[i])
+			continue;
+		lines[n].stack = stack_string(p, tree, i);
+		if (!lines[n].stack) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		lines[n++].count = w.self[i];
+	}
+	qsort(lines, n, sizeof(*lines), cmp_folded);
+	for (uint32_t i = 0; i < n;) {
+		uint64_t count = lines[i].count;
+		uint32_t j = i + 1;
+
+		/* Same-named frames of different modules give equal stacks: sum them. */
+		while (j < n && strcmp(lines[j].stack, lines[i].stack) == 0)
+			count += lines[j++].count;
+		fprintf(out, "%s %llu\n", lines[i].stack, (unsigned long long)count);
+		i = j;
+	}
+	ret = finish(out);
+out:
+	for (uint32_t i = 0; lines && i < n; i++)
+		free(lines[i].stack);
+	free(lines);
+	weights_fini(&w);
+	return ret;
+}
