@@ -1,0 +1,790 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * HPC_CSPROF writer and reader (DESIGN.md, "HPC_CSPROF file format").
+ *
+ * Every integer is encoded and decoded byte by byte, little-endian, so the
+ * host's byte order and alignment never matter.  The reader treats the
+ * buffer as untrusted: each field is checked against the bytes left before
+ * it is read, and each count is checked against the smallest number of
+ * bytes its items can take before anything is allocated from it.
+ */
+#include "format/csprof.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CSPROF_MAGIC	   "HPC_CSPROF"
+#define CSPROF_VERSION	   "01.01"
+#define CSTREE_MAGIC	   "HPC_CSTREE"
+#define CSTREE_VERSION	   "01.00"
+#define MAGIC_LEN	   10
+#define VERSION_LEN	   5
+#define CSPROF_HEADER_SIZE 24 /* magic, version, endian, u64 num_chunks */
+#define CSPROF_NUM_CHUNKS  3
+#define CSTREE_HEADER_SIZE 36 /* magic, version, endian, u32, u32, u64, u32 */
+#define NODE_FIXED_SIZE	   32 /* id, parent, ip, sp */
+
+/* hpcfile tags: (data_tag << 4) | format, format 0 string, 1 number. */
+#define TAG_TARGET	0x00
+#define TAG_EVENT_NAME	0x30
+#define TAG_PERIOD	0x41
+#define TAG_FLAGS	0x51
+
+/* ---- writer ---- */
+
+struct csprof_out {
+	FILE *f;
+	bool failed;
+};
+
+static void out_bytes(struct csprof_out *o, const void *p, size_t n)
+{
+	if (!o->failed && n && fwrite(p, 1, n, o->f) != n)
+		o->failed = true;
+}
+
+static void put_u32(uint8_t *b, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_u64(uint8_t *b, uint64_t v)
+{
+	put_u32(b, (uint32_t)v);
+	put_u32(b + 4, (uint32_t)(v >> 32));
+}
+
+static void out_u32(struct csprof_out *o, uint32_t v)
+{
+	uint8_t b[4];
+
+	put_u32(b, v);
+	out_bytes(o, b, sizeof(b));
+}
+
+static void out_u64(struct csprof_out *o, uint64_t v)
+{
+	uint8_t b[8];
+
+	put_u64(b, v);
+	out_bytes(o, b, sizeof(b));
+}
+
+static void out_string(struct csprof_out *o, uint32_t tag, const char *s, size_t len)
+{
+	out_u32(o, tag);
+	out_u32(o, (uint32_t)len);
+	out_bytes(o, s, len);
+}
+
+static void out_number(struct csprof_out *o, uint32_t tag, uint64_t v)
+{
+	out_u32(o, tag);
+	out_u64(o, v);
+}
+
+/* Checks what the writer cannot encode before writing anything. */
+static int csprof_check(const struct nw_csprof *p)
+{
+	if (p->target && strlen(p->target) > UINT32_MAX)
+		return -EINVAL;
+	if ((p->nmetrics && !p->metrics) || (p->nepochs && !p->epochs) ||
+	    (p->ntrees && !p->trees))
+		return -EINVAL;
+	for (uint32_t i = 0; i < p->nmetrics; i++) {
+		if (!p->metrics[i].name || strlen(p->metrics[i].name) > UINT32_MAX)
+			return -EINVAL;
+	}
+	for (uint32_t e = 0; e < p->nepochs; e++) {
+		const struct nw_csprof_epoch *ep = &p->epochs[e];
+
+		if (ep->nmodules && !ep->modules)
+			return -EINVAL;
+		for (uint32_t m = 0; m < ep->nmodules; m++) {
+			if (!ep->modules[m].name || strlen(ep->modules[m].name) > UINT32_MAX)
+				return -EINVAL;
+		}
+	}
+	for (uint32_t t = 0; t < p->ntrees; t++) {
+		const struct nw_csprof_tree *tr = &p->trees[t];
+
+		if (!tr->cct || tr->cct->n == 0 || tr->cct->nmetrics != p->nmetrics ||
+		    tr->epoch >= p->nepochs)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int write_tree(struct csprof_out *o, const struct nw_csprof_tree *tr)
+{
+	const struct nw_cct *cct = tr->cct;
+	size_t node_size = NODE_FIXED_SIZE + 8 * (size_t)cct->nmetrics;
+	uint32_t *order, *id_of;
+	uint8_t *rec;
+	uint32_t n;
+
+	order = calloc(cct->n, sizeof(*order));
+	id_of = calloc(cct->n, sizeof(*id_of));
+	rec = malloc(node_size);
+	if (!order || !id_of || !rec) {
+		free(order);
+		free(id_of);
+		free(rec);
+		return -ENOMEM;
+	}
+	n = nw_cct_preorder(cct, order);
+	for (uint32_t i = 0; i < n; i++)
+		id_of[order[i]] = i;
+
+	out_bytes(o, CSTREE_MAGIC, MAGIC_LEN);
+	out_bytes(o, CSTREE_VERSION, VERSION_LEN);
+	out_bytes(o, "l", 1);
+	out_u32(o, 8); /* vma size */
+	out_u32(o, 8); /* uint size */
+	out_u64(o, n);
+	out_u32(o, tr->epoch);
+	/* One record per node: id, parent, ip, sp, metrics. */
+	for (uint32_t i = 0; i < n; i++) {
+		const struct nw_cct_node *node = &cct->nodes[order[i]];
+		const uint64_t *met = nw_cct_metrics(cct, order[i]);
+
+		put_u64(rec, i);
+		put_u64(rec + 8, i == 0 ? 0 : id_of[node->parent]);
+		put_u64(rec + 16, node->ip);
+		put_u64(rec + 24, node->sp);
+		for (unsigned k = 0; k < cct->nmetrics; k++)
+			put_u64(rec + NODE_FIXED_SIZE + 8 * k, met[k]);
+		out_bytes(o, rec, node_size);
+	}
+	free(order);
+	free(id_of);
+	free(rec);
+	return 0;
+}
+
+int nw_csprof_write(FILE *f, const struct nw_csprof *p)
+{
+	struct csprof_out o = { .f = f };
+	const char *target = p->target ? p->target : "";
+	int err;
+
+	err = csprof_check(p);
+	if (err)
+		return err;
+
+	out_bytes(&o, CSPROF_MAGIC, MAGIC_LEN);
+	out_bytes(&o, CSPROF_VERSION, VERSION_LEN);
+	out_bytes(&o, "l", 1);
+	out_u64(&o, CSPROF_NUM_CHUNKS);
+
+	out_string(&o, TAG_TARGET, target, strlen(target));
+	out_u32(&o, p->nmetrics);
+	for (uint32_t i = 0; i < p->nmetrics; i++) {
+		const struct nw_csprof_metric *m = &p->metrics[i];
+
+		out_string(&o, TAG_EVENT_NAME, m->name, strlen(m->name));
+		out_number(&o, TAG_FLAGS, m->flags);
+		out_number(&o, TAG_PERIOD, m->period);
+	}
+
+	out_u32(&o, p->nepochs);
+	for (uint32_t e = 0; e < p->nepochs; e++) {
+		const struct nw_csprof_epoch *ep = &p->epochs[e];
+
+		out_u32(&o, ep->nmodules);
+		for (uint32_t m = 0; m < ep->nmodules; m++) {
+			const struct nw_csprof_module *mod = &ep->modules[m];
+			size_t len = strlen(mod->name);
+
+			out_u32(&o, (uint32_t)len);
+			out_bytes(&o, mod->name, len);
+			out_u64(&o, mod->vaddr);
+			out_u64(&o, mod->mapped);
+		}
+	}
+
+	out_u32(&o, p->ntrees);
+	out_u64(&o, 0); /* tramp_samples: no trampoline */
+	for (uint32_t t = 0; t < p->ntrees; t++) {
+		err = write_tree(&o, &p->trees[t]);
+		if (err)
+			return err;
+	}
+	if (fflush(f) != 0)
+		o.failed = true;
+	if (o.failed || ferror(f))
+		return -EIO;
+	return 0;
+}
+
+int nw_csprof_write_file(const char *path, const struct nw_csprof *p)
+{
+	FILE *f;
+	int err;
+
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	err = nw_csprof_write(f, p);
+	if (fclose(f) != 0 && !err)
+		err = errno ? -errno : -EIO;
+	return err;
+}
+
+/* ---- reader ---- */
+
+struct csprof_in {
+	const uint8_t *buf;
+	size_t size;
+	size_t pos;
+	struct nw_csprof_error *err;
+};
+
+__attribute__((format(printf, 3, 4))) static int in_fail(struct csprof_in *in, size_t offset,
+							  const char *fmt, ...)
+{
+	va_list ap;
+
+	if (in->err) {
+		in->err->offset = offset;
+		va_start(ap, fmt);
+		vsnprintf(in->err->msg, sizeof(in->err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return -EBADMSG;
+}
+
+static size_t in_left(const struct csprof_in *in)
+{
+	return in->size - in->pos;
+}
+
+/* Fails unless @n bytes are left for @what. */
+static int in_need(struct csprof_in *in, uint64_t n, const char *what)
+{
+	if (n > in_left(in))
+		return in_fail(in, in->pos, "truncated: %s needs %llu bytes, %zu left", what,
+			       (unsigned long long)n, in_left(in));
+	return 0;
+}
+
+static uint32_t peek_u32(const uint8_t *b)
+{
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static uint64_t peek_u64(const uint8_t *b)
+{
+	return (uint64_t)peek_u32(b) | (uint64_t)peek_u32(b + 4) << 32;
+}
+
+static int in_u32(struct csprof_in *in, uint32_t *v, const char *what)
+{
+	int err = in_need(in, 4, what);
+
+	if (err)
+		return err;
+	*v = peek_u32(in->buf + in->pos);
+	in->pos += 4;
+	return 0;
+}
+
+static int in_u64(struct csprof_in *in, uint64_t *v, const char *what)
+{
+	int err = in_need(in, 8, what);
+
+	if (err)
+		return err;
+	*v = peek_u64(in->buf + in->pos);
+	in->pos += 8;
+	return 0;
+}
+
+/* Checks @len bytes equal @expect (a magic, version or endian byte). */
+static int in_expect(struct csprof_in *in, const char *expect, size_t len, const char *what)
+{
+	int err = in_need(in, len, what);
+
+	if (err)
+		return err;
+	if (memcmp(in->buf + in->pos, expect, len) != 0)
+		return in_fail(in, in->pos, "bad %s: expected \"%.*s\"", what, (int)len, expect);
+	in->pos += len;
+	return 0;
+}
+
+/* Copies @len bytes at the cursor into a new NUL-terminated string. */
+static int in_str_bytes(struct csprof_in *in, uint32_t len, char **ret, const char *what)
+{
+	size_t at = in->pos;
+	int err;
+	char *s;
+
+	err = in_need(in, len, what);
+	if (err)
+		return err;
+	if (memchr(in->buf + at, '\0', len))
+		return in_fail(in, at, "%s contains a NUL byte", what);
+	s = malloc((size_t)len + 1);
+	if (!s)
+		return -ENOMEM;
+	memcpy(s, in->buf + at, len);
+	s[len] = '\0';
+	in->pos += len;
+	*ret = s;
+	return 0;
+}
+
+static int in_tag(struct csprof_in *in, uint32_t tag, const char *what)
+{
+	size_t at = in->pos;
+	uint32_t v;
+	int err;
+
+	err = in_u32(in, &v, what);
+	if (err)
+		return err;
+	if (v != tag)
+		return in_fail(in, at, "bad tag for %s: 0x%x, expected 0x%x", what, v, tag);
+	return 0;
+}
+
+/* hpcfile_string: u32 tag, u32 length, bytes. */
+static int in_string(struct csprof_in *in, uint32_t tag, char **ret, const char *what)
+{
+	uint32_t len;
+	int err;
+
+	err = in_tag(in, tag, what);
+	if (!err)
+		err = in_u32(in, &len, what);
+	if (!err)
+		err = in_str_bytes(in, len, ret, what);
+	return err;
+}
+
+/* hpcfile_number: u32 tag, u64 value. */
+static int in_number(struct csprof_in *in, uint32_t tag, uint64_t *ret, const char *what)
+{
+	int err = in_tag(in, tag, what);
+
+	return err ? err : in_u64(in, ret, what);
+}
+
+/*
+ * Fails unless @count items of at least @min_size bytes each can fit in
+ * what is left: the bound that makes allocating @count items safe.
+ */
+static int in_count(struct csprof_in *in, size_t at, uint64_t count, uint64_t min_size,
+		    const char *what)
+{
+	if (min_size && count > in_left(in) / min_size)
+		return in_fail(in, at, "%s %llu does not fit in the %zu bytes left", what,
+			       (unsigned long long)count, in_left(in));
+	return 0;
+}
+
+static int read_header(struct csprof_in *in)
+{
+	size_t at;
+	uint64_t chunks;
+	int err;
+
+	err = in_expect(in, CSPROF_MAGIC, MAGIC_LEN, "file magic");
+	if (!err)
+		err = in_expect(in, CSPROF_VERSION, VERSION_LEN, "file version");
+	if (!err)
+		err = in_expect(in, "l", 1, "endian byte");
+	at = in->pos;
+	if (!err)
+		err = in_u64(in, &chunks, "num_chunks");
+	if (!err && chunks != CSPROF_NUM_CHUNKS)
+		err = in_fail(in, at, "num_chunks is %llu, expected %d",
+			      (unsigned long long)chunks, CSPROF_NUM_CHUNKS);
+	return err;
+}
+
+static int read_metrics(struct csprof_in *in, struct nw_csprof *p)
+{
+	size_t at = in->pos;
+	uint32_t n;
+	int err;
+
+	err = in_u32(in, &n, "num_metrics");
+	if (err)
+		return err;
+	/* name (8 + len), flags (12), period (12) */
+	err = in_count(in, at, n, 32, "num_metrics");
+	if (err)
+		return err;
+	if (n) {
+		p->metrics = calloc(n, sizeof(*p->metrics));
+		if (!p->metrics)
+			return -ENOMEM;
+	}
+	p->nmetrics = n;
+	for (uint32_t i = 0; i < n; i++) {
+		struct nw_csprof_metric *m = &p->metrics[i];
+
+		err = in_string(in, TAG_EVENT_NAME, &m->name, "metric name");
+		if (!err)
+			err = in_number(in, TAG_FLAGS, &m->flags, "metric flags");
+		if (!err)
+			err = in_number(in, TAG_PERIOD, &m->period, "metric period");
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int read_epochs(struct csprof_in *in, struct nw_csprof *p)
+{
+	size_t at = in->pos;
+	uint32_t n;
+	int err;
+
+	err = in_u32(in, &n, "num_epochs");
+	if (!err)
+		err = in_count(in, at, n, 4, "num_epochs");
+	if (err)
+		return err;
+	if (n) {
+		p->epochs = calloc(n, sizeof(*p->epochs));
+		if (!p->epochs)
+			return -ENOMEM;
+	}
+	p->nepochs = n;
+	for (uint32_t e = 0; e < n; e++) {
+		struct nw_csprof_epoch *ep = &p->epochs[e];
+		uint32_t nmod;
+
+		at = in->pos;
+		err = in_u32(in, &nmod, "num_modules");
+		/* u32 name length, name, u64 vaddr, u64 mapped */
+		if (!err)
+			err = in_count(in, at, nmod, 20, "num_modules");
+		if (err)
+			return err;
+		if (nmod) {
+			ep->modules = calloc(nmod, sizeof(*ep->modules));
+			if (!ep->modules)
+				return -ENOMEM;
+		}
+		ep->nmodules = nmod;
+		for (uint32_t m = 0; m < nmod; m++) {
+			struct nw_csprof_module *mod = &ep->modules[m];
+			uint32_t len;
+
+			err = in_u32(in, &len, "module name length");
+			if (!err)
+				err = in_str_bytes(in, len, &mod->name, "module name");
+			if (!err)
+				err = in_u64(in, &mod->vaddr, "module vaddr");
+			if (!err)
+				err = in_u64(in, &mod->mapped, "module mapped address");
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+static void add_metrics(uint64_t *dst, const uint8_t *src, unsigned n)
+{
+	for (unsigned k = 0; k < n; k++)
+		dst[k] += peek_u64(src + 8 * k);
+}
+
+/*
+ * Relinks every sibling list in node index order.  The reader creates
+ * nodes in file order (each at its first occurrence), so the tree's
+ * preorder then matches the file's, whatever order nw_cct_child() links
+ * new children in: writing what was read gives the same bytes.
+ */
+static void keep_file_order(struct nw_cct *cct)
+{
+	for (uint32_t i = 0; i < cct->n; i++)
+		cct->nodes[i].first_child = NW_CCT_NONE;
+	for (uint32_t i = cct->n - 1; i > 0; i--) {
+		struct nw_cct_node *parent = &cct->nodes[cct->nodes[i].parent];
+
+		cct->nodes[i].next_sibling = parent->first_child;
+		parent->first_child = i;
+	}
+}
+
+static int read_tree(struct csprof_in *in, struct nw_csprof *p, uint32_t t,
+		     struct nw_csprof_tree *tr)
+{
+	size_t at;
+	uint32_t vma_size, uint_size;
+	uint64_t num_nodes, node_size;
+	uint32_t *map = NULL;
+	struct nw_cct *cct;
+	int err;
+
+	err = in_need(in, CSTREE_HEADER_SIZE, "tree header");
+	if (!err)
+		err = in_expect(in, CSTREE_MAGIC, MAGIC_LEN, "tree magic");
+	if (!err)
+		err = in_expect(in, CSTREE_VERSION, VERSION_LEN, "tree version");
+	if (!err)
+		err = in_expect(in, "l", 1, "tree endian byte");
+	if (err)
+		return err;
+	at = in->pos;
+	in_u32(in, &vma_size, "vma size");
+	in_u32(in, &uint_size, "uint size");
+	if (vma_size != 8 || uint_size != 8)
+		return in_fail(in, at, "tree %u: vma size %u and uint size %u, expected 8 and 8", t,
+			       vma_size, uint_size);
+	at = in->pos;
+	in_u64(in, &num_nodes, "num_nodes");
+	if (num_nodes == 0)
+		return in_fail(in, at, "tree %u: no nodes (the root is missing)", t);
+	node_size = NODE_FIXED_SIZE + 8 * (uint64_t)p->nmetrics;
+	/* The tree header was checked whole, so the epoch index is there. */
+	if (num_nodes > (in_left(in) - 4) / node_size || num_nodes >= NW_CCT_NONE)
+		return in_fail(in, at, "tree %u: num_nodes %llu does not fit in the %zu bytes left",
+			       t, (unsigned long long)num_nodes, in_left(in) - 4);
+	at = in->pos;
+	in_u32(in, &tr->epoch, "epoch index");
+	if (tr->epoch >= p->nepochs)
+		return in_fail(in, at, "tree %u: epoch index %u, but the file has %u epochs", t,
+			       tr->epoch, p->nepochs);
+
+	cct = nw_cct_new(p->nmetrics);
+	map = malloc(num_nodes * sizeof(*map));
+	if (!cct || !map) {
+		nw_cct_free(cct);
+		free(map);
+		return -ENOMEM;
+	}
+	tr->cct = cct;
+	for (uint64_t i = 0; i < num_nodes; i++) {
+		const uint8_t *b = in->buf + in->pos;
+		uint64_t id = peek_u64(b), parent = peek_u64(b + 8);
+		uint64_t ip = peek_u64(b + 16), sp = peek_u64(b + 24);
+		uint32_t node;
+
+		at = in->pos;
+		if (id != i) {
+			err = in_fail(in, at, "tree %u node %llu: id is %llu", t,
+				      (unsigned long long)i, (unsigned long long)id);
+			goto out;
+		}
+		if (i == 0) {
+			if (parent != 0) {
+				err = in_fail(in, at + 8, "tree %u node 0: root's parent is %llu",
+					      t, (unsigned long long)parent);
+				goto out;
+			}
+			node = NW_CCT_ROOT;
+			cct->nodes[node].ip = ip;
+			cct->nodes[node].sp = sp;
+		} else {
+			if (parent >= i) {
+				err = in_fail(in, at + 8,
+					      "tree %u node %llu: parent %llu is not an earlier node",
+					      t, (unsigned long long)i,
+					      (unsigned long long)parent);
+				goto out;
+			}
+			node = nw_cct_child(cct, map[parent], ip, sp);
+			if (node == NW_CCT_NONE) {
+				err = -ENOMEM;
+				goto out;
+			}
+			/*
+			 * Where an earlier sibling has the same ip, the CCT
+			 * (keyed by ip) returns that node: the two merge,
+			 * their metrics add up below, and the children of
+			 * both land under it through map[].
+			 */
+		}
+		map[i] = node;
+		add_metrics(nw_cct_metrics(cct, node), b + NODE_FIXED_SIZE, p->nmetrics);
+		in->pos += node_size;
+	}
+	keep_file_order(cct);
+	err = 0;
+out:
+	free(map);
+	return err;
+}
+
+static int read_trees(struct csprof_in *in, struct nw_csprof *p)
+{
+	size_t at = in->pos;
+	uint64_t tramp;
+	uint32_t n;
+	int err;
+
+	err = in_u32(in, &n, "num_trees");
+	if (!err)
+		err = in_u64(in, &tramp, "tramp_samples");
+	if (!err)
+		err = in_count(in, at, n, CSTREE_HEADER_SIZE, "num_trees");
+	if (err)
+		return err;
+	if (n) {
+		p->trees = calloc(n, sizeof(*p->trees));
+		if (!p->trees)
+			return -ENOMEM;
+	}
+	p->ntrees = n;
+	for (uint32_t t = 0; t < n; t++) {
+		err = read_tree(in, p, t, &p->trees[t]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int nw_csprof_read(const void *buf, size_t size, struct nw_csprof **ret,
+		   struct nw_csprof_error *err)
+{
+	struct csprof_in in = { .buf = buf, .size = size, .err = err };
+	struct nw_csprof *p;
+	int rc;
+
+	if (err) {
+		err->offset = 0;
+		err->msg[0] = '\0';
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	rc = read_header(&in);
+	if (!rc)
+		rc = in_string(&in, TAG_TARGET, &p->target, "target");
+	if (!rc)
+		rc = read_metrics(&in, p);
+	if (!rc)
+		rc = read_epochs(&in, p);
+	if (!rc)
+		rc = read_trees(&in, p);
+	if (!rc && in.pos != size)
+		rc = in_fail(&in, in.pos, "%zu trailing bytes after the last tree", size - in.pos);
+	if (rc) {
+		if (rc == -ENOMEM && err) {
+			err->offset = in.pos;
+			snprintf(err->msg, sizeof(err->msg), "out of memory");
+		}
+		nw_csprof_free(p);
+		return rc;
+	}
+	*ret = p;
+	return 0;
+}
+
+static int read_fd_all(int fd, uint8_t **ret, size_t *ret_size)
+{
+	size_t cap = 65536, len = 0;
+	uint8_t *buf = malloc(cap), *nbuf;
+	ssize_t r;
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		if (len == cap) {
+			nbuf = realloc(buf, cap * 2);
+			if (!nbuf) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nbuf;
+			cap *= 2;
+		}
+		r = read(fd, buf + len, cap - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			r = -errno;
+			free(buf);
+			return (int)r;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	*ret = buf;
+	*ret_size = len;
+	return 0;
+}
+
+int nw_csprof_read_file(const char *path, struct nw_csprof **ret, struct nw_csprof_error *err)
+{
+	uint8_t *buf = NULL;
+	void *map = MAP_FAILED;
+	struct stat st;
+	size_t size = 0;
+	int fd, rc;
+
+	if (err) {
+		err->offset = 0;
+		err->msg[0] = '\0';
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		goto out_io;
+	}
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		close(fd);
+		goto out_io;
+	}
+	if (S_ISREG(st.st_mode) && st.st_size > 0) {
+		size = (size_t)st.st_size;
+		map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	}
+	if (map == MAP_FAILED) {
+		rc = read_fd_all(fd, &buf, &size);
+		if (rc) {
+			close(fd);
+			goto out_io;
+		}
+	}
+	close(fd);
+	rc = nw_csprof_read(map != MAP_FAILED ? map : buf, size, ret, err);
+	if (map != MAP_FAILED)
+		munmap(map, size);
+	free(buf);
+	return rc;
+
+out_io:
+	if (err)
+		snprintf(err->msg, sizeof(err->msg), "%s: %s", path, strerror(-rc));
+	return rc;
+}
+
+void nw_csprof_free(struct nw_csprof *p)
+{
+	if (!p)
+		return;
+	free(p->target);
+	for (uint32_t i = 0; p->metrics && i < p->nmetrics; i++)
+		free(p->metrics[i].name);
+	free(p->metrics);
+	for (uint32_t e = 0; p->epochs && e < p->nepochs; e++) {
+		struct nw_csprof_epoch *ep = &p->epochs[e];
+
+		for (uint32_t m = 0; ep->modules && m < ep->nmodules; m++)
+			free(ep->modules[m].name);
+		free(ep->modules);
+	}
+	free(p->epochs);
+	for (uint32_t t = 0; p->trees && t < p->ntrees; t++)
+		nw_cct_free(p->trees[t].cct);
+	free(p->trees);
+	free(p);
+}
