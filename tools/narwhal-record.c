@@ -24,6 +24,9 @@
 #include "util/log.h"
 
 #define MAX_EVENTS 8
+/* A sample record is at most 64 KiB: the stack copy's largest size. */
+#define NW_MAX_STACK_COPY 65528
+#define NW_DEFAULT_STACK_COPY 16384
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t stop_count;
@@ -33,6 +36,7 @@ struct opts {
 	char *event_list;
 	uint64_t freq, period;
 	enum nw_callgraph callgraph;
+	uint32_t stack_size;
 	unsigned mmap_pages;
 	bool quiet;
 };
@@ -51,7 +55,9 @@ static void usage(FILE *f)
 		"                          where the CPU has no PMU)\n"
 		"  -F, --freq HZ           samples per second per thread (default 999)\n"
 		"  -c, --count PERIOD      sample every PERIOD events instead of -F\n"
-		"  -g, --call-graph MODE   fp (kernel frame-pointer callchains, default)\n"
+		"  -g, --call-graph MODE   fp (kernel frame-pointer callchains, default) or\n"
+		"                          dwarf[,SIZE] (CFI unwinding of a SIZE-byte stack\n"
+		"                          copy at record time; default 16384, at most 65528)\n"
 		"  -m, --mmap-pages N      data pages per CPU ring, a power of two (default 128)\n"
 		"      --list-events       list the event names this machine knows\n"
 		"  -q, --quiet             no summary line\n"
@@ -131,12 +137,20 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'g':
 			if (!strcmp(optarg, "fp")) {
 				o->callgraph = NW_CALLGRAPH_FP;
-			} else if (!strncmp(optarg, "dwarf", 5)) {
-				fprintf(stderr, "narwhal-record: --call-graph dwarf is not available in "
-						"this build yet; use --call-graph fp\n");
-				return 2;
+			} else if (!strcmp(optarg, "dwarf") || !strncmp(optarg, "dwarf,", 6)) {
+				o->callgraph = NW_CALLGRAPH_DWARF;
+				if (optarg[5] == ',' &&
+				    (parse_u64(optarg + 6, &v) || v > NW_MAX_STACK_COPY)) {
+					fprintf(stderr, "narwhal-record: dwarf stack size must be 8 to "
+							"%d bytes, not '%s'\n",
+						NW_MAX_STACK_COPY, optarg + 6);
+					return 2;
+				}
+				if (optarg[5] == ',')
+					o->stack_size = (uint32_t)((v + 7) & ~7ull);
 			} else {
-				fprintf(stderr, "narwhal-record: unknown call graph mode '%s' (fp)\n",
+				fprintf(stderr, "narwhal-record: unknown call graph mode '%s' "
+						"(fp, dwarf[,SIZE])\n",
 					optarg);
 				return 2;
 			}
@@ -369,6 +383,7 @@ static int fill_manifest(struct nw_manifest *mf, const struct opts *o, const str
 	mf->narwhal_version = strdup(NW_VERSION);
 	mf->arch = strdup(s->arch->name);
 	mf->call_graph = strdup(o->callgraph == NW_CALLGRAPH_DWARF ? "dwarf" : "fp");
+	mf->stack_size = o->callgraph == NW_CALLGRAPH_DWARF ? o->stack_size : 0;
 	mf->argv = calloc(argc ? argc : 1, sizeof(char *));
 	mf->events = calloc(s->opts.nevents, sizeof(*mf->events));
 	if (!mf->narwhal_version || !mf->arch || !mf->call_graph || !mf->argv || !mf->events)
@@ -471,7 +486,8 @@ static void print_summary(const struct opts *o, const struct nw_session *s)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .output = "narwhal.data", .freq = 999, .mmap_pages = 128 };
+	struct opts o = { .output = "narwhal.data", .freq = 999, .mmap_pages = 128,
+			  .stack_size = NW_DEFAULT_STACK_COPY };
 	struct nw_event evs[MAX_EVENTS];
 	struct nw_session_opts so;
 	struct nw_session s;
@@ -502,6 +518,7 @@ int main(int argc, char **argv)
 		.freq = o.freq != 0,
 		.value = o.freq ? o.freq : o.period,
 		.callgraph = o.callgraph,
+		.stack_size = o.stack_size,
 		.mmap_pages = o.mmap_pages,
 	};
 	ret = nw_session_init(&s, &so);

@@ -14,9 +14,7 @@ static int aarch64_perf_to_dwarf(int r)
 {
 	if (r >= 0 && r <= A64_SP)
 		return r;
-	if (r == A64_PC)
-		return 32; /* libdw's frame state uses 32 for the pc on aarch64 */
-	return -1;
+	return -1; /* the pc has no DWARF number: dwfl_thread_state_register_pc */
 }
 
 const struct nw_arch_ops nw_arch_aarch64 = {
@@ -24,6 +22,8 @@ const struct nw_arch_ops nw_arch_aarch64 = {
 	.elf_machine = EM_AARCH64,
 	.regs_mask_fp = (1ULL << A64_FP) | (1ULL << A64_LR) | (1ULL << A64_SP) | (1ULL << A64_PC),
 	.regs_mask_dwarf = (1ULL << 33) - 1,
+	.dwarf_nregs = 32, /* x0..x30, sp; the pc is passed apart */
+	.dwarf_sp = 31,
 	.perf_ip = A64_PC,
 	.perf_sp = A64_SP,
 	.perf_fp = A64_FP,

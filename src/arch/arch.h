@@ -21,6 +21,10 @@ struct nw_arch_ops {
 	uint64_t regs_mask_fp;
 	/* PERF_SAMPLE_REGS_USER mask with every register CFI may need. */
 	uint64_t regs_mask_dwarf;
+	/* DWARF registers 0..dwarf_nregs-1 form the initial frame for CFI. */
+	unsigned dwarf_nregs;
+	/* DWARF number of the stack pointer. */
+	int dwarf_sp;
 	/* perf register numbers (bit positions in the masks). */
 	int perf_ip, perf_sp, perf_fp;
 	/* perf register number -> DWARF register number, -1 where none. */

@@ -40,6 +40,8 @@ const struct nw_arch_ops nw_arch_x86_64 = {
 			   B(X86_DI) | B(X86_BP) | B(X86_SP) | B(X86_IP) | B(X86_R8) |
 			   B(X86_R9) | B(X86_R10) | B(X86_R11) | B(X86_R12) | B(X86_R13) |
 			   B(X86_R14) | B(X86_R15),
+	.dwarf_nregs = 17, /* rax..r15, rip as the return address column */
+	.dwarf_sp = 7,
 	.perf_ip = X86_IP,
 	.perf_sp = X86_SP,
 	.perf_fp = X86_BP,

@@ -232,6 +232,7 @@ static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 {
 	struct nw_thread *th = nw_tasks_thread(&s->tasks, smp->sid.pid, smp->sid.tid);
 	const struct nw_epoch *epoch;
+	struct nw_unwind_ctx ctx;
 	struct nw_cct *cct;
 	uint64_t *m;
 	uint32_t node;
@@ -242,13 +243,19 @@ static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 		s->stats.alloc_failures++;
 		return;
 	}
-	n = nw_unwind(&s->unwinder, smp, s->frames, NW_UNWIND_MAX_FRAMES);
+	epoch = nw_addrspace_epoch(&th->proc->as);
+	if (!epoch) {
+		s->stats.alloc_failures++;
+		return;
+	}
+	ctx = (struct nw_unwind_ctx){ .pid = th->pid, .proc = th->proc, .epoch = epoch,
+				      .modules = &s->modules };
+	n = nw_unwind(&s->unwinder, &ctx, smp, s->frames, NW_UNWIND_MAX_FRAMES);
 	if (!n) {
 		s->stats.empty_stacks++;
 		return;
 	}
-	epoch = nw_addrspace_epoch(&th->proc->as);
-	cct = epoch ? nw_thread_cct(th, epoch, s->nmetrics) : NULL;
+	cct = nw_thread_cct(th, epoch, s->nmetrics);
 	node = cct ? nw_cct_insert(cct, s->frames, n) : NW_CCT_NONE;
 	if (node == NW_CCT_NONE) {
 		s->stats.alloc_failures++;
@@ -294,6 +301,8 @@ int nw_session_process(struct nw_session *s, const void *buf, size_t size)
 		process_mmap2(s, &r.mmap2);
 		break;
 	case PERF_RECORD_COMM:
+		if (r.comm.exec)
+			nw_unwinder_forget(&s->unwinder, r.comm.pid);
 		if (nw_tasks_comm(&s->tasks, r.comm.pid, r.comm.tid, r.comm.comm, r.comm.exec))
 			s->stats.alloc_failures++;
 		break;
@@ -304,6 +313,8 @@ int nw_session_process(struct nw_session *s, const void *buf, size_t size)
 		break;
 	case PERF_RECORD_EXIT:
 		nw_tasks_exit(&s->tasks, r.task.pid, r.task.tid, r.task.time);
+		if (r.task.pid == r.task.tid)
+			nw_unwinder_forget(&s->unwinder, r.task.pid);
 		break;
 	case PERF_RECORD_LOST:
 		s->stats.lost += r.lost.lost;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "unwind/unwind.h"
 
+#include "unwind/dwarf.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <linux/perf_event.h>
@@ -10,17 +12,30 @@ int nw_unwinder_init(struct nw_unwinder *u, enum nw_callgraph mode, const struct
 		     uint64_t regs_mask)
 {
 	memset(u, 0, sizeof(*u));
-	if (mode != NW_CALLGRAPH_FP)
-		return -EINVAL;
 	u->mode = mode;
 	u->arch = arch;
+	u->regs_mask = regs_mask;
 	u->sp_index = nw_arch_reg_index(regs_mask, arch->perf_sp);
+	if (mode == NW_CALLGRAPH_DWARF) {
+		if (!arch->dwarf_nregs)
+			return -EINVAL;
+		u->dwarf = nw_dwarf_new(arch, regs_mask);
+		if (!u->dwarf)
+			return -ENOMEM;
+	}
 	return 0;
 }
 
 void nw_unwinder_fini(struct nw_unwinder *u)
 {
-	(void)u;
+	nw_dwarf_free(u->dwarf);
+	u->dwarf = NULL;
+}
+
+void nw_unwinder_forget(struct nw_unwinder *u, uint32_t pid)
+{
+	if (u->dwarf)
+		nw_dwarf_forget(u->dwarf, pid);
 }
 
 /* The kernel's callchain: context markers, then ips; keep the user part. */
@@ -40,7 +55,7 @@ static size_t unwind_fp(struct nw_unwinder *u, const struct nw_sample *s, struct
 		if (!user)
 			continue;
 		if (n == max) {
-			u->truncated++;
+			u->stats.truncated++;
 			break;
 		}
 		out[n].ip = ip;
@@ -56,8 +71,10 @@ static size_t unwind_fp(struct nw_unwinder *u, const struct nw_sample *s, struct
 	return n;
 }
 
-size_t nw_unwind(struct nw_unwinder *u, const struct nw_sample *s, struct nw_frame *out,
-		 size_t max)
+size_t nw_unwind(struct nw_unwinder *u, const struct nw_unwind_ctx *ctx, const struct nw_sample *s,
+		 struct nw_frame *out, size_t max)
 {
+	if (u->mode == NW_CALLGRAPH_DWARF)
+		return nw_dwarf_unwind(u->dwarf, ctx, s, out, max, &u->stats);
 	return unwind_fp(u, s, out, max);
 }

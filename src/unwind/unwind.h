@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Turns one PERF_RECORD_SAMPLE into frames (ip, sp), leaf first.
- * Frame-pointer mode takes the kernel's user callchain; the leaf's sp
- * comes from PERF_SAMPLE_REGS_USER.  DWARF mode (CFI over a stack copy)
- * plugs in here.
+ * Turns one PERF_RECORD_SAMPLE into frames (ip, sp), leaf first; callers
+ * hold return addresses.
+ *
+ * - fp: the kernel's user callchain (frame pointers); the leaf's sp from
+ *   PERF_SAMPLE_REGS_USER.
+ * - dwarf: CFI (.eh_frame, .debug_frame) through libdwfl over the sample's
+ *   user registers and stack copy, at record time.  One Dwfl per process,
+ *   kept across samples; its modules follow the process's epochs.  Every
+ *   frame carries its CFA-derived stack pointer as sp.
  */
 #ifndef NW_UNWIND_H
 #define NW_UNWIND_H
@@ -13,6 +18,7 @@
 
 #include "arch/arch.h"
 #include "cct/cct.h"
+#include "cct/epoch.h"
 #include "sampler/record.h"
 
 enum nw_callgraph {
@@ -22,23 +28,44 @@ enum nw_callgraph {
 
 #define NW_UNWIND_MAX_FRAMES 512
 
+/* Where the sample's process stands: its pid, and the epoch it resolves against. */
+struct nw_unwind_ctx {
+	uint32_t pid;
+	const void *proc;                       /* identity of the process (pid reuse) */
+	const struct nw_epoch *epoch;
+	const struct nw_module_table *modules;
+};
+
+struct nw_unwind_stats {
+	uint64_t truncated;      /* chains cut at the depth limit */
+	uint64_t cfi_failures;   /* dwarf: unwinding stopped on an error before the entry */
+	uint64_t leaf_only;      /* dwarf: nothing unwound beyond the leaf */
+};
+
+struct nw_dwarf;
+
 struct nw_unwinder {
 	enum nw_callgraph mode;
 	const struct nw_arch_ops *arch;
+	uint64_t regs_mask;
 	int sp_index;            /* index of SP in the REGS_USER dump, -1: none */
-	uint64_t truncated;      /* samples whose chain hit the depth limit */
+	struct nw_dwarf *dwarf;  /* dwarf mode's per-process state */
+	struct nw_unwind_stats stats;
 };
 
-/* -EINVAL for a mode this build cannot unwind. */
+/* -EINVAL for a mode the arch cannot unwind, -ENOMEM. */
 int nw_unwinder_init(struct nw_unwinder *u, enum nw_callgraph mode, const struct nw_arch_ops *arch,
 		     uint64_t regs_mask);
 void nw_unwinder_fini(struct nw_unwinder *u);
 
 /*
  * Fills up to @max frames of @s into @out, leaf first, and returns how many
- * (0 when the sample holds no user frame, e.g. a kernel-only chain).
+ * (0 when the sample holds no user frame).
  */
-size_t nw_unwind(struct nw_unwinder *u, const struct nw_sample *s, struct nw_frame *out,
-		 size_t max);
+size_t nw_unwind(struct nw_unwinder *u, const struct nw_unwind_ctx *ctx, const struct nw_sample *s,
+		 struct nw_frame *out, size_t max);
+
+/* The process @pid is gone: drop what the unwinder keeps for it. */
+void nw_unwinder_forget(struct nw_unwinder *u, uint32_t pid);
 
 #endif
