@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -58,7 +59,8 @@ static void usage(FILE *f)
 		"  -g, --call-graph MODE   fp (kernel frame-pointer callchains, default) or\n"
 		"                          dwarf[,SIZE] (CFI unwinding of a SIZE-byte stack\n"
 		"                          copy at record time; default 16384, at most 65528)\n"
-		"  -m, --mmap-pages N      data pages per CPU ring, a power of two (default 128)\n"
+		"  -m, --mmap-pages N      data pages per CPU ring, a power of two (default\n"
+		"                          128, or 2048 with --call-graph dwarf)\n"
 		"      --list-events       list the event names this machine knows\n"
 		"  -q, --quiet             no summary line\n"
 		"  -v, --verbose           debug messages\n"
@@ -453,7 +455,17 @@ static int write_measurement(const struct opts *o, struct nw_session *s, int arg
 	return ret;
 }
 
-static void print_summary(const struct opts *o, const struct nw_session *s)
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+static void print_summary(const struct opts *o, const struct nw_session *s, double cpu_start,
+			  double cpu_loop, double cpu_end)
 {
 	uint32_t threads = 0, procs = 0;
 
@@ -475,6 +487,16 @@ static void print_summary(const struct opts *o, const struct nw_session *s)
 	if (s->stats.throttled)
 		fprintf(stderr, ", throttled %llu times", (unsigned long long)s->stats.throttled);
 	fprintf(stderr, ") written to %s\n", o->output);
+	if (nw_log_level >= NW_LOG_DEBUG) {
+		double loop = cpu_loop - cpu_start;
+
+		fprintf(stderr,
+			"narwhal-record: recorder CPU: %.3f s set-up, %.3f s sampling (%.2f us per "
+			"sample), %.3f s writing\n",
+			cpu_start, loop,
+			s->stats.samples ? loop * 1e6 / (double)s->stats.samples : 0.0,
+			cpu_end - cpu_loop);
+	}
 	if (s->stats.lost)
 		fprintf(stderr, "narwhal-record: the kernel dropped %llu records: raise the ring "
 				"size with -m (now %u pages) or lower -F\n",
@@ -486,7 +508,7 @@ static void print_summary(const struct opts *o, const struct nw_session *s)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .output = "narwhal.data", .freq = 999, .mmap_pages = 128,
+	struct opts o = { .output = "narwhal.data", .freq = 999,
 			  .stack_size = NW_DEFAULT_STACK_COPY };
 	struct nw_event evs[MAX_EVENTS];
 	struct nw_session_opts so;
@@ -495,6 +517,7 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	char dir_err[512];
 	uint64_t start_ns;
+	double cpu_start, cpu_loop;
 	int nev, ret, status = 0, exit_status, forwarded = 0, exec_errno = 0;
 	ssize_t nread;
 	bool exited = false;
@@ -506,6 +529,8 @@ int main(int argc, char **argv)
 	if (o.quiet)
 		nw_log_level = NW_LOG_QUIET;
 	cmd = argv + optind;
+	if (!o.mmap_pages) /* 512 KiB per CPU; dwarf samples carry stack copies: 8 MiB */
+		o.mmap_pages = o.callgraph == NW_CALLGRAPH_DWARF ? 2048 : 128;
 	ret = check_command(cmd[0]);
 	if (ret)
 		return ret;
@@ -573,6 +598,7 @@ int main(int argc, char **argv)
 		return exec_errno == ENOENT ? 127 : 126;
 	}
 
+	cpu_start = cpu_seconds();
 	while (!exited) {
 		poll(s.pfds, (nfds_t)s.ncpus, 100);
 		nw_session_read(&s);
@@ -588,10 +614,11 @@ int main(int argc, char **argv)
 	nw_session_disable(&s);
 	nw_session_read(&s);
 	exit_status = exit_status_of(status);
+	cpu_loop = cpu_seconds();
 
 	ret = write_measurement(&o, &s, argc - optind, cmd, start_ns, exit_status);
 	if (ret == 0 && !o.quiet)
-		print_summary(&o, &s);
+		print_summary(&o, &s, cpu_start, cpu_loop, cpu_seconds());
 	nw_session_fini(&s);
 	return ret < 0 ? 1 : exit_status;
 }

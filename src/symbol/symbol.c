@@ -1,0 +1,867 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Symbolizer on libdwfl.  One offline Dwfl holds one module per file, each
+ * reported once at bias 0 so that module addresses are the file's ELF
+ * virtual addresses.  Files are kept in an array sorted by path with their
+ * PT_LOAD table; a file that could not be used is remembered too, so it is
+ * not opened again.  Separate debug info is found by libdwfl's standard
+ * callbacks (build-id under /usr/lib/debug, .gnu_debuglink, debuginfod).
+ */
+#include "symbol/symbol.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <libiberty/demangle.h>
+
+struct nw_symload {
+	uint64_t offset, filesz; /* file range */
+	uint64_t vaddr, memsz;	 /* address range */
+};
+
+/* A function symbol of the ELF symbol table (the fallback without DWARF). */
+struct nw_elfsym {
+	uint64_t addr, size; /* size 0: extent unknown */
+	uint64_t maxend;     /* the largest addr + size of this and all earlier entries */
+	const char *name;    /* in the module's string table */
+};
+
+/* One address range of a function of a CU. */
+struct nw_funcrange {
+	Dwarf_Addr low, high; /* [low, high), in the DWARF file's addresses */
+	Dwarf_Addr maxhigh;   /* the largest high of this and all earlier entries */
+	Dwarf_Die die;	      /* the DW_TAG_subprogram */
+};
+
+/* The functions of one CU sorted by address, built at its first lookup. */
+struct nw_cufuncs {
+	const void *key; /* the CU DIE's data */
+	struct nw_funcrange *v;
+	size_t n;
+};
+
+struct nw_symfile {
+	char *path;
+	int err; /* < 0: the file is unusable, returned as is */
+	Dwfl_Module *mod;
+	struct nw_symload *loads;
+	size_t nloads;
+	bool syms_done;		/* syms built (possibly empty) */
+	struct nw_elfsym *syms; /* sorted by addr, one per address */
+	size_t nsyms;
+	struct nw_cufuncs *cus; /* sorted by key */
+	size_t ncus, cap_cus;
+};
+
+struct nw_symbolizer {
+	Dwfl *dwfl;
+	struct nw_symfile *files; /* sorted by path */
+	size_t nfiles, cap_files;
+};
+
+static const Dwfl_Callbacks nw_dwfl_callbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+};
+
+struct nw_symbolizer *nw_symbolizer_new(void)
+{
+	struct nw_symbolizer *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->dwfl = dwfl_begin(&nw_dwfl_callbacks);
+	if (!s->dwfl) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void symfile_fini(struct nw_symfile *f)
+{
+	for (size_t i = 0; i < f->ncus; i++)
+		free(f->cus[i].v);
+	free(f->cus);
+	free(f->syms);
+	free(f->loads);
+	free(f->path);
+}
+
+void nw_symbolizer_free(struct nw_symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nfiles; i++)
+		symfile_fini(&s->files[i]);
+	free(s->files);
+	if (s->dwfl)
+		dwfl_end(s->dwfl);
+	free(s);
+}
+
+/* Reads the PT_LOAD table of @elf into @f.  -ENOENT when it has none, -ENOMEM. */
+static int symfile_read_loads(struct nw_symfile *f, Elf *elf)
+{
+	size_t phnum, n = 0;
+
+	if (elf_getphdrnum(elf, &phnum) != 0 || phnum == 0)
+		return -ENOENT;
+	f->loads = calloc(phnum, sizeof(*f->loads));
+	if (!f->loads)
+		return -ENOMEM;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		f->loads[n].offset = ph.p_offset;
+		f->loads[n].filesz = ph.p_filesz;
+		f->loads[n].vaddr = ph.p_vaddr;
+		f->loads[n].memsz = ph.p_memsz;
+		n++;
+	}
+	f->nloads = n;
+	return 0;
+}
+
+/* Opens @f->path, reports it to the Dwfl and reads its PT_LOADs; sets f->err. */
+static void symfile_open(struct nw_symbolizer *s, struct nw_symfile *f)
+{
+	Dwarf_Addr bias;
+	Elf *elf;
+	int fd;
+
+	fd = open(f->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		f->err = errno == ENOMEM ? -ENOMEM : -ENOENT;
+		return;
+	}
+	dwfl_report_begin_add(s->dwfl);
+	/* Base 0 with add_p_vaddr: the bias is 0 for ET_EXEC and ET_DYN alike. */
+	f->mod = dwfl_report_elf(s->dwfl, f->path, f->path, fd, 0, true);
+	dwfl_report_end(s->dwfl, NULL, NULL);
+	if (!f->mod) {
+		/* On failure the fd stays ours; on success the Dwfl owns it. */
+		close(fd);
+		f->err = -ENOENT;
+		return;
+	}
+	elf = dwfl_module_getelf(f->mod, &bias);
+	if (!elf) {
+		f->err = -ENOENT;
+		return;
+	}
+	f->err = symfile_read_loads(f, elf);
+}
+
+/*
+ * The entry for @path, opened on first use (an unusable file gets an entry
+ * with its error, so it is tried once).  Returns that error, or -ENOMEM.
+ */
+static int symfile_lookup(struct nw_symbolizer *s, const char *path, struct nw_symfile **ret)
+{
+	size_t lo = 0, hi = s->nfiles;
+	struct nw_symfile *f;
+	char *copy;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(s->files[mid].path, path);
+
+		if (c == 0) {
+			f = &s->files[mid];
+			goto out_found;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (s->nfiles == s->cap_files) {
+		size_t cap = s->cap_files ? s->cap_files * 2 : 16;
+		struct nw_symfile *files = reallocarray(s->files, cap, sizeof(*files));
+
+		if (!files)
+			return -ENOMEM;
+		s->files = files;
+		s->cap_files = cap;
+	}
+	copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	memmove(&s->files[lo + 1], &s->files[lo], (s->nfiles - lo) * sizeof(s->files[0]));
+	s->nfiles++;
+	f = &s->files[lo];
+	memset(f, 0, sizeof(*f));
+	f->path = copy;
+	symfile_open(s, f);
+	if (f->err == -ENOMEM && !f->mod) {
+		/* Not a property of the file: forget the entry so a later call retries. */
+		symfile_fini(f);
+		memmove(f, f + 1, (s->nfiles - lo - 1) * sizeof(*f));
+		s->nfiles--;
+		return -ENOMEM;
+	}
+out_found:
+	if (f->err)
+		return f->err;
+	*ret = f;
+	return 0;
+}
+
+int nw_symbol_offset_to_vaddr(struct nw_symbolizer *s, const char *path, uint64_t offset,
+			      uint64_t *ret_vaddr)
+{
+	struct nw_symfile *f;
+	int err;
+
+	err = symfile_lookup(s, path, &f);
+	if (err)
+		return err;
+	for (size_t i = 0; i < f->nloads; i++) {
+		const struct nw_symload *l = &f->loads[i];
+
+		if (offset >= l->offset && offset - l->offset < l->filesz) {
+			*ret_vaddr = offset - l->offset + l->vaddr;
+			return 0;
+		}
+	}
+	return -ERANGE;
+}
+
+/* A malloc'd demangled copy of @name (C names come back unchanged), NULL on ENOMEM. */
+static char *demangle(const char *name)
+{
+	char *d = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+
+	return d ? d : strdup(name);
+}
+
+/* The DIEs of subprograms and inlined subroutines whose code holds a PC, outermost first. */
+struct nw_scopes {
+	Dwarf_Die *v;
+	size_t n, cap;
+};
+
+/* Bounds the recursion on DIE trees, which come from untrusted files. */
+#define NW_DIE_MAX_DEPTH 256
+
+static int scopes_push(struct nw_scopes *sc, const Dwarf_Die *die)
+{
+	if (sc->n == sc->cap) {
+		size_t cap = sc->cap ? sc->cap * 2 : 8;
+		Dwarf_Die *v = reallocarray(sc->v, cap, sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		sc->v = v;
+		sc->cap = cap;
+	}
+	sc->v[sc->n++] = *die;
+	return 0;
+}
+
+/*
+ * Descends from @parent along the DIEs whose address ranges hold @pc (the
+ * pruning of dwarf_getscopes, but in the concrete tree, so an inlined
+ * instance is followed by the code it was inlined into), pushing the
+ * subprograms and inlined subroutines on @sc.  1 when a DIE holding @pc
+ * was found below @parent, 0 when not, -ENOMEM.
+ */
+static int scopes_find(Dwarf_Die *parent, Dwarf_Addr pc, struct nw_scopes *sc, unsigned int depth)
+{
+	Dwarf_Die child;
+	int r;
+
+	if (depth >= NW_DIE_MAX_DEPTH || dwarf_child(parent, &child) != 0)
+		return 0;
+	do {
+		int tag = dwarf_tag(&child);
+
+		switch (tag) {
+		case DW_TAG_subprogram:
+		case DW_TAG_inlined_subroutine:
+		case DW_TAG_entry_point:
+		case DW_TAG_lexical_block:
+		case DW_TAG_try_block:
+		case DW_TAG_catch_block:
+		case DW_TAG_with_stmt:
+			if (dwarf_haspc(&child, pc) <= 0)
+				break;
+			if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
+				r = scopes_push(sc, &child);
+				if (r)
+					return r;
+			}
+			r = scopes_find(&child, pc, sc, depth + 1);
+			return r < 0 ? r : 1;
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+			/* No addresses of their own, but they can hold functions. */
+			r = scopes_find(&child, pc, sc, depth + 1);
+			if (r)
+				return r;
+			break;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+struct nw_funcvec {
+	struct nw_funcrange *v;
+	size_t n, cap;
+};
+
+/* Adds the address ranges of every function defined under @parent to @out.  -ENOMEM. */
+static int cufuncs_collect(Dwarf_Die *parent, struct nw_funcvec *out, unsigned int depth)
+{
+	Dwarf_Die child;
+	int r;
+
+	if (depth >= NW_DIE_MAX_DEPTH || dwarf_child(parent, &child) != 0)
+		return 0;
+	do {
+		Dwarf_Addr base, low, high;
+		ptrdiff_t off = 0;
+
+		switch (dwarf_tag(&child)) {
+		case DW_TAG_subprogram:
+			while ((off = dwarf_ranges(&child, off, &base, &low, &high)) > 0) {
+				if (low >= high)
+					continue;
+				if (out->n == out->cap) {
+					size_t cap = out->cap ? out->cap * 2 : 64;
+					struct nw_funcrange *v =
+					    reallocarray(out->v, cap, sizeof(*v));
+
+					if (!v)
+						return -ENOMEM;
+					out->v = v;
+					out->cap = cap;
+				}
+				out->v[out->n].low = low;
+				out->v[out->n].high = high;
+				out->v[out->n].die = child;
+				out->n++;
+			}
+			break;
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+			r = cufuncs_collect(&child, out, depth + 1);
+			if (r)
+				return r;
+			break;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+static int funcrange_cmp(const void *a, const void *b)
+{
+	const struct nw_funcrange *x = a, *y = b;
+
+	if (x->low != y->low)
+		return x->low < y->low ? -1 : 1;
+	/* The longer range first, so that a range nested in it comes later. */
+	if (x->high != y->high)
+		return x->high > y->high ? -1 : 1;
+	return 0;
+}
+
+/* The function index of CU @cudie in @f, built on first use.  -ENOMEM. */
+static int cufuncs_get(struct nw_symfile *f, Dwarf_Die *cudie, struct nw_cufuncs **ret)
+{
+	const void *key = cudie->addr;
+	struct nw_funcvec vec = {0};
+	struct nw_cufuncs *cu;
+	size_t lo = 0, hi = f->ncus;
+	int err;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uintptr_t k = (uintptr_t)f->cus[mid].key;
+
+		if (k == (uintptr_t)key) {
+			*ret = &f->cus[mid];
+			return 0;
+		}
+		if (k < (uintptr_t)key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (f->ncus == f->cap_cus) {
+		size_t cap = f->cap_cus ? f->cap_cus * 2 : 16;
+		struct nw_cufuncs *cus = reallocarray(f->cus, cap, sizeof(*cus));
+
+		if (!cus)
+			return -ENOMEM;
+		f->cus = cus;
+		f->cap_cus = cap;
+	}
+	err = cufuncs_collect(cudie, &vec, 0);
+	if (err) {
+		free(vec.v);
+		return err;
+	}
+	if (vec.n)
+		qsort(vec.v, vec.n, sizeof(vec.v[0]), funcrange_cmp);
+	for (size_t i = 0; i < vec.n; i++) {
+		Dwarf_Addr prev = i ? vec.v[i - 1].maxhigh : 0;
+
+		vec.v[i].maxhigh = vec.v[i].high > prev ? vec.v[i].high : prev;
+	}
+	memmove(&f->cus[lo + 1], &f->cus[lo], (f->ncus - lo) * sizeof(f->cus[0]));
+	f->ncus++;
+	cu = &f->cus[lo];
+	cu->key = key;
+	cu->v = vec.v;
+	cu->n = vec.n;
+	*ret = cu;
+	return 0;
+}
+
+/* The innermost function range of @cu holding @pc, or NULL. */
+static struct nw_funcrange *cufuncs_find(const struct nw_cufuncs *cu, Dwarf_Addr pc)
+{
+	size_t lo = 0, hi = cu->n;
+
+	/* lo becomes the number of ranges that start at or below pc. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cu->v[mid].low <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i-- > 0 && cu->v[i].maxhigh > pc;) {
+		if (pc < cu->v[i].high)
+			return &cu->v[i];
+	}
+	return NULL;
+}
+
+static int elfsym_cmp(const void *a, const void *b)
+{
+	const struct nw_elfsym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* At one address: the sized symbol first, then the better binding. */
+	if ((x->size != 0) != (y->size != 0))
+		return x->size ? -1 : 1;
+	if (x->maxend != y->maxend)
+		return x->maxend < y->maxend ? -1 : 1;
+	return 0;
+}
+
+/* 0 for GLOBAL, 1 WEAK, 2 for the rest: the order in which aliases are preferred. */
+static uint64_t elfsym_rank(const GElf_Sym *sym)
+{
+	switch (GELF_ST_BIND(sym->st_info)) {
+	case STB_GLOBAL:
+		return 0;
+	case STB_WEAK:
+		return 1;
+	default:
+		return 2;
+	}
+}
+
+/* True when section @shndx of @elf holds code. */
+static bool elfsym_in_code(Elf *elf, GElf_Word shndx)
+{
+	GElf_Shdr sh;
+	Elf_Scn *scn;
+
+	if (!elf || shndx == SHN_UNDEF || (shndx >= SHN_LORESERVE && shndx <= SHN_HIRESERVE))
+		return false;
+	scn = elf_getscn(elf, shndx);
+	return scn && gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR);
+}
+
+/*
+ * Builds f->syms from the module's symbol tables (.symtab, else .dynsym,
+ * and a MiniDebugInfo table): the function and untyped code symbols,
+ * sorted, one per address.  -ENOMEM.
+ */
+static int elfsyms_build(struct nw_symfile *f)
+{
+	int count = dwfl_module_getsymtab(f->mod);
+	struct nw_elfsym *v;
+	size_t n = 0, m = 0;
+
+	f->syms_done = true;
+	if (count <= 0)
+		return 0;
+	v = calloc((size_t)count, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (int i = 1; i < count; i++) {
+		GElf_Word shndx = 0;
+		Elf *elf = NULL;
+		GElf_Addr addr;
+		Dwarf_Addr bias;
+		GElf_Sym sym;
+		const char *name;
+		int type;
+
+		name = dwfl_module_getsym_info(f->mod, i, &sym, &addr, &shndx, &elf, &bias);
+		if (!name || !*name)
+			continue;
+		type = GELF_ST_TYPE(sym.st_info);
+		if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE)
+			continue;
+		if (!elfsym_in_code(elf, shndx))
+			continue;
+		v[n].addr = addr;
+		v[n].size = sym.st_size;
+		v[n].maxend = elfsym_rank(&sym) * 2 + (type == STT_NOTYPE); /* sort key for now */
+		v[n].name = name;
+		n++;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), elfsym_cmp);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t end;
+
+		if (m && v[m - 1].addr == v[i].addr)
+			continue;
+		v[m] = v[i];
+		end = v[m].addr + v[m].size;
+		if (end < v[m].addr)
+			end = UINT64_MAX;
+		v[m].maxend = m && v[m - 1].maxend > end ? v[m - 1].maxend : end;
+		m++;
+	}
+	f->syms = v;
+	f->nsyms = m;
+	return 0;
+}
+
+/* The index of the PT_LOAD holding @vaddr, or nloads. */
+static size_t symfile_load_of(const struct nw_symfile *f, uint64_t vaddr)
+{
+	size_t i;
+
+	for (i = 0; i < f->nloads; i++) {
+		if (vaddr >= f->loads[i].vaddr && vaddr - f->loads[i].vaddr < f->loads[i].memsz)
+			break;
+	}
+	return i;
+}
+
+/*
+ * The symbol holding @vaddr: the innermost sized symbol that contains it,
+ * else the closest symbol below it when that one has no size and lies in
+ * the same segment.  NULL when none.
+ */
+static const struct nw_elfsym *elfsyms_find(const struct nw_symfile *f, uint64_t vaddr)
+{
+	size_t lo = 0, hi = f->nsyms;
+	const struct nw_elfsym *below;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	below = &f->syms[lo - 1];
+	for (size_t i = lo; i-- > 0 && f->syms[i].maxend > vaddr;) {
+		if (f->syms[i].size && vaddr - f->syms[i].addr < f->syms[i].size)
+			return &f->syms[i];
+	}
+	if (below->size == 0 && symfile_load_of(f, below->addr) == symfile_load_of(f, vaddr))
+		return below;
+	return NULL;
+}
+
+static const char *die_string(Dwarf_Die *die, unsigned int name)
+{
+	Dwarf_Attribute attr;
+
+	return dwarf_formstring(dwarf_attr_integrate(die, name, &attr));
+}
+
+/* A malloc'd name for the function of @die (through its abstract origin), NULL when none. */
+static char *die_function_name(Dwarf_Die *die, int *err)
+{
+	const char *name = die_string(die, DW_AT_linkage_name);
+	char *ret;
+
+	if (!name)
+		name = die_string(die, DW_AT_MIPS_linkage_name);
+	if (!name)
+		name = die_string(die, DW_AT_name);
+	if (!name)
+		return NULL;
+	ret = demangle(name);
+	if (!ret)
+		*err = -ENOMEM;
+	return ret;
+}
+
+static int set_str(char **dst, const char *src)
+{
+	if (!src)
+		return 0;
+	*dst = strdup(src);
+	return *dst ? 0 : -ENOMEM;
+}
+
+static void frames_free(struct nw_symframe *frames, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		free(frames[i].function);
+		free(frames[i].file);
+		free(frames[i].decl_file);
+	}
+	free(frames);
+}
+
+/* Fills @fr (zeroed) for the function of @die.  0 when it has a name, 1 when not, -ENOMEM. */
+static int frame_from_die(struct nw_symframe *fr, Dwarf_Die *die)
+{
+	int err = 0, line;
+
+	fr->function = die_function_name(die, &err);
+	if (err)
+		return err;
+	if (dwarf_decl_line(die, &line) == 0 && line > 0)
+		fr->decl_line = (uint32_t)line;
+	err = set_str(&fr->decl_file, dwarf_decl_file(die));
+	if (err)
+		return err;
+	return fr->function ? 0 : 1;
+}
+
+/* The call site of inlined instance @die: file and line in its caller. */
+static int frame_call_site(struct nw_symframe *fr, Dwarf_Die *die, Dwarf_Files *files,
+			   size_t nfiles)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word v;
+
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &v) == 0 && v <= UINT32_MAX)
+		fr->line = (uint32_t)v;
+	if (files && dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &v) == 0 &&
+	    v < nfiles)
+		return set_str(&fr->file, dwarf_filesrc(files, v, NULL, NULL));
+	return 0;
+}
+
+/* The PC's own file and line (from the line table) into @fr. */
+static int frame_pc_line(struct nw_symframe *fr, Dwfl_Module *mod, uint64_t vaddr)
+{
+	Dwfl_Line *line = dwfl_module_getsrc(mod, vaddr);
+	const char *file;
+	int lineno = 0;
+
+	if (!line)
+		return 0;
+	file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+	if (!file)
+		return 0;
+	if (lineno > 0)
+		fr->line = (uint32_t)lineno;
+	return set_str(&fr->file, file);
+}
+
+/*
+ * The inline chain at @vaddr from DWARF, innermost first: *ret_n is 0 when
+ * the DWARF does not know the address or the function has no name.  -ENOMEM.
+ */
+static int symbolize_dwarf(struct nw_symfile *f, uint64_t vaddr, struct nw_symframe **ret_frames,
+			   uint32_t *ret_n)
+{
+	struct nw_scopes sc = {0};
+	struct nw_symframe *frames = NULL;
+	struct nw_funcrange *func;
+	struct nw_cufuncs *cu;
+	Dwarf_Files *files = NULL;
+	size_t nfiles = 0, first;
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cudie;
+	uint32_t n = 0;
+	int err;
+
+	*ret_n = 0;
+	cudie = dwfl_module_addrdie(f->mod, vaddr, &bias);
+	if (!cudie)
+		return 0;
+	err = cufuncs_get(f, cudie, &cu);
+	if (err)
+		return err;
+	func = cufuncs_find(cu, vaddr - bias);
+	if (!func)
+		return 0;
+	err = scopes_push(&sc, &func->die);
+	if (!err)
+		err = scopes_find(&func->die, vaddr - bias, &sc, 0);
+	if (err < 0)
+		goto out;
+	/* Frames run from the innermost DIE out to the innermost subprogram. */
+	first = sc.n;
+	while (first-- > 0) {
+		if (dwarf_tag(&sc.v[first]) == DW_TAG_subprogram)
+			break;
+	}
+	frames = calloc(sc.n - first, sizeof(*frames));
+	err = -ENOMEM;
+	if (!frames)
+		goto out;
+	if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
+		files = NULL;
+	for (size_t i = sc.n; i-- > first; n++) {
+		struct nw_symframe *fr = &frames[n];
+
+		err = frame_from_die(fr, &sc.v[i]);
+		if (err < 0)
+			goto out;
+		if (err > 0) {
+			/* A function without a name: let the ELF symbol table speak. */
+			err = 0;
+			n++;
+			goto out;
+		}
+		if (n == 0)
+			err = frame_pc_line(fr, f->mod, vaddr);
+		else
+			err = frame_call_site(fr, &sc.v[i + 1], files, nfiles);
+		if (err)
+			goto out;
+	}
+	*ret_frames = frames;
+	*ret_n = n;
+	frames = NULL;
+	n = 0;
+	err = 0;
+out:
+	frames_free(frames, n);
+	free(sc.v);
+	return err;
+}
+
+/* One frame from the ELF symbol table at @vaddr; *ret_n is 0 when none holds it. */
+static int symbolize_elf(struct nw_symfile *f, uint64_t vaddr, struct nw_symframe **ret_frames,
+			 uint32_t *ret_n)
+{
+	const struct nw_elfsym *sym;
+	struct nw_symframe *fr;
+	int err;
+
+	*ret_n = 0;
+	if (!f->syms_done) {
+		err = elfsyms_build(f);
+		if (err)
+			return err;
+	}
+	sym = elfsyms_find(f, vaddr);
+	if (!sym)
+		return 0;
+	fr = calloc(1, sizeof(*fr));
+	if (!fr)
+		return -ENOMEM;
+	fr->function = demangle(sym->name);
+	err = fr->function ? frame_pc_line(fr, f->mod, vaddr) : -ENOMEM;
+	if (err) {
+		frames_free(fr, 1);
+		return err;
+	}
+	*ret_frames = fr;
+	*ret_n = 1;
+	return 0;
+}
+
+int nw_symbolize(struct nw_symbolizer *s, const char *path, uint64_t vaddr,
+		 struct nw_symframe **ret_frames, uint32_t *ret_n)
+{
+	struct nw_symframe *frames = NULL;
+	struct nw_symfile *f;
+	uint32_t n = 0;
+	int err;
+
+	err = symfile_lookup(s, path, &f);
+	if (err)
+		return err;
+	if (symfile_load_of(f, vaddr) < f->nloads) {
+		err = symbolize_dwarf(f, vaddr, &frames, &n);
+		if (!err && n == 0)
+			err = symbolize_elf(f, vaddr, &frames, &n);
+		if (err)
+			return err;
+	}
+	*ret_frames = n ? frames : NULL;
+	*ret_n = n;
+	return 0;
+}
+
+int nw_symbol_build_id(const char *path, char *buf, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *id;
+	const void *p = NULL;
+	ssize_t n;
+	Elf *elf;
+	int fd, err = 0;
+
+	if (len == 0)
+		return -EINVAL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOENT;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ENOENT;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		err = -ENOENT;
+		goto out;
+	}
+	n = dwelf_elf_gnu_build_id(elf, &p);
+	if (n <= 0) {
+		buf[0] = '\0';
+		goto out;
+	}
+	if ((size_t)n > (len - 1) / 2) {
+		err = -ERANGE;
+		goto out;
+	}
+	id = p;
+	for (ssize_t i = 0; i < n; i++) {
+		buf[2 * i] = hex[id[i] >> 4];
+		buf[2 * i + 1] = hex[id[i] & 0xf];
+	}
+	buf[2 * n] = '\0';
+out:
+	elf_end(elf);
+	close(fd);
+	return err;
+}
