@@ -11,263 +11,15 @@
 #include "format/symtab.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include <json-c/json.h>
+#include "format/json.h"
 
 #define NW_SYMTAB_VERSION 1
-
-/* ---- JSON helpers (the same small set as manifest.c) ---- */
-
-struct jin {
-	const char *path;
-	char *err;
-	size_t errlen;
-};
-
-__attribute__((format(printf, 2, 3))) static int jfail(struct jin *c, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (c->err && c->errlen) {
-		n = snprintf(c->err, c->errlen, "%s: ", c->path);
-		if (n >= 0 && (size_t)n < c->errlen) {
-			va_start(ap, fmt);
-			vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
-			va_end(ap);
-		}
-	}
-	return -EBADMSG;
-}
-
-/* Reads the whole file at @path, NUL-terminated.  -errno. */
-static int slurp(const char *path, char **ret, size_t *ret_len)
-{
-	size_t cap = 16384, len = 0;
-	char *buf, *nbuf;
-	ssize_t r;
-	int fd, err = 0;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(cap);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	for (;;) {
-		if (len + 1 >= cap) {
-			nbuf = realloc(buf, cap * 2);
-			if (!nbuf) {
-				err = -ENOMEM;
-				break;
-			}
-			buf = nbuf;
-			cap *= 2;
-		}
-		r = read(fd, buf + len, cap - len - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			err = -errno;
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	close(fd);
-	if (err) {
-		free(buf);
-		return err;
-	}
-	buf[len] = '\0';
-	*ret = buf;
-	*ret_len = len;
-	return 0;
-}
-
-/* Parses the file at @path, which must hold one JSON object.  -errno, -EBADMSG. */
-static int jparse_file(struct jin *c, struct json_object **ret)
-{
-	struct json_tokener *tok;
-	struct json_object *obj;
-	enum json_tokener_error jerr;
-	size_t len = 0, end;
-	char *buf = NULL;
-	int err;
-
-	err = slurp(c->path, &buf, &len);
-	if (err) {
-		if (c->err && c->errlen)
-			snprintf(c->err, c->errlen, "%s: %s", c->path, strerror(-err));
-		return err;
-	}
-	if (memchr(buf, '\0', len)) {
-		err = jfail(c, "not JSON: NUL byte at offset %zu",
-			    (size_t)((char *)memchr(buf, '\0', len) - buf));
-		goto out;
-	}
-	tok = json_tokener_new();
-	if (!tok) {
-		err = -ENOMEM;
-		goto out;
-	}
-	/* The terminating NUL tells the tokener the text ends there. */
-	obj = json_tokener_parse_ex(tok, buf, (int)(len + 1 > INT_MAX ? INT_MAX : len + 1));
-	jerr = json_tokener_get_error(tok);
-	end = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	if (len >= INT_MAX) {
-		json_object_put(obj);
-		err = jfail(c, "not JSON: too large");
-		goto out;
-	}
-	if (!obj || jerr != json_tokener_success) {
-		json_object_put(obj);
-		err = jfail(c, "not JSON: %s at offset %zu", json_tokener_error_desc(jerr), end);
-		goto out;
-	}
-	while (end < len && (buf[end] == ' ' || buf[end] == '\t' || buf[end] == '\r' ||
-			      buf[end] == '\n'))
-		end++;
-	if (end < len) {
-		json_object_put(obj);
-		err = jfail(c, "not JSON: data after the end at offset %zu", end);
-		goto out;
-	}
-	if (!json_object_is_type(obj, json_type_object)) {
-		json_object_put(obj);
-		err = jfail(c, "not a JSON object");
-		goto out;
-	}
-	*ret = obj;
-out:
-	free(buf);
-	return err;
-}
-
-/* @where.@key, or @key at the top. */
-static void jkey(char *out, size_t len, const char *where, const char *key)
-{
-	snprintf(out, len, "%s%s%s", where ? where : "", where ? "." : "", key);
-}
-
-static int jget(struct jin *c, struct json_object *obj, const char *where, const char *key,
-		enum json_type type, const char *type_name, struct json_object **ret)
-{
-	char name[128];
-
-	jkey(name, sizeof(name), where, key);
-	if (!json_object_object_get_ex(obj, key, ret))
-		return jfail(c, "missing key \"%s\"", name);
-	if (!json_object_is_type(*ret, type))
-		return jfail(c, "key \"%s\" must be %s", name, type_name);
-	return 0;
-}
-
-static int jget_u64(struct jin *c, struct json_object *obj, const char *where, const char *key,
-		    uint64_t max, uint64_t *ret)
-{
-	struct json_object *v;
-	char name[128];
-	uint64_t u;
-	int err;
-
-	err = jget(c, obj, where, key, json_type_int, "an integer", &v);
-	if (err)
-		return err;
-	/* json-c keeps values above INT64_MAX as uint64; get_int64 clamps those. */
-	u = json_object_get_int64(v) < 0 ? UINT64_MAX : json_object_get_uint64(v);
-	if (json_object_get_int64(v) < 0 || u > max) {
-		jkey(name, sizeof(name), where, key);
-		return jfail(c, "key \"%s\" must be an integer in 0..%llu", name,
-			     (unsigned long long)max);
-	}
-	*ret = u;
-	return 0;
-}
-
-static int jget_u32(struct jin *c, struct json_object *obj, const char *where, const char *key,
-		    uint32_t *ret)
-{
-	uint64_t v = 0;
-	int err = jget_u64(c, obj, where, key, UINT32_MAX, &v);
-
-	if (!err)
-		*ret = (uint32_t)v;
-	return err;
-}
-
-static int jget_str(struct jin *c, struct json_object *obj, const char *where, const char *key,
-		    char **ret)
-{
-	struct json_object *v;
-	int err;
-
-	err = jget(c, obj, where, key, json_type_string, "a string", &v);
-	if (err)
-		return err;
-	*ret = strdup(json_object_get_string(v));
-	return *ret ? 0 : -ENOMEM;
-}
-
-/* The array at @key; its length, at most UINT32_MAX, in *len. */
-static int jget_array(struct jin *c, struct json_object *obj, const char *where, const char *key,
-		      struct json_object **ret, uint32_t *len)
-{
-	size_t n;
-	int err;
-
-	err = jget(c, obj, where, key, json_type_array, "an array", ret);
-	if (err)
-		return err;
-	n = json_object_array_length(*ret);
-	if (n > UINT32_MAX)
-		return jfail(c, "key \"%s\" has too many items", key);
-	*len = (uint32_t)n;
-	return 0;
-}
-
-/* Item @i of @array (named @key), which must be an object. */
-static int jget_item(struct jin *c, struct json_object *array, const char *key, uint32_t i,
-		     struct json_object **ret, char *where, size_t wlen)
-{
-	snprintf(where, wlen, "%s[%u]", key, i);
-	*ret = json_object_array_get_idx(array, i);
-	if (!json_object_is_type(*ret, json_type_object))
-		return jfail(c, "\"%s\" must be an object", where);
-	return 0;
-}
-
-/* Adds @val under @key; on NULL (allocation failure) marks @ok false. */
-static void jadd(struct json_object *obj, const char *key, struct json_object *val, bool *ok)
-{
-	if (!val || json_object_object_add(obj, key, val) != 0) {
-		json_object_put(val);
-		*ok = false;
-	}
-}
-
-static void jappend(struct json_object *array, struct json_object *val, bool *ok)
-{
-	if (!val || json_object_array_add(array, val) != 0) {
-		json_object_put(val);
-		*ok = false;
-	}
-}
-
-static struct json_object *jstr(const char *s)
-{
-	return json_object_new_string(s ? s : "");
-}
 
 /* ---- the table ---- */
 
@@ -465,13 +217,13 @@ static struct json_object *frame_to_json(const struct nw_symframe *f)
 
 	if (!ok)
 		return NULL;
-	jadd(o, "function", jstr(f->function), &ok);
+	nw_json_add(o, "function", nw_json_str(f->function), &ok);
 	if (f->file)
-		jadd(o, "file", jstr(f->file), &ok);
-	jadd(o, "line", json_object_new_int64(f->line), &ok);
+		nw_json_add(o, "file", nw_json_str(f->file), &ok);
+	nw_json_add(o, "line", json_object_new_int64(f->line), &ok);
 	if (f->decl_file)
-		jadd(o, "decl_file", jstr(f->decl_file), &ok);
-	jadd(o, "decl_line", json_object_new_int64(f->decl_line), &ok);
+		nw_json_add(o, "decl_file", nw_json_str(f->decl_file), &ok);
+	nw_json_add(o, "decl_line", json_object_new_int64(f->decl_line), &ok);
 	if (!ok) {
 		json_object_put(o);
 		return NULL;
@@ -487,17 +239,17 @@ static struct json_object *symtab_to_json(const struct nw_symtab *t)
 
 	if (!ok)
 		return NULL;
-	jadd(root, "version", json_object_new_int64(NW_SYMTAB_VERSION), &ok);
+	nw_json_add(root, "version", json_object_new_int64(NW_SYMTAB_VERSION), &ok);
 	arr = json_object_new_array();
 	for (uint32_t i = 0; arr && i < t->nmodules; i++) {
 		o = json_object_new_object();
 		if (o) {
-			jadd(o, "path", jstr(t->modules[i].path), &ok);
-			jadd(o, "build_id", jstr(t->modules[i].build_id), &ok);
+			nw_json_add(o, "path", nw_json_str(t->modules[i].path), &ok);
+			nw_json_add(o, "build_id", nw_json_str(t->modules[i].build_id), &ok);
 		}
-		jappend(arr, o, &ok);
+		nw_json_append(arr, o, &ok);
 	}
-	jadd(root, "modules", arr, &ok);
+	nw_json_add(root, "modules", arr, &ok);
 
 	arr = json_object_new_array();
 	for (uint32_t i = 0; ok && arr && i < t->nentries; i++) {
@@ -506,16 +258,16 @@ static struct json_object *symtab_to_json(const struct nw_symtab *t)
 		o = json_object_new_object();
 		if (o) {
 			snprintf(addr, sizeof(addr), "0x%llx", (unsigned long long)e->addr);
-			jadd(o, "module", json_object_new_int64(e->module), &ok);
-			jadd(o, "addr", json_object_new_string(addr), &ok);
+			nw_json_add(o, "module", json_object_new_int64(e->module), &ok);
+			nw_json_add(o, "addr", json_object_new_string(addr), &ok);
 			frames = json_object_new_array();
 			for (uint32_t k = 0; frames && k < e->nframes; k++)
-				jappend(frames, frame_to_json(&e->frames[k]), &ok);
-			jadd(o, "frames", frames, &ok);
+				nw_json_append(frames, frame_to_json(&e->frames[k]), &ok);
+			nw_json_add(o, "frames", frames, &ok);
 		}
-		jappend(arr, o, &ok);
+		nw_json_append(arr, o, &ok);
 	}
-	jadd(root, "entries", arr, &ok);
+	nw_json_add(root, "entries", arr, &ok);
 
 	if (!ok) {
 		json_object_put(root);
@@ -526,17 +278,7 @@ static struct json_object *symtab_to_json(const struct nw_symtab *t)
 
 int nw_symtab_write(const char *path, const struct nw_symtab *t)
 {
-	struct json_object *root = symtab_to_json(t);
-	int err = 0;
-
-	if (!root)
-		return -ENOMEM;
-	errno = 0;
-	if (json_object_to_file_ext(path, root,
-				    JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE) < 0)
-		err = errno ? -errno : -EIO;
-	json_object_put(root);
-	return err;
+	return nw_json_write_file(path, symtab_to_json(t));
 }
 
 /* ---- reader ---- */
@@ -570,20 +312,7 @@ static bool parse_addr(const char *s, uint64_t *ret)
 	return true;
 }
 
-/* An optional string: absent or null gives NULL. */
-static int jget_opt_str(struct jin *c, struct json_object *obj, const char *where,
-			const char *key, char **ret)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(obj, key, &v) || json_object_is_type(v, json_type_null)) {
-		*ret = NULL;
-		return 0;
-	}
-	return jget_str(c, obj, where, key, ret);
-}
-
-static int read_frames(struct jin *c, struct json_object *entry, const char *ewhere,
+static int read_frames(struct nw_json_in *in, struct json_object *entry, const char *ewhere,
 		       struct nw_symframe **ret, uint32_t *ret_n)
 {
 	struct json_object *arr, *o;
@@ -593,7 +322,7 @@ static int read_frames(struct jin *c, struct json_object *entry, const char *ewh
 	int err;
 
 	snprintf(akey, sizeof(akey), "%s.frames", ewhere);
-	err = jget_array(c, entry, ewhere, "frames", &arr, &n);
+	err = nw_json_get_array(in, entry, ewhere, "frames", &arr, &n);
 	if (err)
 		return err;
 	if (n) {
@@ -604,17 +333,17 @@ static int read_frames(struct jin *c, struct json_object *entry, const char *ewh
 	for (uint32_t i = 0; i < n; i++) {
 		struct nw_symframe *f = &frames[i];
 
-		err = jget_item(c, arr, akey, i, &o, where, sizeof(where));
+		err = nw_json_get_item(in, arr, akey, i, &o, where, sizeof(where));
 		if (!err)
-			err = jget_str(c, o, where, "function", &f->function);
+			err = nw_json_get_str(in, o, where, "function", &f->function);
 		if (!err)
-			err = jget_opt_str(c, o, where, "file", &f->file);
+			err = nw_json_get_opt_str(in, o, where, "file", &f->file);
 		if (!err)
-			err = jget_u32(c, o, where, "line", &f->line);
+			err = nw_json_get_u32(in, o, where, "line", &f->line);
 		if (!err)
-			err = jget_opt_str(c, o, where, "decl_file", &f->decl_file);
+			err = nw_json_get_opt_str(in, o, where, "decl_file", &f->decl_file);
 		if (!err)
-			err = jget_u32(c, o, where, "decl_line", &f->decl_line);
+			err = nw_json_get_u32(in, o, where, "decl_line", &f->decl_line);
 		if (err) {
 			frames_free(frames, n);
 			return err;
@@ -625,38 +354,39 @@ static int read_frames(struct jin *c, struct json_object *entry, const char *ewh
 	return 0;
 }
 
-static int symtab_from_json(struct jin *c, struct json_object *root, struct nw_symtab *t)
+static int read_symtab(struct nw_json_in *in, struct json_object *root, struct nw_symtab *t)
 {
-	struct json_object *arr, *o, *addr_o;
+	struct json_object *arr, *o, *addr_o = NULL;
 	char where[48];
 	uint32_t version = 0, n = 0;
 	int err;
 
-	err = jget_u32(c, root, NULL, "version", &version);
+	err = nw_json_get_u32(in, root, NULL, "version", &version);
 	if (err)
 		return err;
 	if (version != NW_SYMTAB_VERSION)
-		return jfail(c, "unsupported symbol table version %u (this Narwhal reads %d)",
-			     version, NW_SYMTAB_VERSION);
+		return nw_json_fail(in,
+				    "unsupported symbol table version %u (this Narwhal reads %d)",
+				    version, NW_SYMTAB_VERSION);
 
-	err = jget_array(c, root, NULL, "modules", &arr, &n);
+	err = nw_json_get_array(in, root, NULL, "modules", &arr, &n);
 	if (err)
 		return err;
 	for (uint32_t i = 0; i < n; i++) {
 		char *path = NULL, *build_id = NULL;
 		int idx;
 
-		err = jget_item(c, arr, "modules", i, &o, where, sizeof(where));
+		err = nw_json_get_item(in, arr, "modules", i, &o, where, sizeof(where));
 		if (!err)
-			err = jget_str(c, o, where, "path", &path);
+			err = nw_json_get_str(in, o, where, "path", &path);
 		if (!err)
-			err = jget_str(c, o, where, "build_id", &build_id);
+			err = nw_json_get_str(in, o, where, "build_id", &build_id);
 		if (!err) {
 			idx = nw_symtab_module(t, path, build_id);
 			if (idx < 0)
 				err = idx;
 			else if ((uint32_t)idx != i)
-				err = jfail(c, "\"%s\" repeats module %d", where, idx);
+				err = nw_json_fail(in, "\"%s\" repeats module %d", where, idx);
 		}
 		free(path);
 		free(build_id);
@@ -664,27 +394,29 @@ static int symtab_from_json(struct jin *c, struct json_object *root, struct nw_s
 			return err;
 	}
 
-	err = jget_array(c, root, NULL, "entries", &arr, &n);
+	err = nw_json_get_array(in, root, NULL, "entries", &arr, &n);
 	if (err)
 		return err;
 	for (uint32_t i = 0; i < n; i++) {
 		struct nw_symframe *frames = NULL;
-		uint32_t module, nframes = 0;
+		uint32_t module = 0, nframes = 0;
 		uint64_t addr = 0;
 
-		err = jget_item(c, arr, "entries", i, &o, where, sizeof(where));
+		err = nw_json_get_item(in, arr, "entries", i, &o, where, sizeof(where));
 		if (!err)
-			err = jget_u32(c, o, where, "module", &module);
+			err = nw_json_get_u32(in, o, where, "module", &module);
 		if (!err && module >= t->nmodules)
-			err = jfail(c, "\"%s.module\" is %u, but there are %u modules", where,
-				    module, t->nmodules);
+			err = nw_json_fail(in, "\"%s.module\" is %u, but there are %u modules",
+					   where, module, t->nmodules);
 		if (!err)
-			err = jget(c, o, where, "addr", json_type_string, "a string", &addr_o);
+			err = nw_json_get(in, o, where, "addr", json_type_string, "a string",
+					  &addr_o);
 		if (!err && !parse_addr(json_object_get_string(addr_o), &addr))
-			err = jfail(c, "\"%s.addr\" must be a hex string like \"0x1139\", not \"%s\"",
-				    where, json_object_get_string(addr_o));
+			err = nw_json_fail(in,
+					   "\"%s.addr\" must be a hex string like \"0x1139\", not \"%s\"",
+					   where, json_object_get_string(addr_o));
 		if (!err)
-			err = read_frames(c, o, where, &frames, &nframes);
+			err = read_frames(in, o, where, &frames, &nframes);
 		if (!err)
 			err = nw_symtab_add(t, module, addr, frames, nframes);
 		if (err)
@@ -694,31 +426,24 @@ static int symtab_from_json(struct jin *c, struct json_object *root, struct nw_s
 	return 0;
 }
 
+/* nw_json_read_file()'s hook: @ret is a struct nw_symtab **. */
+static int symtab_from_json(struct nw_json_in *in, struct json_object *root, void *ret)
+{
+	struct nw_symtab *t = nw_symtab_new();
+	int err;
+
+	if (!t)
+		return -ENOMEM;
+	err = read_symtab(in, root, t);
+	if (err) {
+		nw_symtab_free(t);
+		return err;
+	}
+	*(struct nw_symtab **)ret = t;
+	return 0;
+}
+
 int nw_symtab_read(const char *path, struct nw_symtab **ret, char *err, size_t errlen)
 {
-	struct jin c = { .path = path, .err = err, .errlen = errlen };
-	struct json_object *root = NULL;
-	struct nw_symtab *t;
-	int rc;
-
-	if (err && errlen)
-		err[0] = '\0';
-	rc = jparse_file(&c, &root);
-	if (rc)
-		return rc;
-	t = nw_symtab_new();
-	if (!t) {
-		json_object_put(root);
-		return -ENOMEM;
-	}
-	rc = symtab_from_json(&c, root, t);
-	json_object_put(root);
-	if (rc) {
-		if (rc == -ENOMEM && err && errlen)
-			snprintf(err, errlen, "%s: out of memory", path);
-		nw_symtab_free(t);
-		return rc;
-	}
-	*ret = t;
-	return 0;
+	return nw_json_read_file(path, err, errlen, symtab_from_json, ret);
 }

@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * JSON helpers for manifest.json and symbols.json: reading a file into one
+ * json-c object, typed getters whose messages name the file and the key,
+ * and building and writing a tree.
+ */
+#include "format/json.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int nw_json_fail(struct nw_json_in *in, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (in->err && in->errlen) {
+		n = snprintf(in->err, in->errlen, "%s: ", in->path);
+		if (n >= 0 && (size_t)n < in->errlen) {
+			va_start(ap, fmt);
+			vsnprintf(in->err + n, in->errlen - (size_t)n, fmt, ap);
+			va_end(ap);
+		}
+	}
+	return -EBADMSG;
+}
+
+/* Reads the whole file at @path, NUL-terminated.  -errno. */
+static int slurp(const char *path, char **ret, size_t *ret_len)
+{
+	size_t cap = 16384, len = 0;
+	char *buf, *nbuf;
+	ssize_t r;
+	int fd, err = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(cap);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	for (;;) {
+		if (len + 1 >= cap) {
+			nbuf = realloc(buf, cap * 2);
+			if (!nbuf) {
+				err = -ENOMEM;
+				break;
+			}
+			buf = nbuf;
+			cap *= 2;
+		}
+		r = read(fd, buf + len, cap - len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			err = -errno;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	if (err) {
+		free(buf);
+		return err;
+	}
+	buf[len] = '\0';
+	*ret = buf;
+	*ret_len = len;
+	return 0;
+}
+
+int nw_json_parse_file(struct nw_json_in *in, struct json_object **ret)
+{
+	struct json_tokener *tok;
+	struct json_object *obj;
+	enum json_tokener_error jerr;
+	size_t len = 0, end;
+	char *buf = NULL;
+	int err;
+
+	err = slurp(in->path, &buf, &len);
+	if (err) {
+		if (in->err && in->errlen)
+			snprintf(in->err, in->errlen, "%s: %s", in->path, strerror(-err));
+		return err;
+	}
+	if (memchr(buf, '\0', len)) {
+		err = nw_json_fail(in, "not JSON: NUL byte at offset %zu",
+				   (size_t)((char *)memchr(buf, '\0', len) - buf));
+		goto out;
+	}
+	tok = json_tokener_new();
+	if (!tok) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* The terminating NUL tells the tokener the text ends there. */
+	obj = json_tokener_parse_ex(tok, buf, (int)(len + 1 > INT_MAX ? INT_MAX : len + 1));
+	jerr = json_tokener_get_error(tok);
+	end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	if (len >= INT_MAX) {
+		json_object_put(obj);
+		err = nw_json_fail(in, "not JSON: too large");
+		goto out;
+	}
+	if (!obj || jerr != json_tokener_success) {
+		json_object_put(obj);
+		err = nw_json_fail(in, "not JSON: %s at offset %zu", json_tokener_error_desc(jerr),
+				   end);
+		goto out;
+	}
+	while (end < len && (buf[end] == ' ' || buf[end] == '\t' || buf[end] == '\r' ||
+			      buf[end] == '\n'))
+		end++;
+	if (end < len) {
+		json_object_put(obj);
+		err = nw_json_fail(in, "not JSON: data after the end at offset %zu", end);
+		goto out;
+	}
+	if (!json_object_is_type(obj, json_type_object)) {
+		json_object_put(obj);
+		err = nw_json_fail(in, "not a JSON object");
+		goto out;
+	}
+	*ret = obj;
+out:
+	free(buf);
+	return err;
+}
+
+int nw_json_read_file(const char *path, char *err, size_t errlen,
+		      int (*from_json)(struct nw_json_in *in, struct json_object *root, void *ret),
+		      void *ret)
+{
+	struct nw_json_in in = { .path = path, .err = err, .errlen = errlen };
+	struct json_object *root = NULL;
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	rc = nw_json_parse_file(&in, &root);
+	if (rc)
+		return rc;
+	rc = from_json(&in, root, ret);
+	json_object_put(root);
+	if (rc == -ENOMEM && err && errlen)
+		snprintf(err, errlen, "%s: out of memory", path);
+	return rc;
+}
+
+/* @where.@key, or @key at the top. */
+static void key_name(char *out, size_t len, const char *where, const char *key)
+{
+	snprintf(out, len, "%s%s%s", where ? where : "", where ? "." : "", key);
+}
+
+int nw_json_get(struct nw_json_in *in, struct json_object *obj, const char *where,
+		const char *key, enum json_type type, const char *type_name,
+		struct json_object **ret)
+{
+	char name[128];
+
+	key_name(name, sizeof(name), where, key);
+	if (!json_object_object_get_ex(obj, key, ret))
+		return nw_json_fail(in, "missing key \"%s\"", name);
+	if (!json_object_is_type(*ret, type))
+		return nw_json_fail(in, "key \"%s\" must be %s", name, type_name);
+	return 0;
+}
+
+int nw_json_get_u64(struct nw_json_in *in, struct json_object *obj, const char *where,
+		    const char *key, uint64_t max, uint64_t *ret)
+{
+	struct json_object *v;
+	char name[128];
+	uint64_t u;
+	int err;
+
+	err = nw_json_get(in, obj, where, key, json_type_int, "an integer", &v);
+	if (err)
+		return err;
+	/* json-c keeps values above INT64_MAX as uint64; get_int64 clamps those. */
+	u = json_object_get_int64(v) < 0 ? UINT64_MAX : json_object_get_uint64(v);
+	if (json_object_get_int64(v) < 0 || u > max) {
+		key_name(name, sizeof(name), where, key);
+		return nw_json_fail(in, "key \"%s\" must be an integer in 0..%llu", name,
+				    (unsigned long long)max);
+	}
+	*ret = u;
+	return 0;
+}
+
+int nw_json_get_u32(struct nw_json_in *in, struct json_object *obj, const char *where,
+		    const char *key, uint32_t *ret)
+{
+	uint64_t v = 0;
+	int err = nw_json_get_u64(in, obj, where, key, UINT32_MAX, &v);
+
+	if (!err)
+		*ret = (uint32_t)v;
+	return err;
+}
+
+int nw_json_get_str(struct nw_json_in *in, struct json_object *obj, const char *where,
+		    const char *key, char **ret)
+{
+	struct json_object *v;
+	int err;
+
+	err = nw_json_get(in, obj, where, key, json_type_string, "a string", &v);
+	if (err)
+		return err;
+	*ret = strdup(json_object_get_string(v));
+	return *ret ? 0 : -ENOMEM;
+}
+
+int nw_json_get_opt_str(struct nw_json_in *in, struct json_object *obj, const char *where,
+			const char *key, char **ret)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(obj, key, &v) || json_object_is_type(v, json_type_null)) {
+		*ret = NULL;
+		return 0;
+	}
+	return nw_json_get_str(in, obj, where, key, ret);
+}
+
+int nw_json_get_array(struct nw_json_in *in, struct json_object *obj, const char *where,
+		      const char *key, struct json_object **ret, uint32_t *len)
+{
+	size_t n;
+	int err;
+
+	err = nw_json_get(in, obj, where, key, json_type_array, "an array", ret);
+	if (err)
+		return err;
+	n = json_object_array_length(*ret);
+	if (n > UINT32_MAX)
+		return nw_json_fail(in, "key \"%s\" has too many items", key);
+	*len = (uint32_t)n;
+	return 0;
+}
+
+int nw_json_get_item(struct nw_json_in *in, struct json_object *array, const char *key,
+		     uint32_t i, struct json_object **ret, char *where, size_t wlen)
+{
+	snprintf(where, wlen, "%s[%u]", key, i);
+	*ret = json_object_array_get_idx(array, i);
+	if (!json_object_is_type(*ret, json_type_object))
+		return nw_json_fail(in, "\"%s\" must be an object", where);
+	return 0;
+}
+
+void nw_json_add(struct json_object *obj, const char *key, struct json_object *val, bool *ok)
+{
+	if (!val || json_object_object_add(obj, key, val) != 0) {
+		json_object_put(val);
+		*ok = false;
+	}
+}
+
+void nw_json_append(struct json_object *array, struct json_object *val, bool *ok)
+{
+	if (!val || json_object_array_add(array, val) != 0) {
+		json_object_put(val);
+		*ok = false;
+	}
+}
+
+struct json_object *nw_json_str(const char *s)
+{
+	return json_object_new_string(s ? s : "");
+}
+
+int nw_json_write_file(const char *path, struct json_object *root)
+{
+	const char *text;
+	FILE *f;
+	int fd, err = 0;
+
+	if (!root)
+		return -ENOMEM;
+	/* The string belongs to @root. */
+	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+						    JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (!text) {
+		err = -ENOMEM;
+		goto out_put;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err = -errno;
+		goto out_put;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		err = -errno;
+		close(fd);
+		goto out_put;
+	}
+	errno = 0;
+	if (fputs(text, f) == EOF || fputc('\n', f) == EOF)
+		err = errno ? -errno : -EIO;
+	/* fclose() flushes: a full disk shows here. */
+	errno = 0;
+	if (fclose(f) == EOF && !err)
+		err = errno ? -errno : -EIO;
+out_put:
+	json_object_put(root);
+	return err;
+}
