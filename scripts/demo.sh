@@ -1,0 +1,31 @@
+#!/bin/bash
+# Builds Narwhal, profiles the bundled example (examples/demo.c: two
+# threads with a known split of CPU time) and prints the call tree and the
+# flat profile.
+#
+#   scripts/demo.sh                  # build directory ./build
+#   NW_BUILDDIR=out scripts/demo.sh  # another build directory
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+builddir=${NW_BUILDDIR:-build}
+
+scripts/setup.sh
+if [[ ! -f $builddir/build.ninja ]]; then
+	meson setup "$builddir" >/dev/null
+fi
+ninja -C "$builddir" >/dev/null
+
+mkdir -p "$builddir/examples"
+"${CC:-cc}" -O1 -g -fno-omit-frame-pointer -pthread examples/demo.c -o "$builddir/examples/demo"
+
+data=$builddir/demo.data
+rm -rf "$data.old"
+echo "\$ narwhal-record -o $data $builddir/examples/demo"
+"$builddir/tools/narwhal-record" -o "$data" "$builddir/examples/demo"
+echo
+echo "\$ narwhal-report $data --tree"
+"$builddir/tools/narwhal-report" "$data" --tree
+echo
+echo "\$ narwhal-report $data --flat"
+"$builddir/tools/narwhal-report" "$data" --flat

@@ -1,0 +1,119 @@
+#!/bin/bash
+# The command lines of both tools: --help, --version, bad options, the
+# default event (cycles, else cpu-clock with one notice line), the default
+# directory narwhal.data and its rotation to narwhal.data.old, "--", and
+# the sampling rate options -F and -c.
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+version=$(sed -n "s/^ *version: *'\\([^']*\\)'.*/\\1/p" "$NW_SRC/meson.build" | head -n 1)
+[[ -n $version ]] || fail "cannot read the project version from $NW_SRC/meson.build"
+
+for tool in "$NW_RECORD" "$NW_REPORT"; do
+	t=${tool##*/}
+	check "$t --help: exit 0, a usage text on stdout"
+	rc=0
+	"$tool" --help >"$NW_TMP/help" 2>&1 || rc=$?
+	[[ $rc -eq 0 ]] || fail "$t --help exited $rc"
+	grep -qi usage "$NW_TMP/help" || fail "$t --help prints no usage line"
+	ok "$(head -n 1 "$NW_TMP/help")"
+
+	check "$t --version: exit 0, prints $version"
+	rc=0
+	"$tool" --version >"$NW_TMP/version" 2>&1 || rc=$?
+	[[ $rc -eq 0 ]] || fail "$t --version exited $rc"
+	grep -qF "$version" "$NW_TMP/version" || fail "$t --version does not print $version"
+	ok "$(head -n 1 "$NW_TMP/version")"
+
+	check "$t --no-such-option: an error exit (1..125) with a message"
+	rc=0
+	"$tool" --no-such-option >"$NW_TMP/bad" 2>&1 || rc=$?
+	((rc != 0 && rc < 126)) || fail "$t --no-such-option exited $rc"
+	[[ -s $NW_TMP/bad ]] || fail "$t --no-such-option printed nothing"
+	ok "exit $rc"
+done
+
+check "narwhal-record with no command: an error exit (1..125)"
+rc=0
+"$NW_RECORD" >/dev/null 2>&1 || rc=$?
+((rc != 0 && rc < 126)) || fail "exit $rc"
+ok "exit $rc"
+
+check "defaults: ./narwhal.data, event cycles or cpu-clock with one notice line"
+w=$NW_TMP/cwd
+mkdir "$w"
+rc=0
+(cd "$w" && "$NW_RECORD" "$P/burn" alpha) >"$w/1.out" 2>"$w/1.err" || rc=$?
+[[ $rc -eq 0 ]] || { nw_show "stderr" "$w/1.err"; fail "exit $rc"; }
+nw_check_measurement "$w/narwhal.data"
+grep -v '^narwhal-record: [0-9]' "$w/1.err" >"$w/notes" || true
+nnotes=$(grep -c . "$w/notes" || true)
+if compgen -G '/sys/bus/event_source/devices/cpu*' >/dev/null ||
+	compgen -G '/sys/bus/event_source/devices/armv*' >/dev/null; then
+	((nnotes <= 1)) || { nw_show "stderr" "$w/1.err"; fail "$nnotes notice lines, expected 1 at most"; }
+	ok "PMU present; $nnotes notice line(s)"
+else
+	if [[ $nnotes -ne 1 ]] || ! grep -q cpu-clock "$w/notes"; then
+		nw_show "stderr" "$w/1.err"
+		fail "no PMU here: expected exactly one notice line naming cpu-clock, got $nnotes line(s)"
+	fi
+	ok "no PMU: $(cat "$w/notes")"
+fi
+grep -q cpu-clock "$w/narwhal.data/manifest.json" || compgen -G '/sys/bus/event_source/devices/cpu*' >/dev/null ||
+	fail "manifest.json does not name cpu-clock"
+
+check "a second run moves narwhal.data to narwhal.data.old"
+cp "$w/narwhal.data/manifest.json" "$w/first-manifest.json"
+rc=0
+(cd "$w" && "$NW_RECORD" -e cpu-clock "$P/burn" beta) >"$w/2.out" 2>"$w/2.err" || rc=$?
+[[ $rc -eq 0 ]] || { nw_show "stderr" "$w/2.err"; fail "exit $rc"; }
+cmp -s "$w/first-manifest.json" "$w/narwhal.data.old/manifest.json" ||
+	fail "narwhal.data.old does not hold the first run's manifest"
+nw_check_measurement "$w/narwhal.data"
+nw_report "$w/flat" "$w/narwhal.data" --flat
+nw_flat_has "$w/flat" burn_beta || fail "the new narwhal.data does not show burn_beta"
+nw_flat_has "$w/flat" burn_alpha && fail "the new narwhal.data mixes in the old run (burn_alpha)"
+nw_report "$w/flat-old" "$w/narwhal.data.old" --flat
+nw_flat_has "$w/flat-old" burn_alpha || fail "narwhal.data.old does not show burn_alpha"
+ok "rotated, not mixed"
+
+check "'--' ends narwhal-record's options"
+d=$NW_TMP/dashdash.data
+rc=0
+"$NW_RECORD" -e cpu-clock -o "$d" -- "$P/burn" alpha >/dev/null 2>"$d.err" || rc=$?
+[[ $rc -eq 0 ]] || { nw_show "stderr" "$d.err"; fail "exit $rc"; }
+nw_check_measurement "$d"
+ok "exit 0"
+
+# samples_of DIR : the sample total of --threads.
+samples_of() {
+	nw_report "$NW_TMP/t" "$1" --threads
+	nw_threads_rows "$NW_TMP/t" | awk '{ s += $3 } END { print s + 0 }'
+}
+
+check "-F 200 on 1 s of CPU gives about 200 samples"
+d=$NW_TMP/f200.data
+NW_RECORD_OPTS=(-F 200)
+nw_record_ok "$d" "$P/threads"
+n=$(samples_of "$d")
+((n >= 120 && n <= 300)) || fail "$n samples, expected about 200"
+ok "$n samples"
+
+check "-c 4000000 (4 ms of cpu-clock) on 1 s of CPU gives about 250 samples"
+d=$NW_TMP/c4ms.data
+NW_RECORD_OPTS=(-c 4000000)
+nw_record_ok "$d" "$P/threads"
+n=$(samples_of "$d")
+((n >= 150 && n <= 375)) || fail "$n samples, expected about 250"
+ok "$n samples"
+NW_RECORD_OPTS=()
+
+check "-e with an unknown event: an error exit (1..125) naming it"
+d=$NW_TMP/badevent.data
+rc=0
+"$NW_RECORD" -e no-such-event-xyz -o "$d" "$P/burn" alpha >/dev/null 2>"$d.err" || rc=$?
+((rc != 0 && rc < 126)) || fail "exit $rc"
+grep -qF no-such-event-xyz "$d.err" || fail "the message does not name the event"
+ok "$(head -n 1 "$d.err")"
+
+pass

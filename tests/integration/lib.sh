@@ -1,0 +1,317 @@
+# shellcheck shell=bash disable=SC2034 # (variables used by the sourcing tests)
+# Shared helpers for the integration tests: source it first.
+#
+# meson passes NW_BUILD (build root), NW_PROGRAMS (built tests/programs) and
+# NW_SRC (source root).  Each test prints what it checks ("check: ...") and
+# either ends with "PASS: <test>" or stops at the first "FAIL: <reason>".
+# A failed test's scratch directory is kept and named, for a post-mortem.
+
+set -euo pipefail
+
+: "${NW_BUILD:?NW_BUILD must name the meson build directory}"
+: "${NW_PROGRAMS:?NW_PROGRAMS must name the built tests/programs directory}"
+: "${NW_SRC:?NW_SRC must name the source directory}"
+
+NW_RECORD=$NW_BUILD/tools/narwhal-record
+NW_REPORT=$NW_BUILD/tools/narwhal-report
+P=$NW_PROGRAMS
+NW_TEST=$(basename "$0" .sh)
+NW_TMP=$(mktemp -d "${TMPDIR:-/tmp}/narwhal-$NW_TEST.XXXXXX")
+NW_RC=0
+export LC_ALL=C
+
+# No core files from the programs that crash on purpose.
+ulimit -c 0
+
+nw_cleanup() {
+	local rc=$?
+
+	if [[ $rc -eq 0 ]]; then
+		rm -rf "$NW_TMP"
+	else
+		echo "($NW_TEST: scratch files kept in $NW_TMP)" >&2
+	fi
+}
+trap nw_cleanup EXIT
+
+check() {
+	echo "check: $*"
+}
+
+ok() {
+	echo "  ok: $*"
+}
+
+fail() {
+	echo "FAIL: $NW_TEST: $*" >&2
+	exit 1
+}
+
+pass() {
+	echo "PASS: $NW_TEST"
+}
+
+# Prints a file to stderr under a heading (for failure messages).
+nw_show() {
+	local title=$1 file=$2
+
+	echo "----- $title ($file) -----" >&2
+	if [[ -f $file ]]; then
+		head -c 8000 "$file" >&2
+	else
+		echo "(missing)" >&2
+	fi
+	echo "-----" >&2
+}
+
+for nw_tool in "$NW_RECORD" "$NW_REPORT"; do
+	[[ -x $nw_tool ]] || fail "$nw_tool is missing: build the project first (ninja -C $NW_BUILD)"
+done
+unset nw_tool
+
+# nw_children PID : the pids of PID's child processes, from /proc (procps
+# may be missing on a fresh system).
+nw_children() {
+	local stat line rest ppid
+
+	for stat in /proc/[0-9]*/stat; do
+		{ read -r line <"$stat"; } 2>/dev/null || continue
+		rest=${line##*) }
+		read -r _ ppid _ <<<"$rest"
+		if [[ $ppid == "$1" ]]; then
+			stat=${stat#/proc/}
+			echo "${stat%/stat}"
+		fi
+	done
+}
+
+# nw_record DIR ARGS... : narwhal-record -e cpu-clock -o DIR ARGS...
+# Never fails itself; the exit status is left in NW_RC, stderr in DIR.err and
+# stdout in DIR.out.  Set NW_RECORD_OPTS (an array) to add options.
+nw_record() {
+	local dir=$1
+
+	shift
+	NW_RC=0
+	"$NW_RECORD" -e cpu-clock -o "$dir" "${NW_RECORD_OPTS[@]}" "$@" \
+		>"$dir.out" 2>"$dir.err" || NW_RC=$?
+}
+NW_RECORD_OPTS=()
+
+# nw_record_ok DIR ARGS... : as nw_record, but the run must exit 0.
+nw_record_ok() {
+	local dir=$1
+
+	nw_record "$@"
+	if [[ $NW_RC -ne 0 ]]; then
+		nw_show "narwhal-record stderr" "$dir.err"
+		fail "narwhal-record $* exited $NW_RC, expected 0"
+	fi
+}
+
+# nw_report OUT ARGS... : narwhal-report ARGS... >OUT 2>OUT.err; must exit 0.
+nw_report() {
+	local out=$1 rc=0
+
+	shift
+	"$NW_REPORT" "$@" >"$out" 2>"$out.err" || rc=$?
+	if [[ $rc -ne 0 ]]; then
+		nw_show "narwhal-report stderr" "$out.err"
+		fail "narwhal-report $* exited $rc, expected 0"
+	fi
+}
+
+# nw_flat_self FLATFILE FUNC : the SELF% of FUNC in a --flat report (0 when absent).
+# Rows are " SELF%  CUMUL%  FUNCTION (file:line)"; header lines are skipped.
+nw_flat_self() {
+	awk -v f="$2" '
+		{ s = $1; sub(/%$/, "", s) }
+		s ~ /^[0-9]+(\.[0-9]+)?$/ && $3 == f { sum += s }
+		END { printf "%.2f\n", sum + 0 }' "$1"
+}
+
+# nw_flat_has FLATFILE FUNC : true when FUNC has a row in a --flat report.
+nw_flat_has() {
+	awk -v f="$2" '
+		{ s = $1; sub(/%$/, "", s) }
+		s ~ /^[0-9]+(\.[0-9]+)?$/ && $3 == f { found = 1 }
+		END { exit !found }' "$1"
+}
+
+# nw_threads_rows THREADSFILE : the data rows of a --threads report, as
+# "PID TID SAMPLES SHARE NAME" (share without %, name last since it may hold
+# spaces).  Rows are "PID TID NAME SAMPLES SHARE%"; header lines are skipped.
+nw_threads_rows() {
+	awk '
+		$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 {
+			share = $NF; sub(/%$/, "", share)
+			name = $3
+			for (i = 4; i <= NF - 2; i++)
+				name = name " " $i
+			print $1, $2, $(NF - 1), share, name
+		}' "$1"
+}
+
+# nw_near ACTUAL EXPECTED TOLERANCE : true when |ACTUAL - EXPECTED| <= TOLERANCE.
+nw_near() {
+	awk -v a="$1" -v e="$2" -v t="$3" 'BEGIN { d = a - e; if (d < 0) d = -d; exit !(d <= t) }'
+}
+
+# nw_check_measurement DIR : the directory holds manifest.json and symbols.json
+# (valid JSON) and at least one .csprof file, each of which parses completely
+# with the independent reader below.
+nw_check_measurement() {
+	local dir=$1 f
+
+	[[ -d $dir ]] || fail "no measurement directory $dir"
+	for f in manifest.json symbols.json; do
+		[[ -s $dir/$f ]] || fail "$dir/$f is missing or empty"
+		python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$dir/$f" ||
+			fail "$dir/$f is not valid JSON"
+	done
+	compgen -G "$dir/*.csprof" >/dev/null || fail "$dir holds no .csprof file"
+	nw_csprof summary "$dir"/*.csprof >/dev/null
+}
+
+# nw_csprof summary FILE... : one line per file, "FILE EPOCHS TREES NODES SAMPLES",
+#     SAMPLES being the sum over all nodes of the first ":samples" metric
+#     (metric 0 when none is so named).
+# nw_csprof modules FILE : one line per module of every epoch, "EPOCH PATH".
+#
+# An HPC_CSPROF reader written from DESIGN.md alone, independent of
+# src/format/: it checks every count against the file size, the magic
+# strings, tags, preorder node ids, parents before children, epoch indexes,
+# and that nothing follows the last tree.  A bad file fails the test with
+# its name and the offset.
+nw_csprof() {
+	python3 - "$@" <<'PY' || fail "HPC_CSPROF check failed (see above)"
+import struct
+import sys
+
+
+class Bad(Exception):
+    pass
+
+
+class Reader:
+    def __init__(self, data):
+        self.d = data
+        self.o = 0
+
+    def take(self, n, what):
+        if n > len(self.d) - self.o:
+            raise Bad("offset %d: %s needs %d bytes, %d left"
+                      % (self.o, what, n, len(self.d) - self.o))
+        b = self.d[self.o:self.o + n]
+        self.o += n
+        return b
+
+    def u32(self, what):
+        return struct.unpack("<I", self.take(4, what))[0]
+
+    def u64(self, what):
+        return struct.unpack("<Q", self.take(8, what))[0]
+
+    def expect(self, raw, what):
+        at = self.o
+        got = self.take(len(raw), what)
+        if got != raw:
+            raise Bad("offset %d: %s is %r, expected %r" % (at, what, got, raw))
+
+    def tagged_string(self, tag, what):
+        at = self.o
+        t = self.u32(what + " tag")
+        if t != tag:
+            raise Bad("offset %d: %s tag 0x%x, expected 0x%x" % (at, what, t, tag))
+        n = self.u32(what + " length")
+        return self.take(n, what).decode("utf-8", "replace")
+
+    def tagged_number(self, tag, what):
+        at = self.o
+        t = self.u32(what + " tag")
+        if t != tag:
+            raise Bad("offset %d: %s tag 0x%x, expected 0x%x" % (at, what, t, tag))
+        return self.u64(what)
+
+
+def parse(data):
+    r = Reader(data)
+    r.expect(b"HPC_CSPROF", "file magic")
+    r.expect(b"01.01", "file version")
+    r.expect(b"l", "endian byte")
+    chunks = r.u64("num_chunks")
+    if chunks != 3:
+        raise Bad("offset 16: num_chunks %d, expected 3" % chunks)
+    r.tagged_string(0x00, "target")
+    nmetrics = r.u32("num_metrics")
+    if nmetrics == 0 or nmetrics > 1024:
+        raise Bad("offset %d: implausible num_metrics %d" % (r.o - 4, nmetrics))
+    names = []
+    for i in range(nmetrics):
+        names.append(r.tagged_string(0x30, "metric %d name" % i))
+        r.tagged_number(0x51, "metric %d flags" % i)
+        r.tagged_number(0x41, "metric %d period" % i)
+    nepochs = r.u32("num_epochs")
+    epochs = []
+    for e in range(nepochs):
+        nmod = r.u32("epoch %d num_modules" % e)
+        mods = []
+        for m in range(nmod):
+            n = r.u32("module name length")
+            mods.append(r.take(n, "module name").decode("utf-8", "replace"))
+            r.u64("module vaddr")
+            r.u64("module mapped address")
+        epochs.append(mods)
+    ntrees = r.u32("num_trees")
+    r.u64("tramp_samples")
+    sm = next((i for i, n in enumerate(names) if n.endswith(":samples")), 0)
+    nodes_total = 0
+    samples = 0
+    for t in range(ntrees):
+        r.expect(b"HPC_CSTREE", "tree %d magic" % t)
+        r.expect(b"01.00", "tree version")
+        r.expect(b"l", "tree endian byte")
+        if r.u32("vma size") != 8 or r.u32("uint size") != 8:
+            raise Bad("offset %d: tree %d vma/uint size is not 8" % (r.o - 8, t))
+        nnodes = r.u64("num_nodes")
+        at = r.o
+        ep = r.u32("epoch index")
+        if ep >= nepochs:
+            raise Bad("offset %d: tree %d epoch index %d of %d epochs" % (at, t, ep, nepochs))
+        if nnodes == 0 or nnodes * (32 + 8 * nmetrics) > len(data) - r.o:
+            raise Bad("offset %d: tree %d claims %d nodes, more than the file holds"
+                      % (at - 8, t, nnodes))
+        for i in range(nnodes):
+            at = r.o
+            nid = r.u64("node id")
+            parent = r.u64("node parent")
+            r.u64("node ip")
+            r.u64("node sp")
+            m = [r.u64("node metric") for _ in range(nmetrics)]
+            if nid != i:
+                raise Bad("offset %d: node id %d, expected %d (preorder)" % (at, nid, i))
+            if (i == 0 and parent != 0) or (i > 0 and parent >= i):
+                raise Bad("offset %d: node %d has parent %d" % (at, i, parent))
+            samples += m[sm]
+        nodes_total += nnodes
+    if r.o != len(data):
+        raise Bad("offset %d: %d bytes after the last tree" % (r.o, len(data) - r.o))
+    return epochs, ntrees, nodes_total, samples
+
+
+mode, files = sys.argv[1], sys.argv[2:]
+for path in files:
+    try:
+        with open(path, "rb") as f:
+            epochs, ntrees, nodes, samples = parse(f.read())
+    except Bad as e:
+        print("%s: %s" % (path, e), file=sys.stderr)
+        sys.exit(1)
+    if mode == "summary":
+        print(path, len(epochs), ntrees, nodes, samples)
+    else:
+        for i, mods in enumerate(epochs):
+            for m in mods:
+                print(i, m)
+PY
+}
