@@ -496,6 +496,20 @@ static void print_summary(const struct opts *o, const struct nw_session *s, doub
 			cpu_start, loop,
 			s->stats.samples ? loop * 1e6 / (double)s->stats.samples : 0.0,
 			cpu_end - cpu_loop);
+		if (s->opts.callgraph == NW_CALLGRAPH_DWARF)
+			fprintf(stderr,
+				"narwhal-record: unwinding: %llu samples by cached CFI rules, %llu by "
+				"libdwfl, %llu stopped on CFI errors, %llu truncated\n",
+				(unsigned long long)s->unwinder.stats.fast,
+				(unsigned long long)s->unwinder.stats.fallback,
+				(unsigned long long)s->unwinder.stats.cfi_failures,
+				(unsigned long long)s->unwinder.stats.truncated);
+		if (s->unwinder.stats.checked)
+			fprintf(stderr,
+				"narwhal-record: unwind check: %llu of %llu samples differ between "
+				"cached rules and libdwfl\n",
+				(unsigned long long)s->unwinder.stats.mismatches,
+				(unsigned long long)s->unwinder.stats.checked);
 	}
 	if (s->stats.lost)
 		fprintf(stderr, "narwhal-record: the kernel dropped %llu records: raise the ring "

@@ -23,8 +23,9 @@ struct nw_arch_ops {
 	uint64_t regs_mask_dwarf;
 	/* DWARF registers 0..dwarf_nregs-1 form the initial frame for CFI. */
 	unsigned dwarf_nregs;
-	/* DWARF number of the stack pointer. */
-	int dwarf_sp;
+	/* DWARF numbers of the stack pointer, the frame pointer and the
+	 * return address column. */
+	int dwarf_sp, dwarf_fp, dwarf_ra;
 	/* perf register numbers (bit positions in the masks). */
 	int perf_ip, perf_sp, perf_fp;
 	/* perf register number -> DWARF register number, -1 where none. */

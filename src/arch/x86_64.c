@@ -42,6 +42,8 @@ const struct nw_arch_ops nw_arch_x86_64 = {
 			   B(X86_R14) | B(X86_R15),
 	.dwarf_nregs = 17, /* rax..r15, rip as the return address column */
 	.dwarf_sp = 7,
+	.dwarf_ra = 16,
+	.dwarf_fp = 6,
 	.perf_ip = X86_IP,
 	.perf_sp = X86_SP,
 	.perf_fp = X86_BP,

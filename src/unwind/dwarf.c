@@ -6,27 +6,72 @@
  * memory.  The Dwfl's modules are re-reported only when the process's
  * epoch changes; libdwfl keeps a module (and its parsed CFI) that is
  * reported again unchanged, so dlopen costs one report, not one per sample.
+ *
+ * The fast path does not run libdwfl per sample: for each PC it asks
+ * libdw once for the CFI row (dwarf_cfi_addrframe) and compiles it into a
+ * small rule -- CFA = SP or FP + offset; return address and FP undefined,
+ * unchanged, or saved at CFA + offset -- kept in a per-process cache.  A
+ * frame then costs one hash lookup and one or two reads of the stack
+ * copy.  A row the rule cannot express (CFA expressions, signal frames,
+ * registers saved in other registers) sends the whole sample to
+ * dwfl_getthread_frames, which handles everything libdw knows.
  */
 #include "unwind/dwarf.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 
 #include "symbol/symbol.h"
 #include "symbol/vdso.h"
 #include "util/log.h"
 
+enum rule_kind {
+	RULE_NONE,       /* no CFI covers the PC: unwinding stops */
+	RULE_COMPLEX,    /* CFI the rule cannot express: use libdwfl */
+	RULE_OK,
+};
+
+enum reg_rule {
+	REG_UNDEFINED,   /* caller's value unknown (for the RA: outermost frame) */
+	REG_SAME,        /* unchanged in this frame */
+	REG_AT_CFA,      /* saved at CFA + off */
+};
+
+/*
+ * One compiled CFI row, cached by (module, file offset of the PC): the same
+ * code in every process and epoch that maps the module shares it, so a
+ * fork, an exec of a known program or a dlopen costs no new lookups.
+ */
+struct rule {
+	uint64_t key;    /* module << 40 | file offset, + 1; 0: empty slot */
+	uint8_t kind;
+	uint8_t cfa_from_fp;
+	uint8_t ra, fp;  /* enum reg_rule */
+	int32_t cfa_off, ra_off, fp_off;
+};
+
+/* A module reported to a process's Dwfl, and where. */
+struct reported {
+	uint32_t module;
+	uint64_t bias;
+};
+
 struct proc_dwfl {
 	uint32_t pid;
 	const void *proc;
 	Dwfl *dwfl;
-	const struct nw_epoch *epoch;   /* the modules reported now */
+	const struct nw_epoch *epoch;   /* the epoch last reported */
+	struct reported *reported;
+	uint32_t nreported, cap_reported;
 	bool attached;
 	struct nw_dwarf *d;
 	/* The sample being unwound, read by the callbacks. */
@@ -45,11 +90,19 @@ struct frame_walk {
 struct nw_dwarf {
 	const struct nw_arch_ops *arch;
 	uint64_t regs_mask;
-	int sp_index, ip_index;
+	int sp_index, ip_index, fp_index;
 	struct proc_dwfl **procs;       /* open addressing by pid */
 	uint32_t nslots, nprocs;
 	struct nw_symbolizer *elf;      /* PT_LOAD tables, for load biases */
 	struct nw_vdso vdso;
+	struct rule *rules;
+	uint32_t nrules, cap_rules;
+	/* NARWHAL_UNWIND=libdwfl: always the full unwinder; =check: both, compared */
+	bool no_fast, check;
+	/* An ELF of the host's machine, telling libdwfl the architecture. */
+	int self_fd;
+	Elf *self_elf;
+	struct nw_frame *check_frames;
 };
 
 static char *debuginfo_path;
@@ -64,6 +117,7 @@ static const Dwfl_Callbacks dwfl_callbacks = {
 struct nw_dwarf *nw_dwarf_new(const struct nw_arch_ops *arch, uint64_t regs_mask)
 {
 	struct nw_dwarf *d = calloc(1, sizeof(*d));
+	const char *mode;
 
 	if (!d)
 		return NULL;
@@ -71,10 +125,18 @@ struct nw_dwarf *nw_dwarf_new(const struct nw_arch_ops *arch, uint64_t regs_mask
 	d->regs_mask = regs_mask;
 	d->sp_index = nw_arch_reg_index(regs_mask, arch->perf_sp);
 	d->ip_index = nw_arch_reg_index(regs_mask, arch->perf_ip);
+	d->fp_index = nw_arch_reg_index(regs_mask, arch->perf_fp);
+	mode = getenv("NARWHAL_UNWIND");
+	d->no_fast = mode && !strcmp(mode, "libdwfl");
+	d->check = mode && !strcmp(mode, "check");
 	d->nslots = 64;
+	d->self_fd = -1;
 	d->procs = calloc(d->nslots, sizeof(*d->procs));
 	d->elf = nw_symbolizer_new();
 	nw_vdso_init(&d->vdso);
+	elf_version(EV_CURRENT);
+	d->self_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	d->self_elf = d->self_fd >= 0 ? elf_begin(d->self_fd, ELF_C_READ_MMAP, NULL) : NULL;
 	if (!d->procs || !d->elf || d->sp_index < 0 || d->ip_index < 0) {
 		nw_dwarf_free(d);
 		return NULL;
@@ -86,6 +148,8 @@ static void proc_free(struct proc_dwfl *p)
 {
 	if (p && p->dwfl)
 		dwfl_end(p->dwfl);
+	if (p)
+		free(p->reported);
 	free(p);
 }
 
@@ -98,6 +162,12 @@ void nw_dwarf_free(struct nw_dwarf *d)
 	free(d->procs);
 	nw_symbolizer_free(d->elf);
 	nw_vdso_fini(&d->vdso);
+	free(d->check_frames);
+	free(d->rules);
+	if (d->self_elf)
+		elf_end(d->self_elf);
+	if (d->self_fd >= 0)
+		close(d->self_fd);
 	free(d);
 }
 
@@ -211,38 +281,85 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 	.set_initial_registers = set_initial_registers,
 };
 
-/* Reports the modules of @epoch (files and the vdso) to @p's Dwfl. */
+/* Reports one mapping's file (or the vdso).  False when libdwfl refused it. */
+static bool report_map(struct nw_dwarf *d, struct proc_dwfl *p, const struct nw_unwind_ctx *ctx,
+		       const struct nw_map *m)
+{
+	const char *path = ctx->modules->v[m->module].path;
+	uint64_t vaddr, bias;
+	int fd = -1;
+
+	if (!strcmp(path, "[vdso]")) {
+		fd = nw_vdso_dup_fd(&d->vdso);
+		if (fd < 0)
+			return true;
+		/* The vdso's first PT_LOAD sits at vaddr 0 and offset 0. */
+		bias = m->start - m->pgoff;
+	} else {
+		if (path[0] != '/' || nw_symbol_offset_to_vaddr(d->elf, path, m->pgoff, &vaddr))
+			return true; /* anonymous or unreadable: nothing to unwind with */
+		bias = m->start - vaddr; /* where the file's vaddr 0 went */
+	}
+	for (uint32_t i = 0; i < p->nreported; i++) {
+		if (p->reported[i].module == m->module && p->reported[i].bias == bias) {
+			if (fd >= 0)
+				close(fd);
+			return true; /* another segment of a reported module */
+		}
+	}
+	if (!dwfl_report_elf(p->dwfl, path, path, fd, bias, true)) {
+		nw_debug("unwind: cannot report %s at %#llx: %s", path, (unsigned long long)bias,
+			 dwfl_errmsg(-1));
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	if (p->nreported == p->cap_reported) {
+		uint32_t cap = p->cap_reported ? p->cap_reported * 2 : 32;
+		struct reported *v = realloc(p->reported, cap * sizeof(*v));
+
+		if (!v)
+			return true; /* reported, just not remembered: a later add may fail */
+		p->reported = v;
+		p->cap_reported = cap;
+	}
+	p->reported[p->nreported++] = (struct reported){ .module = m->module, .bias = bias };
+	return true;
+}
+
+/*
+ * Brings @p's Dwfl to @ctx's epoch.  New modules are added to the ones
+ * already there, which keeps libdwfl's parsed CFI.  Modules of an old
+ * epoch stay (an address of a dlclose'd library resolves to nothing in
+ * the new epoch's map anyway); when a new module collides with one of
+ * them, the Dwfl is made anew from the epoch alone.
+ */
 static void report_epoch(struct nw_dwarf *d, struct proc_dwfl *p, const struct nw_unwind_ctx *ctx)
 {
 	const struct nw_epoch *e = ctx->epoch;
+	bool ok = true;
 
-	dwfl_report_begin(p->dwfl);
-	for (uint32_t i = 0; i < e->n; i++) {
-		const struct nw_map *m = &e->maps[i];
-		const char *path = ctx->modules->v[m->module].path;
-		uint64_t vaddr;
-
-		if (!strcmp(path, "[vdso]")) {
-			int fd = nw_vdso_dup_fd(&d->vdso);
-
-			if (fd < 0)
-				continue;
-			/* The vdso's first PT_LOAD sits at vaddr 0 and offset 0. */
-			if (!dwfl_report_elf(p->dwfl, "[vdso]", "[vdso]", fd, m->start - m->pgoff,
-					     true))
-				close(fd);
-			continue;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (attempt) {
+			dwfl_end(p->dwfl);
+			p->dwfl = dwfl_begin(&dwfl_callbacks);
+			p->attached = false;
+			p->nreported = 0;
+			if (!p->dwfl)
+				break;
 		}
-		if (path[0] != '/' || nw_symbol_offset_to_vaddr(d->elf, path, m->pgoff, &vaddr))
-			continue;
-		/* bias = where the file's vaddr 0 went; a module reported twice
-		 * (several executable segments) is refused as a duplicate. */
-		dwfl_report_elf(p->dwfl, path, path, -1, m->start - vaddr, true);
+		dwfl_report_begin_add(p->dwfl);
+		ok = true;
+		for (uint32_t i = 0; i < e->n && ok; i++)
+			ok = report_map(d, p, ctx, &e->maps[i]);
+		dwfl_report_end(p->dwfl, NULL, NULL);
+		if (ok)
+			break;
 	}
-	dwfl_report_end(p->dwfl, NULL, NULL);
 	p->epoch = e;
-	if (!p->attached)
-		p->attached = dwfl_attach_state(p->dwfl, NULL, (pid_t)p->pid, &thread_callbacks, p);
+	if (p->dwfl && !p->attached)
+		p->attached = dwfl_attach_state(p->dwfl, d->self_elf, (pid_t)p->pid,
+						&thread_callbacks, p);
 }
 
 static struct proc_dwfl *proc_get(struct nw_dwarf *d, const struct nw_unwind_ctx *ctx)
@@ -279,6 +396,236 @@ static struct proc_dwfl *proc_get(struct nw_dwarf *d, const struct nw_unwind_ctx
 	return p;
 }
 
+
+/* The process's Dwfl, brought to @ctx's epoch.  NULL when it cannot be made. */
+static struct proc_dwfl *proc_ready(struct nw_dwarf *d, const struct nw_unwind_ctx *ctx)
+{
+	struct proc_dwfl *p = proc_get(d, ctx);
+
+	if (p && p->epoch != ctx->epoch)
+		report_epoch(d, p, ctx);
+	return p && p->dwfl ? p : NULL;
+}
+
+/* The CFA rule: a single DW_OP_bregx (or DW_OP_bregN) on SP or FP. */
+static bool compile_cfa(const struct nw_arch_ops *arch, Dwarf_Op *ops, size_t nops,
+			struct rule *r)
+{
+	int reg;
+
+	if (nops != 1)
+		return false;
+	if (ops[0].atom == DW_OP_bregx)
+		reg = (int)ops[0].number;
+	else if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31)
+		reg = ops[0].atom - DW_OP_breg0;
+	else
+		return false;
+	if (reg != arch->dwarf_sp && reg != arch->dwarf_fp)
+		return false;
+	r->cfa_from_fp = reg == arch->dwarf_fp;
+	r->cfa_off = (int32_t)(ops[0].atom == DW_OP_bregx ? ops[0].number2 : ops[0].number);
+	return true;
+}
+
+/* A register rule: undefined, same value, or saved at CFA + constant. */
+static bool compile_reg(Dwarf_Frame *frame, int regno, uint8_t *kind, int32_t *off)
+{
+	Dwarf_Op mem[3], *ops;
+	size_t nops;
+
+	if (dwarf_frame_register(frame, regno, mem, &ops, &nops) != 0)
+		return false;
+	if (nops == 0) {
+		*kind = ops ? REG_UNDEFINED : REG_SAME;
+		*off = 0;
+		return true;
+	}
+	if (ops[0].atom != DW_OP_call_frame_cfa)
+		return false;
+	if (nops == 1) {
+		*kind = REG_AT_CFA;
+		*off = 0;
+		return true;
+	}
+	if (nops == 2 && ops[1].atom == DW_OP_plus_uconst) {
+		*kind = REG_AT_CFA;
+		*off = (int32_t)ops[1].number;
+		return true;
+	}
+	if (nops == 3 && ops[1].atom == DW_OP_consts && ops[2].atom == DW_OP_plus) {
+		*kind = REG_AT_CFA;
+		*off = (int32_t)(int64_t)ops[1].number;
+		return true;
+	}
+	return false;
+}
+
+/* Looks up the CFI row for @pc in .eh_frame, then .debug_frame, and compiles it. */
+static void compile_rule(struct nw_dwarf *d, struct proc_dwfl *p, uint64_t pc, struct rule *r)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(p->dwfl, pc);
+	Dwarf_Frame *frame = NULL;
+	Dwarf_Op *ops;
+	size_t nops;
+	bool signal = false;
+
+	r->kind = RULE_NONE;
+	if (!mod)
+		return;
+	for (int pass = 0; pass < 2 && !frame; pass++) {
+		Dwarf_Addr bias;
+		Dwarf_CFI *cfi = pass ? dwfl_module_dwarf_cfi(mod, &bias)
+				      : dwfl_module_eh_cfi(mod, &bias);
+
+		if (cfi && dwarf_cfi_addrframe(cfi, pc - bias, &frame) != 0)
+			frame = NULL;
+	}
+	if (!frame)
+		return;
+	r->kind = RULE_COMPLEX;
+	if (dwarf_frame_info(frame, NULL, NULL, &signal) == d->arch->dwarf_ra && !signal &&
+	    dwarf_frame_cfa(frame, &ops, &nops) == 0 && compile_cfa(d->arch, ops, nops, r) &&
+	    compile_reg(frame, d->arch->dwarf_ra, &r->ra, &r->ra_off) &&
+	    compile_reg(frame, d->arch->dwarf_fp, &r->fp, &r->fp_off))
+		r->kind = RULE_OK;
+	free(frame);
+}
+
+/*
+ * The rule for @pc, which the process maps through @map.  The process's
+ * Dwfl is made (or brought to @ctx's epoch) only on a cache miss.
+ */
+static const struct rule *rule_get(struct nw_dwarf *d, const struct nw_unwind_ctx *ctx,
+				   const struct nw_map *map, uint64_t pc)
+{
+	uint64_t key = (((uint64_t)map->module << 40) | (pc - map->start + map->pgoff)) + 1;
+	struct proc_dwfl *p;
+	uint32_t mask, h;
+
+	if ((d->nrules + 1) * 2 > d->cap_rules) {
+		uint32_t cap = d->cap_rules ? d->cap_rules * 2 : 4096;
+		struct rule *v = calloc(cap, sizeof(*v));
+
+		if (!v)
+			return NULL;
+		for (uint32_t i = 0; i < d->cap_rules; i++) {
+			if (!d->rules[i].key)
+				continue;
+			h = (uint32_t)((d->rules[i].key * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
+			while (v[h].key)
+				h = (h + 1) & (cap - 1);
+			v[h] = d->rules[i];
+		}
+		free(d->rules);
+		d->rules = v;
+		d->cap_rules = cap;
+	}
+	mask = d->cap_rules - 1;
+	h = (uint32_t)((key * 0x9e3779b97f4a7c15ULL) >> 32) & mask;
+	while (d->rules[h].key && d->rules[h].key != key)
+		h = (h + 1) & mask;
+	if (d->rules[h].key)
+		return &d->rules[h];
+	p = proc_ready(d, ctx);
+	if (!p)
+		return NULL;
+	compile_rule(d, p, pc, &d->rules[h]);
+	d->rules[h].key = key;
+	d->nrules++;
+	return &d->rules[h];
+}
+
+static bool stack_word(const struct nw_sample *s, uint64_t sp0, uint64_t addr, uint64_t *ret)
+{
+	uint64_t avail = s->dyn_size;
+
+	if (addr < sp0 || addr - sp0 > avail || avail - (addr - sp0) < 8)
+		return false;
+	memcpy(ret, s->stack + (addr - sp0), 8);
+	return true;
+}
+
+enum fast_result { FAST_DONE, FAST_FALLBACK };
+
+/*
+ * Unwinds with cached rules.  Returns FAST_FALLBACK (and no frames) when a
+ * row needs libdwfl; else the frames found, ending at the outermost frame,
+ * at the first PC without CFI, or where the stack copy ends.
+ */
+static enum fast_result unwind_fast(struct nw_dwarf *d, const struct nw_unwind_ctx *ctx,
+				    const struct nw_sample *s, struct frame_walk *w,
+				    bool *ended_cleanly)
+{
+	uint64_t sp0 = reg(s, d->sp_index);
+	uint64_t pc = reg(s, d->ip_index), sp = sp0, fp = 0;
+	bool fp_ok = d->fp_index >= 0;
+
+	if (fp_ok)
+		fp = reg(s, d->fp_index);
+	*ended_cleanly = false;
+	for (;;) {
+		const struct rule *r = NULL;
+		const struct nw_map *map;
+		uint64_t cfa, ra, nfp = 0, lookup;
+
+		if (w->n == w->max) {
+			w->truncated = true;
+			return FAST_DONE;
+		}
+		w->out[w->n].ip = pc;
+		w->out[w->n].sp = sp;
+		w->n++;
+		/* A caller's PC is a return address: its call is at pc - 1. */
+		lookup = w->n == 1 ? pc : pc - 1;
+		map = nw_epoch_find(ctx->epoch, lookup);
+		if (map) {
+			r = rule_get(d, ctx, map, lookup);
+			if (!r)
+				return FAST_DONE;
+		}
+		if (!r || r->kind == RULE_NONE) {
+			/*
+			 * No CFI here (hand-written or generated code): try the frame
+			 * pointer chain, laid out alike on x86-64 and aarch64 --
+			 * [fp] the caller's fp, [fp + 8] the return address.
+			 */
+			if (!fp_ok || fp < sp || !stack_word(s, sp0, fp + 8, &ra) ||
+			    !stack_word(s, sp0, fp, &nfp) || !ra)
+				return FAST_DONE;
+			pc = ra;
+			sp = fp + 16;
+			fp = nfp;
+			continue;
+		}
+		if (r->kind == RULE_COMPLEX) {
+			w->n = 0;
+			return FAST_FALLBACK;
+		}
+		if (r->cfa_from_fp && !fp_ok)
+			return FAST_DONE;
+		cfa = (r->cfa_from_fp ? fp : sp) + (int64_t)r->cfa_off;
+		if (r->ra == REG_UNDEFINED) {
+			*ended_cleanly = true; /* the ABI's mark of the outermost frame */
+			return FAST_DONE;
+		}
+		if (r->ra != REG_AT_CFA || !stack_word(s, sp0, cfa + (int64_t)r->ra_off, &ra))
+			return FAST_DONE;
+		if (r->fp == REG_AT_CFA)
+			fp_ok = stack_word(s, sp0, cfa + (int64_t)r->fp_off, &nfp);
+		else if (r->fp == REG_SAME)
+			nfp = fp;
+		else
+			fp_ok = false;
+		/* The stack grows down: a caller's frame lies above. */
+		if (!ra || cfa <= sp)
+			return FAST_DONE;
+		pc = ra;
+		sp = cfa;
+		fp = nfp;
+	}
+}
+
 static int frame_cb(Dwfl_Frame *state, void *arg)
 {
 	struct frame_walk *w = arg;
@@ -299,6 +646,57 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	return DWARF_CB_OK;
 }
 
+/*
+ * NARWHAL_UNWIND=check: unwinds the same sample with libdwfl and counts the
+ * samples where the two disagree on any frame's PC.
+ */
+static const char *module_of(const struct nw_unwind_ctx *ctx, uint64_t pc)
+{
+	const struct nw_map *m = nw_epoch_find(ctx->epoch, pc);
+
+	return m ? ctx->modules->v[m->module].path : "?";
+}
+
+static void check_against_libdwfl(struct nw_dwarf *d, struct proc_dwfl *p,
+				  const struct nw_unwind_ctx *ctx, const struct frame_walk *fast,
+				  struct nw_unwind_stats *stats)
+{
+	struct frame_walk w = { .max = fast->max, .sp_regno = d->arch->dwarf_sp };
+
+	if (!d->check_frames)
+		d->check_frames = calloc(NW_UNWIND_MAX_FRAMES, sizeof(*d->check_frames));
+	if (!d->check_frames)
+		return;
+	w.out = d->check_frames;
+	if (w.max > NW_UNWIND_MAX_FRAMES)
+		w.max = NW_UNWIND_MAX_FRAMES;
+	if (dwfl_getthread_frames(p->dwfl, (pid_t)p->tid, frame_cb, &w) != 0)
+		nw_debug("unwind check: libdwfl: %s", dwfl_errmsg(-1));
+	stats->checked++;
+	if (w.n != fast->n) {
+		stats->mismatches++;
+		uint64_t last = w.n ? w.out[w.n - 1].ip : 0;
+
+		uint64_t next = w.n < fast->n ? fast->out[w.n].ip : 0;
+
+		nw_debug("unwind check: %zu frames fast, %zu by libdwfl (leaf %#llx %s, last %#llx "
+			 "%s, fast next %#llx %s)",
+			 fast->n, w.n, (unsigned long long)fast->out[0].ip,
+			 module_of(ctx, fast->out[0].ip), (unsigned long long)last,
+			 module_of(ctx, last), (unsigned long long)next, module_of(ctx, next));
+		return;
+	}
+	for (size_t i = 0; i < w.n; i++) {
+		if (w.out[i].ip != fast->out[i].ip) {
+			stats->mismatches++;
+			nw_debug("unwind check: frame %zu: %#llx fast, %#llx by libdwfl", i,
+				 (unsigned long long)fast->out[i].ip,
+				 (unsigned long long)w.out[i].ip);
+			return;
+		}
+	}
+}
+
 size_t nw_dwarf_unwind(struct nw_dwarf *d, const struct nw_unwind_ctx *ctx,
 		       const struct nw_sample *s, struct nw_frame *out, size_t max,
 		       struct nw_unwind_stats *stats)
@@ -309,17 +707,29 @@ size_t nw_dwarf_unwind(struct nw_dwarf *d, const struct nw_unwind_ctx *ctx,
 
 	if (!s->regs || s->nregs <= (unsigned)d->sp_index || !max)
 		return 0;
-	p = proc_get(d, ctx);
-	if (p && p->epoch != ctx->epoch)
-		report_epoch(d, p, ctx);
-	if (p && p->attached && s->stack && s->dyn_size) {
-		p->s = s;
-		p->tid = s->sid.tid;
-		p->sp = reg(s, d->sp_index);
-		ret = dwfl_getthread_frames(p->dwfl, (pid_t)p->tid, frame_cb, &w);
-		p->s = NULL;
-		if (ret != 0 && !w.truncated)
-			stats->cfi_failures++;
+	if (s->stack && s->dyn_size) {
+		bool clean;
+
+		if (!d->no_fast && unwind_fast(d, ctx, s, &w, &clean) == FAST_DONE) {
+			stats->fast++;
+			p = d->check ? proc_ready(d, ctx) : NULL;
+			if (p && p->attached) {
+				p->s = s;
+				p->tid = s->sid.tid;
+				p->sp = reg(s, d->sp_index);
+				check_against_libdwfl(d, p, ctx, &w, stats);
+				p->s = NULL;
+			}
+		} else if ((p = proc_ready(d, ctx)) && p->attached) {
+			stats->fallback++;
+			p->s = s;
+			p->tid = s->sid.tid;
+			p->sp = reg(s, d->sp_index);
+			ret = dwfl_getthread_frames(p->dwfl, (pid_t)p->tid, frame_cb, &w);
+			if (ret != 0 && !w.truncated)
+				stats->cfi_failures++;
+			p->s = NULL;
+		}
 	}
 	if (w.truncated)
 		stats->truncated++;

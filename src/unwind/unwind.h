@@ -40,6 +40,10 @@ struct nw_unwind_stats {
 	uint64_t truncated;      /* chains cut at the depth limit */
 	uint64_t cfi_failures;   /* dwarf: unwinding stopped on an error before the entry */
 	uint64_t leaf_only;      /* dwarf: nothing unwound beyond the leaf */
+	uint64_t fast;           /* dwarf: samples unwound with cached rules */
+	uint64_t fallback;       /* dwarf: samples that needed libdwfl's full unwinder */
+	uint64_t checked;        /* NARWHAL_UNWIND=check: samples unwound both ways */
+	uint64_t mismatches;     /* ... where the two disagree */
 };
 
 struct nw_dwarf;
