@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "format/measurement.h"
+#include "report/health.h"
 #include "sampler/event.h"
 #include "sampler/session.h"
 #include "util/log.h"
@@ -28,6 +29,7 @@
 /* A sample record is at most 64 KiB: the stack copy's largest size. */
 #define NW_MAX_STACK_COPY 65528
 #define NW_DEFAULT_STACK_COPY 16384
+#define NW_DEFAULT_HYBRID_COPY 2048
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t stop_count;
@@ -139,20 +141,26 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'g':
 			if (!strcmp(optarg, "fp")) {
 				o->callgraph = NW_CALLGRAPH_FP;
-			} else if (!strcmp(optarg, "dwarf") || !strncmp(optarg, "dwarf,", 6)) {
-				o->callgraph = NW_CALLGRAPH_DWARF;
-				if (optarg[5] == ',' &&
-				    (parse_u64(optarg + 6, &v) || v > NW_MAX_STACK_COPY)) {
-					fprintf(stderr, "narwhal-record: dwarf stack size must be 8 to "
+			} else if (!strncmp(optarg, "dwarf", 5) || !strncmp(optarg, "hybrid", 6)) {
+				size_t len = optarg[0] == 'd' ? 5 : 6;
+				const char *size = optarg[len] == ',' ? optarg + len + 1 : NULL;
+
+				if (optarg[len] && !size)
+					goto bad_mode;
+				o->callgraph = len == 5 ? NW_CALLGRAPH_DWARF : NW_CALLGRAPH_HYBRID;
+				o->stack_size = len == 5 ? NW_DEFAULT_STACK_COPY : NW_DEFAULT_HYBRID_COPY;
+				if (size && (parse_u64(size, &v) || v > NW_MAX_STACK_COPY)) {
+					fprintf(stderr, "narwhal-record: the stack copy must be 8 to "
 							"%d bytes, not '%s'\n",
-						NW_MAX_STACK_COPY, optarg + 6);
+						NW_MAX_STACK_COPY, size);
 					return 2;
 				}
-				if (optarg[5] == ',')
+				if (size)
 					o->stack_size = (uint32_t)((v + 7) & ~7ull);
 			} else {
+bad_mode:
 				fprintf(stderr, "narwhal-record: unknown call graph mode '%s' "
-						"(fp, dwarf[,SIZE])\n",
+						"(fp, dwarf[,SIZE], hybrid[,SIZE])\n",
 					optarg);
 				return 2;
 			}
@@ -326,6 +334,36 @@ static int launch(char **argv, struct launch *l)
 }
 
 /*
+ * Checks before the run that the measurement can be written: the parent
+ * directory must exist and be writable.  0, or 1 after saying why.
+ */
+static int check_output_dir(const char *dir)
+{
+	char parent[PATH_MAX];
+	char *slash;
+
+	if (snprintf(parent, sizeof(parent), "%s", dir) >= (int)sizeof(parent)) {
+		fprintf(stderr, "narwhal-record: %s: path too long\n", dir);
+		return 1;
+	}
+	while ((slash = strrchr(parent, '/')) && slash[1] == 0 && slash != parent)
+		*slash = 0; /* trailing slashes */
+	slash = strrchr(parent, '/');
+	if (!slash)
+		strcpy(parent, ".");
+	else if (slash == parent)
+		parent[1] = 0;
+	else
+		*slash = 0;
+	if (access(parent, W_OK | X_OK) < 0) {
+		fprintf(stderr, "narwhal-record: cannot write the measurement into %s: %s\n",
+			parent, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+/*
  * Checks @cmd the way a shell would before anything is created: 0 when it
  * can run, else the shell's status (127 not found, 126 not executable)
  * after saying why.
@@ -378,14 +416,34 @@ static int exit_status_of(int status)
 	return 1;
 }
 
+/* The frames a chain keeps at most: the kernel's limit for fp chains. */
+static uint32_t max_stack(enum nw_callgraph mode)
+{
+	FILE *f;
+	unsigned v = 0;
+
+	if (mode != NW_CALLGRAPH_FP)
+		return NW_UNWIND_MAX_FRAMES;
+	f = fopen("/proc/sys/kernel/perf_event_max_stack", "r");
+	if (f) {
+		if (fscanf(f, "%u", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v && v < NW_UNWIND_MAX_FRAMES ? v : NW_UNWIND_MAX_FRAMES;
+}
+
 static int fill_manifest(struct nw_manifest *mf, const struct opts *o, const struct nw_session *s,
 			 int argc, char **argv)
 {
 	mf->version = NW_MANIFEST_VERSION;
 	mf->narwhal_version = strdup(NW_VERSION);
 	mf->arch = strdup(s->arch->name);
-	mf->call_graph = strdup(o->callgraph == NW_CALLGRAPH_DWARF ? "dwarf" : "fp");
-	mf->stack_size = o->callgraph == NW_CALLGRAPH_DWARF ? o->stack_size : 0;
+	mf->call_graph = strdup(o->callgraph == NW_CALLGRAPH_DWARF    ? "dwarf"
+				: o->callgraph == NW_CALLGRAPH_HYBRID ? "hybrid"
+								      : "fp");
+	mf->stack_size = o->callgraph != NW_CALLGRAPH_FP ? o->stack_size : 0;
+	mf->max_stack = max_stack(o->callgraph);
 	mf->argv = calloc(argc ? argc : 1, sizeof(char *));
 	mf->events = calloc(s->opts.nevents, sizeof(*mf->events));
 	if (!mf->narwhal_version || !mf->arch || !mf->call_graph || !mf->argv || !mf->events)
@@ -448,11 +506,31 @@ static int write_measurement(const struct opts *o, struct nw_session *s, int arg
 	mf->lost = s->stats.lost;
 	mf->throttled = s->stats.throttled;
 	mf->unwind_errors = s->stats.empty_stacks;
-	ret = nw_measurement_write(o->output, &m, err, sizeof(err));
+	/* Only now is an existing measurement moved aside: a run that never
+	 * started loses nothing. */
+	ret = nw_measurement_create_dir(o->output, err, sizeof(err));
+	if (ret == 0)
+		ret = nw_measurement_write(o->output, &m, err, sizeof(err));
 	if (ret < 0)
 		fprintf(stderr, "narwhal-record: %s\n", err);
 	nw_manifest_free(mf);
 	return ret;
+}
+
+/*
+ * Ring pages per CPU when -m is not given: 512 KiB in fp mode; with stack
+ * copies 8 MiB (500 samples of 16 KiB), within 64 MiB for all CPUs.
+ */
+static unsigned default_ring_pages(enum nw_callgraph mode)
+{
+	long ncpus = sysconf(_SC_NPROCESSORS_CONF), page = sysconf(_SC_PAGESIZE);
+	unsigned pages = mode == NW_CALLGRAPH_FP ? 128 : (8u << 20) / (unsigned)page;
+
+	if (ncpus < 1)
+		ncpus = 1;
+	while (pages > 128 && (uint64_t)pages * (uint64_t)page * (uint64_t)ncpus > (64ull << 20))
+		pages /= 2;
+	return pages;
 }
 
 static double cpu_seconds(void)
@@ -468,6 +546,7 @@ static void print_summary(const struct opts *o, const struct nw_session *s, doub
 			  double cpu_loop, double cpu_end)
 {
 	uint32_t threads = 0, procs = 0;
+	char health[512];
 
 	for (uint32_t i = 0; i < s->tasks.nthreads; i++)
 		threads += s->tasks.threads[i]->samples > 0;
@@ -487,6 +566,8 @@ static void print_summary(const struct opts *o, const struct nw_session *s, doub
 	if (s->stats.throttled)
 		fprintf(stderr, ", throttled %llu times", (unsigned long long)s->stats.throttled);
 	fprintf(stderr, ") written to %s\n", o->output);
+	if (s->stats.samples && nw_health_summary(o->output, health, sizeof(health)) == 0)
+		fprintf(stderr, "narwhal-record: %s\n", health);
 	if (nw_log_level >= NW_LOG_DEBUG) {
 		double loop = cpu_loop - cpu_start;
 
@@ -496,14 +577,16 @@ static void print_summary(const struct opts *o, const struct nw_session *s, doub
 			cpu_start, loop,
 			s->stats.samples ? loop * 1e6 / (double)s->stats.samples : 0.0,
 			cpu_end - cpu_loop);
-		if (s->opts.callgraph == NW_CALLGRAPH_DWARF)
+		if (s->opts.callgraph != NW_CALLGRAPH_FP)
 			fprintf(stderr,
 				"narwhal-record: unwinding: %llu samples by cached CFI rules, %llu by "
-				"libdwfl, %llu stopped on CFI errors, %llu truncated\n",
+				"libdwfl, %llu stopped on CFI errors, %llu truncated, %llu spliced "
+				"onto the fp chain\n",
 				(unsigned long long)s->unwinder.stats.fast,
 				(unsigned long long)s->unwinder.stats.fallback,
 				(unsigned long long)s->unwinder.stats.cfi_failures,
-				(unsigned long long)s->unwinder.stats.truncated);
+				(unsigned long long)s->unwinder.stats.truncated,
+				(unsigned long long)s->unwinder.stats.spliced);
 		if (s->unwinder.stats.checked)
 			fprintf(stderr,
 				"narwhal-record: unwind check: %llu of %llu samples differ between "
@@ -522,19 +605,17 @@ static void print_summary(const struct opts *o, const struct nw_session *s, doub
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .output = "narwhal.data", .freq = 999,
-			  .stack_size = NW_DEFAULT_STACK_COPY };
+	struct opts o = { .output = "narwhal.data", .freq = 999 };
 	struct nw_event evs[MAX_EVENTS];
 	struct nw_session_opts so;
 	struct nw_session s;
 	struct launch l = { .pid = -1, .gate_w = -1, .err_r = -1 };
 	struct sigaction sa;
-	char dir_err[512];
 	uint64_t start_ns;
 	double cpu_start, cpu_loop;
 	int nev, ret, status = 0, exit_status, forwarded = 0, exec_errno = 0;
 	ssize_t nread;
-	bool exited = false;
+	bool exited = false, ring_size_given;
 	char **cmd;
 
 	ret = parse_opts(argc, argv, &o);
@@ -543,11 +624,14 @@ int main(int argc, char **argv)
 	if (o.quiet)
 		nw_log_level = NW_LOG_QUIET;
 	cmd = argv + optind;
-	if (!o.mmap_pages) /* 512 KiB per CPU; dwarf samples carry stack copies: 8 MiB */
-		o.mmap_pages = o.callgraph == NW_CALLGRAPH_DWARF ? 2048 : 128;
+	ring_size_given = o.mmap_pages != 0;
+	if (!ring_size_given)
+		o.mmap_pages = default_ring_pages(o.callgraph);
 	ret = check_command(cmd[0]);
 	if (ret)
 		return ret;
+	if (check_output_dir(o.output))
+		return 1;
 	nev = resolve_events(&o, evs);
 	if (nev < 0)
 		return 2;
@@ -559,16 +643,11 @@ int main(int argc, char **argv)
 		.callgraph = o.callgraph,
 		.stack_size = o.stack_size,
 		.mmap_pages = o.mmap_pages,
+		.shrink_rings = !ring_size_given,
 	};
 	ret = nw_session_init(&s, &so);
 	if (ret) {
 		fprintf(stderr, "narwhal-record: cannot set up the session: %s\n", strerror(-ret));
-		nw_session_fini(&s);
-		return 1;
-	}
-	ret = nw_measurement_create_dir(o.output, dir_err, sizeof(dir_err));
-	if (ret) {
-		fprintf(stderr, "narwhal-record: %s\n", dir_err);
 		nw_session_fini(&s);
 		return 1;
 	}
@@ -593,9 +672,13 @@ int main(int argc, char **argv)
 		kill(l.pid, SIGKILL);
 		waitpid(l.pid, NULL, 0);
 		nw_session_fini(&s);
-		rmdir(o.output);
 		return 1;
 	}
+	if (s.opts.mmap_pages != o.mmap_pages && !o.quiet)
+		fprintf(stderr, "narwhal-record: the locked-memory limit allows rings of %u pages "
+				"per CPU, not %u (raise kernel.perf_event_mlock_kb for larger)\n",
+			s.opts.mmap_pages, o.mmap_pages);
+	o.mmap_pages = s.opts.mmap_pages;
 	/* Open the gate: the child execs, and the events enable at exec. */
 	if (write(l.gate_w, "x", 1) != 1) {
 		fprintf(stderr, "narwhal-record: cannot release the program: %s\n", strerror(errno));
@@ -608,7 +691,6 @@ int main(int argc, char **argv)
 		waitpid(l.pid, &status, 0);
 		fprintf(stderr, "narwhal-record: %s: %s\n", cmd[0], strerror(exec_errno));
 		nw_session_fini(&s);
-		rmdir(o.output);
 		return exec_errno == ENOENT ? 127 : 126;
 	}
 

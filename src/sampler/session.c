@@ -44,7 +44,7 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 			     PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN |
 			     PERF_SAMPLE_REGS_USER;
 	s->fmt.regs_mask = s->arch->regs_mask_fp;
-	if (opts->callgraph == NW_CALLGRAPH_DWARF) {
+	if (opts->callgraph != NW_CALLGRAPH_FP) {
 		s->fmt.sample_type |= PERF_SAMPLE_STACK_USER;
 		s->fmt.regs_mask = s->arch->regs_mask_dwarf;
 	}
@@ -59,7 +59,7 @@ static void fill_attr(const struct nw_session *s, const struct nw_event *ev,
 	a->size = sizeof(*a);
 	a->sample_type = s->fmt.sample_type;
 	a->sample_regs_user = s->fmt.regs_mask;
-	if (s->opts.callgraph == NW_CALLGRAPH_DWARF)
+	if (s->opts.callgraph != NW_CALLGRAPH_FP)
 		a->sample_stack_user = s->opts.stack_size;
 	a->freq = s->opts.freq;
 	a->sample_period = s->opts.value; /* union with sample_freq */
@@ -157,10 +157,19 @@ int nw_session_open(struct nw_session *s, pid_t pid)
 		}
 		if (!opened)
 			continue;
-		s->maps[cpu] = mmap(NULL, s->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
-		if (s->maps[cpu] == MAP_FAILED) {
+		for (;;) {
+			s->maps[cpu] = mmap(NULL, s->map_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+					    fds[0], 0);
+			if (s->maps[cpu] != MAP_FAILED)
+				break;
 			s->maps[cpu] = NULL;
-			return -errno;
+			/* Over the locked-memory limit (perf_event_mlock_kb, RLIMIT_MEMLOCK):
+			 * smaller rings for this CPU and the next, when allowed. */
+			if ((errno != EPERM && errno != ENOMEM) || !s->opts.shrink_rings ||
+			    s->opts.mmap_pages <= NW_SESSION_MIN_PAGES)
+				return -errno;
+			s->opts.mmap_pages /= 2;
+			s->map_len = (s->opts.mmap_pages + 1) * page;
 		}
 		ret = nw_ring_init(&s->rings[cpu], s->maps[cpu], s->map_len);
 		if (ret)

@@ -31,7 +31,11 @@ struct nw_session_opts {
 	enum nw_callgraph callgraph;
 	uint32_t stack_size;       /* dwarf mode's stack copy */
 	unsigned mmap_pages;       /* data pages per ring, a power of two */
+	bool shrink_rings;         /* halve mmap_pages (down to NW_SESSION_MIN_PAGES)
+				    * when the locked-memory limit refuses a ring */
 };
+
+#define NW_SESSION_MIN_PAGES 16
 
 struct nw_session_stats {
 	uint64_t samples;          /* folded into a CCT */
@@ -82,7 +86,9 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts);
  * Opens every event on @pid (which has not exec'd yet) on every online
  * CPU, inherited, enabled at exec, and maps the rings.  -errno from
  * perf_event_open (EACCES/EPERM: not allowed; ENOENT: no such event here)
- * or mmap (EPERM/ENOMEM: the ring is larger than perf_event_mlock_kb allows).
+ * or mmap (EPERM/ENOMEM: the ring is larger than perf_event_mlock_kb allows;
+ * with shrink_rings, only once rings of NW_SESSION_MIN_PAGES are refused
+ * too; s->opts.mmap_pages then holds the size used).
  */
 int nw_session_open(struct nw_session *s, pid_t pid);
 /* Reads every ring once and processes what it held.  Returns records processed or -errno. */

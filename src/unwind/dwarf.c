@@ -699,12 +699,13 @@ static void check_against_libdwfl(struct nw_dwarf *d, struct proc_dwfl *p,
 
 size_t nw_dwarf_unwind(struct nw_dwarf *d, const struct nw_unwind_ctx *ctx,
 		       const struct nw_sample *s, struct nw_frame *out, size_t max,
-		       struct nw_unwind_stats *stats)
+		       struct nw_unwind_stats *stats, bool *complete)
 {
 	struct frame_walk w = { .out = out, .max = max, .sp_regno = d->arch->dwarf_sp };
 	struct proc_dwfl *p;
 	int ret;
 
+	*complete = false;
 	if (!s->regs || s->nregs <= (unsigned)d->sp_index || !max)
 		return 0;
 	if (s->stack && s->dyn_size) {
@@ -712,6 +713,7 @@ size_t nw_dwarf_unwind(struct nw_dwarf *d, const struct nw_unwind_ctx *ctx,
 
 		if (!d->no_fast && unwind_fast(d, ctx, s, &w, &clean) == FAST_DONE) {
 			stats->fast++;
+			*complete = clean;
 			p = d->check ? proc_ready(d, ctx) : NULL;
 			if (p && p->attached) {
 				p->s = s;
@@ -728,6 +730,9 @@ size_t nw_dwarf_unwind(struct nw_dwarf *d, const struct nw_unwind_ctx *ctx,
 			ret = dwfl_getthread_frames(p->dwfl, (pid_t)p->tid, frame_cb, &w);
 			if (ret != 0 && !w.truncated)
 				stats->cfi_failures++;
+			/* libdwfl reports the end of the stack as an error on some
+			 * systems: only a chain it walked to its end counts. */
+			*complete = !w.truncated && w.n > 1 && (ret == 0 || dwfl_errno() == 0);
 			p->s = NULL;
 		}
 	}

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <linux/perf_event.h>
+#include <stdlib.h>
 #include <string.h>
 
 int nw_unwinder_init(struct nw_unwinder *u, enum nw_callgraph mode, const struct nw_arch_ops *arch,
@@ -16,11 +17,16 @@ int nw_unwinder_init(struct nw_unwinder *u, enum nw_callgraph mode, const struct
 	u->arch = arch;
 	u->regs_mask = regs_mask;
 	u->sp_index = nw_arch_reg_index(regs_mask, arch->perf_sp);
-	if (mode == NW_CALLGRAPH_DWARF) {
+	if (mode != NW_CALLGRAPH_FP) {
 		if (!arch->dwarf_nregs)
 			return -EINVAL;
 		u->dwarf = nw_dwarf_new(arch, regs_mask);
 		if (!u->dwarf)
+			return -ENOMEM;
+	}
+	if (mode == NW_CALLGRAPH_HYBRID) {
+		u->scratch = calloc(NW_UNWIND_MAX_FRAMES, sizeof(*u->scratch));
+		if (!u->scratch)
 			return -ENOMEM;
 	}
 	return 0;
@@ -29,7 +35,9 @@ int nw_unwinder_init(struct nw_unwinder *u, enum nw_callgraph mode, const struct
 void nw_unwinder_fini(struct nw_unwinder *u)
 {
 	nw_dwarf_free(u->dwarf);
+	free(u->scratch);
 	u->dwarf = NULL;
+	u->scratch = NULL;
 }
 
 void nw_unwinder_forget(struct nw_unwinder *u, uint32_t pid)
@@ -71,10 +79,54 @@ static size_t unwind_fp(struct nw_unwinder *u, const struct nw_sample *s, struct
 	return n;
 }
 
+/*
+ * Hybrid: CFI over a small stack copy gives the top frames exactly, even
+ * in code without frame pointers; the kernel's frame-pointer chain gives
+ * the rest cheaply.  They are spliced where they meet: at the first CFI
+ * frame whose return address also stands in the kernel chain, the chain
+ * takes over from the entry after it.
+ */
+static size_t unwind_hybrid(struct nw_unwinder *u, const struct nw_unwind_ctx *ctx,
+			    const struct nw_sample *s, struct nw_frame *out, size_t max)
+{
+	struct nw_frame *kchain = u->scratch;
+	bool complete;
+	size_t n, k;
+
+	n = nw_dwarf_unwind(u->dwarf, ctx, s, out, max, &u->stats, &complete);
+	if (complete)
+		return n;
+	k = unwind_fp(u, s, kchain, NW_UNWIND_MAX_FRAMES);
+	for (size_t j = 1; j < n; j++) {
+		for (size_t i = 1; i < k; i++) {
+			if (kchain[i].ip != out[j].ip)
+				continue;
+			u->stats.spliced++;
+			for (i++, j++; i < k && j < max; i++, j++)
+				out[j] = (struct nw_frame){ .ip = kchain[i].ip };
+			return j;
+		}
+	}
+	/* No meeting point: the longer of the two is the better guess. */
+	if (k > n) {
+		memcpy(out, kchain, (k < max ? k : max) * sizeof(*out));
+		out[0].sp = s->regs && u->sp_index >= 0 ? nw_rd64(s->regs, (size_t)u->sp_index) : 0;
+		return k < max ? k : max;
+	}
+	return n;
+}
+
 size_t nw_unwind(struct nw_unwinder *u, const struct nw_unwind_ctx *ctx, const struct nw_sample *s,
 		 struct nw_frame *out, size_t max)
 {
-	if (u->mode == NW_CALLGRAPH_DWARF)
-		return nw_dwarf_unwind(u->dwarf, ctx, s, out, max, &u->stats);
-	return unwind_fp(u, s, out, max);
+	bool complete;
+
+	switch (u->mode) {
+	case NW_CALLGRAPH_DWARF:
+		return nw_dwarf_unwind(u->dwarf, ctx, s, out, max, &u->stats, &complete);
+	case NW_CALLGRAPH_HYBRID:
+		return unwind_hybrid(u, ctx, s, out, max);
+	default:
+		return unwind_fp(u, s, out, max);
+	}
 }

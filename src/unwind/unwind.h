@@ -24,6 +24,7 @@
 enum nw_callgraph {
 	NW_CALLGRAPH_FP,
 	NW_CALLGRAPH_DWARF,
+	NW_CALLGRAPH_HYBRID,     /* small stack copy by CFI, spliced onto the fp chain */
 };
 
 #define NW_UNWIND_MAX_FRAMES 512
@@ -44,6 +45,7 @@ struct nw_unwind_stats {
 	uint64_t fallback;       /* dwarf: samples that needed libdwfl's full unwinder */
 	uint64_t checked;        /* NARWHAL_UNWIND=check: samples unwound both ways */
 	uint64_t mismatches;     /* ... where the two disagree */
+	uint64_t spliced;        /* hybrid: samples joined onto the kernel chain */
 };
 
 struct nw_dwarf;
@@ -53,7 +55,8 @@ struct nw_unwinder {
 	const struct nw_arch_ops *arch;
 	uint64_t regs_mask;
 	int sp_index;            /* index of SP in the REGS_USER dump, -1: none */
-	struct nw_dwarf *dwarf;  /* dwarf mode's per-process state */
+	struct nw_dwarf *dwarf;  /* dwarf and hybrid modes' per-process state */
+	struct nw_frame *scratch; /* hybrid: the kernel chain */
 	struct nw_unwind_stats stats;
 };
 

@@ -46,7 +46,7 @@ rc=0
 (cd "$w" && "$NW_RECORD" "$P/burn" alpha) >"$w/1.out" 2>"$w/1.err" || rc=$?
 [[ $rc -eq 0 ]] || { nw_show "stderr" "$w/1.err"; fail "exit $rc"; }
 nw_check_measurement "$w/narwhal.data"
-grep -v '^narwhal-record: [0-9]' "$w/1.err" >"$w/notes" || true
+grep -v -e '^narwhal-record: [0-9]' -e '^narwhal-record: stacks: ' "$w/1.err" >"$w/notes" || true
 nnotes=$(grep -c . "$w/notes" || true)
 if compgen -G '/sys/bus/event_source/devices/cpu*' >/dev/null ||
 	compgen -G '/sys/bus/event_source/devices/armv*' >/dev/null; then

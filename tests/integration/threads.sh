@@ -12,7 +12,7 @@ nw_check_measurement "$d"
 ok "measurement is complete and every .csprof file parses"
 
 check "the summary line counts 3 threads in 1 process and names the directory"
-summary=$(grep '^narwhal-record: ' "$d.err" | tail -n 1)
+summary=$(grep -E '^narwhal-record: [0-9]+ samples? from' "$d.err" | tail -n 1)
 re='^narwhal-record: ([0-9]+) samples? from 3 threads in 1 process \(([0-9]+) lost\) written to (.*)$'
 if [[ ! $summary =~ $re ]]; then
 	nw_show "narwhal-record stderr" "$d.err"
@@ -23,6 +23,13 @@ total=${BASH_REMATCH[1]}
 # 1.0 s of CPU at 999 Hz: about 1000 samples.
 ((total >= 500 && total <= 1500)) || fail "summary says $total samples, expected about 1000"
 ok "$summary"
+
+check "the summary's stack health line: frame-pointer chains reach start_thread / main"
+health=$(grep -E '^narwhal-record: stacks: ' "$d.err" || true)
+hre='^narwhal-record: stacks: ([0-9.]+)% complete'
+[[ $health =~ $hre ]] || { nw_show "narwhal-record stderr" "$d.err"; fail "no 'stacks: N% complete' line"; }
+awk -v c="${BASH_REMATCH[1]}" 'BEGIN { exit !(c >= 99) }' || fail "only ${BASH_REMATCH[1]}% complete: $health"
+ok "$health"
 
 check "--flat shares: spin_a 60%, spin_b 20%, spin_main 20% (within 5 points)"
 nw_report "$NW_TMP/flat" "$d" --flat
