@@ -41,6 +41,7 @@ static struct nw_manifest *sample_manifest(void)
 		m->argv[i] = xstrdup(argv[i]);
 	m->call_graph = xstrdup("dwarf");
 	m->stack_size = 8192;
+	m->max_stack = 512;
 	m->nevents = 2;
 	m->events = calloc(2, sizeof(*m->events));
 	assert_non_null(m->events);
@@ -88,6 +89,7 @@ static void assert_same_manifest(const struct nw_manifest *a, const struct nw_ma
 	assert_null(b->argv[b->argc]);
 	assert_string_equal(a->call_graph, b->call_graph);
 	assert_int_equal(a->stack_size, b->stack_size);
+	assert_int_equal(a->max_stack, b->max_stack);
 	assert_int_equal(a->nevents, b->nevents);
 	for (uint32_t i = 0; i < a->nevents; i++) {
 		assert_string_equal(a->events[i].name, b->events[i].name);
@@ -186,6 +188,37 @@ static void test_round_trip(void **state)
 	unlink(PATH);
 }
 
+/* max_stack is optional: older manifests lack it, and 0 (unknown) is not written. */
+static void test_optional_max_stack(void **state)
+{
+	struct nw_manifest *m = sample_manifest(), *r = NULL;
+	struct json_object *root;
+	char err[256], *text;
+
+	assert_int_equal(nw_manifest_write(PATH, m), 0);
+	text = read_text(PATH);
+	assert_non_null(strstr(text, "\"max_stack\":512"));
+	free(text);
+	root = json_object_from_file(PATH);
+	assert_non_null(root);
+	assert_true(json_object_object_get_ex(root, "max_stack", NULL));
+	json_object_object_del(root, "max_stack");
+	assert_int_equal(json_object_to_file(PATH, root), 0);
+	json_object_put(root);
+	assert_int_equal(nw_manifest_read(PATH, &r, err, sizeof(err)), 0);
+	assert_int_equal(r->max_stack, 0);
+	m->max_stack = 0;
+	assert_same_manifest(m, r);
+	nw_manifest_free(r);
+
+	assert_int_equal(nw_manifest_write(PATH, m), 0);
+	text = read_text(PATH);
+	assert_null(strstr(text, "max_stack"));
+	free(text);
+	nw_manifest_free(m);
+	unlink(PATH);
+}
+
 /*
  * Writes the sample manifest with one key changed: @key of the top-level
  * object, or of item @index of array @array; @val NULL removes it.  Then
@@ -262,6 +295,9 @@ static void test_ill_typed_keys(void **state)
 	expect_bad(NULL, 0, "stack_size", json_object_new_int64(1LL << 32),
 		   "\"stack_size\" must be an integer in 0..4294967295");
 	expect_bad(NULL, 0, "exit_status", json_object_new_int64(1LL << 40), "exit_status");
+	expect_bad(NULL, 0, "max_stack", json_object_new_string("127"),
+		   "key \"max_stack\" must be an integer");
+	expect_bad(NULL, 0, "max_stack", json_object_new_int64(-1), "\"max_stack\" must be");
 	expect_bad(NULL, 0, "threads", NULL, "missing key \"threads\"");
 	expect_bad("threads", 1, "tid", json_object_new_int64(-5), "\"threads[1].tid\" must be");
 	expect_bad("events", 0, "freq", json_object_new_int(1),
@@ -319,6 +355,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_optional_max_stack),
 		cmocka_unit_test(test_missing_keys),
 		cmocka_unit_test(test_ill_typed_keys),
 		cmocka_unit_test(test_not_json),

@@ -32,6 +32,8 @@ static struct json_object *manifest_to_json(const struct nw_manifest *m)
 	nw_json_add(root, "argv", arr, &ok);
 	nw_json_add(root, "call_graph", nw_json_str(m->call_graph), &ok);
 	nw_json_add(root, "stack_size", json_object_new_int64(m->stack_size), &ok);
+	if (m->max_stack)
+		nw_json_add(root, "max_stack", json_object_new_int64(m->max_stack), &ok);
 
 	arr = json_object_new_array();
 	for (uint32_t i = 0; arr && i < m->nevents; i++) {
@@ -296,6 +298,9 @@ static int read_manifest(struct nw_json_in *in, struct json_object *root, struct
 		err = nw_json_get_str(in, root, NULL, "call_graph", &m->call_graph);
 	if (!err)
 		err = nw_json_get_u32(in, root, NULL, "stack_size", &m->stack_size);
+	/* Optional: older manifests lack it. */
+	if (!err && json_object_object_get_ex(root, "max_stack", NULL))
+		err = nw_json_get_u32(in, root, NULL, "max_stack", &m->max_stack);
 	if (!err)
 		err = read_events(in, root, m);
 	if (!err)

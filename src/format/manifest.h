@@ -45,6 +45,7 @@ struct nw_manifest {
 	char **argv;
 	char *call_graph;            /* "fp", "dwarf" */
 	uint32_t stack_size;         /* dwarf mode's stack copy, 0 otherwise */
+	uint32_t max_stack;          /* frames a chain keeps at most; 0: unknown (key optional) */
 	uint32_t nevents;
 	struct nw_manifest_event *events;
 	uint64_t start_ns, end_ns;   /* CLOCK_REALTIME, nanoseconds */

@@ -374,21 +374,22 @@ static const char *base_name(const char *path)
 	return s && s[1] ? s + 1 : path;
 }
 
-/* Child of @parent for frame @f, or NW_CCT_NONE. */
-static uint32_t func_child(struct nw_cct *dst, uint32_t parent, int64_t f)
+/* Child of @parent for frame @f with sp tag @sp, or NW_CCT_NONE. */
+static uint32_t func_child(struct nw_cct *dst, uint32_t parent, int64_t f, uint64_t sp)
 {
 	if (f < 0)
 		return NW_CCT_NONE;
-	return nw_cct_child(dst, parent, (uint64_t)f, 0);
+	return nw_cct_child(dst, parent, (uint64_t)f, sp);
 }
 
 /*
  * Adds the symbolic frames of @ip below @parent in @dst and returns the
- * innermost one, or NW_CCT_NONE on ENOMEM.
+ * innermost one, or NW_CCT_NONE on ENOMEM.  Each of them gets the sp tag
+ * @sp: an inline chain lives in one physical frame, so its frames share it.
  */
 static uint32_t add_frames(struct nw_profile *p, const struct nw_symtab *st,
 			   const struct epoch_map *em, struct nw_cct *dst, uint32_t parent,
-			   uint64_t ip, bool caller)
+			   uint64_t ip, uint64_t sp, bool caller)
 {
 	const struct epoch_mod *m = epoch_find(em, ip);
 	const struct nw_symentry *e = NULL;
@@ -398,7 +399,8 @@ static uint32_t add_frames(struct nw_profile *p, const struct nw_symtab *st,
 	int64_t f;
 
 	if (!m)
-		return func_child(dst, parent, nw_profile_intern(p, "[unknown]", NULL, 0, NULL));
+		return func_child(dst, parent, nw_profile_intern(p, "[unknown]", NULL, 0, NULL),
+				  sp);
 	addr = ip - m->mapped + m->vaddr;
 	if (caller)
 		addr -= 1;
@@ -409,7 +411,7 @@ static uint32_t add_frames(struct nw_profile *p, const struct nw_symtab *st,
 			return NW_CCT_NONE;
 		f = nw_profile_intern(p, name, NULL, 0, m->path);
 		free(name);
-		return func_child(dst, parent, f);
+		return func_child(dst, parent, f, sp);
 	}
 	/* frames[] is innermost first: the outermost goes nearest the root. */
 	for (uint32_t k = e->nframes; k-- > 0;) {
@@ -418,7 +420,7 @@ static uint32_t add_frames(struct nw_profile *p, const struct nw_symtab *st,
 		f = nw_profile_intern(p, fr->function ? fr->function : "[unknown]",
 				      fr->decl_file ? fr->decl_file : fr->file, fr->decl_line,
 				      m->path);
-		node = func_child(dst, node, f);
+		node = func_child(dst, node, f, sp);
 		if (node == NW_CCT_NONE)
 			return NW_CCT_NONE;
 	}
@@ -448,7 +450,7 @@ static int add_tree(struct nw_profile *p, const struct nw_symtab *st, const stru
 		if (s == NW_CCT_ROOT)
 			d = NW_CCT_ROOT;
 		else
-			d = add_frames(p, st, em, dst, to[sn->parent], sn->ip,
+			d = add_frames(p, st, em, dst, to[sn->parent], sn->ip, sn->sp,
 				       sn->first_child != NW_CCT_NONE);
 		if (d == NW_CCT_NONE) {
 			ret = -ENOMEM;

@@ -26,7 +26,11 @@ struct nw_prof_thread {
 	uint32_t pid, tid;
 	char *comm;
 	uint64_t samples;
-	/* Symbolic tree: each node's ip is an index into nw_profile.funcs. */
+	/*
+	 * Symbolic tree: each node's ip is an index into nw_profile.funcs, its
+	 * sp the tag of the physical frame it came from (the frames of one
+	 * inline chain share it; 0 where unknown).
+	 */
 	struct nw_cct *tree;
 };
 

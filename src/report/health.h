@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Stack health: how many samples were unwound all the way, and where the
+ * others stopped.  Each sample of the per-thread symbolic trees (a node's
+ * samples metrics: the samples whose leaf it is) is classified by its path:
+ *
+ * - complete: the outermost frame (the root's child) is a thread entry:
+ *   _start, __libc_start_main(_impl), __libc_start_call_main, main,
+ *   start_thread, clone, clone3, __clone, __clone3, thread_start (a
+ *   "__GI_" prefix is ignored).  Debian's libc has no frame pointers, so fp
+ *   chains end at __libc_start_call_main or start_thread: they count.
+ * - truncated: the path is as deep as the recorder's limit (the manifest's
+ *   max_stack; without it 127, the kernel's default perf_event_max_stack,
+ *   for fp and 512 for dwarf).  Depth counts physical frames: consecutive
+ *   frames of one inline chain share an sp tag and count once (where tags
+ *   are 0, as for fp callers, every frame counts).
+ * - stopped in module M: anything else; M is the outermost frame's module
+ *   (NULL for a frame no module maps).
+ */
+#ifndef NW_HEALTH_H
+#define NW_HEALTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "report/profile.h"
+
+/* Depth limits when the manifest does not say (older measurements). */
+#define NW_HEALTH_FP_MAX_STACK 127    /* the kernel's default perf_event_max_stack */
+#define NW_HEALTH_DWARF_MAX_STACK 512 /* NW_UNWIND_MAX_FRAMES */
+
+/* One module where unwinding stops. */
+struct nw_health_stop {
+	char *module; /* module path; NULL: no module maps the frame */
+	uint64_t samples;
+	char *func; /* the outermost function most often seen there */
+	uint64_t func_samples;
+	bool system; /* a system library (/lib, /usr/lib, [vdso]), not the program's */
+	int cfi;     /* dwarf mode: 1 the module has CFI, 0 none, -1 unknown */
+};
+
+struct nw_health {
+	bool dwarf;	     /* recorded with --call-graph dwarf */
+	uint32_t max_stack;  /* the depth limit applied */
+	uint32_t stack_size; /* dwarf mode's stack copy, bytes */
+	uint64_t samples, complete, truncated, stopped;
+	uint32_t nstops;
+	struct nw_health_stop *stops; /* most samples first */
+};
+
+/*
+ * Classifies the samples of the threads @f selects (all when NULL) of @p.
+ * The call graph mode and limits come from p->manifest (fp without one).
+ * 0 or -ENOMEM; *ret is the caller's, to free with nw_health_free().
+ */
+int nw_health_classify(const struct nw_profile *p, const struct nw_filter *f,
+		       struct nw_health **ret);
+void nw_health_free(struct nw_health *h);
+
+/* Is @name a thread entry (see above)? */
+bool nw_health_is_entry(const char *name);
+
+/* What to do about the samples that stop at @s, into @buf; returns @buf. */
+const char *nw_health_remedy(const struct nw_health *h, const struct nw_health_stop *s, char *buf,
+			     size_t len);
+
+/*
+ * narwhal-report --stack-health: the complete and truncated shares and the
+ * table of where unwinding stops, each with its remedy.  0, -EIO when
+ * writing failed.
+ */
+int nw_health_print(FILE *out, const struct nw_health *h);
+
+/*
+ * One line for narwhal-record to print at the end of a run: loads the
+ * measurement in @dir and writes "stacks: 99.6% complete, 0.0% truncated"
+ * into @line, followed by "; run narwhal-report --stack-health DIR for
+ * where unwinding stops" when some sample is not complete.  0, or -errno
+ * from nw_profile_load() (@line then holds its message).
+ */
+int nw_health_summary(const char *dir, char *line, size_t len);
+
+#endif

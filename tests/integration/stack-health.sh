@@ -1,0 +1,115 @@
+#!/bin/bash
+# narwhal-report --stack-health.  tests/programs/nofp.c (-O2
+# -fomit-frame-pointer) spends its time in qsort with a comparator several
+# frames below main: --call-graph dwarf unwinds 99% of its samples to a
+# thread entry, fp almost none, and the report names the module where fp
+# chains stop with its remedy.  recurse.c recursing deeper than the depth
+# limit gives truncated fp stacks, and deeper than the stack copy, dwarf
+# stacks that stop with "raise the stack copy".
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+# share REPORT LABEL : the share (without %) on the "LABEL:" line of a --stack-health report.
+share() {
+	awk -v l="$2:" '$1 == l { v = $3; sub(/%$/, "", v); print v; exit }' "$1"
+}
+
+# first_stop REPORT : "SAMPLES SHARE MODULE" of the first row of the table of stops.
+first_stop() {
+	awk '/^ SAMPLES  SHARE%  MODULE/ { getline; v = $2; sub(/%$/, "", v); print $1, v, $3; exit }' \
+		"$1"
+}
+
+d=$NW_TMP/dwarf.data
+check "--call-graph dwarf: nofp's stacks are 99% complete or more"
+NW_RECORD_OPTS=(--call-graph dwarf)
+nw_record_ok "$d" "$P/nofp"
+nw_check_measurement "$d"
+nw_report "$NW_TMP/dwarf.health" "$d" --stack-health
+got=$(share "$NW_TMP/dwarf.health" Complete)
+if [[ -z $got ]] || ! awk -v v="$got" 'BEGIN { exit !(v >= 99) }'; then
+	nw_show "narwhal-report --stack-health" "$NW_TMP/dwarf.health"
+	fail "complete share '$got', expected 99% or more"
+fi
+grep -q '^Call graph: dwarf (stack copy 16384 bytes' "$NW_TMP/dwarf.health" ||
+	fail "the report does not say dwarf mode and its stack copy"
+ok "$got% complete"
+
+d=$NW_TMP/fp.data
+check "--call-graph fp: nofp's stacks are mostly incomplete, and the report says where they stop"
+NW_RECORD_OPTS=(--call-graph fp)
+nw_record_ok "$d" "$P/nofp"
+nw_report "$NW_TMP/fp.health" "$d" --stack-health
+got=$(share "$NW_TMP/fp.health" Complete)
+stopped=$(share "$NW_TMP/fp.health" Stopped)
+read -r n pct module < <(first_stop "$NW_TMP/fp.health") || true
+if [[ -z $got ]] || ! awk -v v="$got" -v s="$stopped" 'BEGIN { exit !(v < 20 && s > 80) }'; then
+	nw_show "narwhal-report --stack-health" "$NW_TMP/fp.health"
+	fail "complete share '$got', stopped '$stopped': expected a low complete share"
+fi
+case $module in
+*/nofp)
+	remedy="build with -fno-omit-frame-pointer" ;;
+*/libc.so.6)
+	remedy="record with --call-graph dwarf" ;;
+*)
+	nw_show "narwhal-report --stack-health" "$NW_TMP/fp.health"
+	fail "the first stop is in '$module', expected nofp or libc" ;;
+esac
+awk -v m="$module" -v r="remedy: $remedy" '
+	index($0, m) { getline; if (index($0, r)) found = 1; exit }
+	END { exit !found }' "$NW_TMP/fp.health" || {
+	nw_show "narwhal-report --stack-health" "$NW_TMP/fp.health"
+	fail "no '$remedy' below the row of $module"
+}
+awk -v p="$pct" 'BEGIN { exit !(p >= 30) }' || fail "the first stop holds $pct% only"
+ok "$got% complete; $pct% stop in $module ($remedy)"
+
+check "--stack-health --tid selects threads like the other views"
+tid=$(nw_threads_rows <("$NW_REPORT" "$d" --threads) | awk 'NR == 1 { print $2 }')
+nw_report "$NW_TMP/tid.health" "$d" --stack-health --tid "$tid"
+cmp -s "$NW_TMP/fp.health" "$NW_TMP/tid.health" ||
+	fail "--tid $tid (the only thread) changed the report"
+ok "same report"
+
+limit=$(cat /proc/sys/kernel/perf_event_max_stack 2>/dev/null || echo 127)
+d=$NW_TMP/deep.data
+check "--call-graph fp, recursion deeper than the depth limit ($limit): about half truncated"
+if ((limit > 400)); then
+	echo "  skipped: kernel.perf_event_max_stack is $limit"
+else
+	NW_RECORD_OPTS=(--call-graph fp)
+	nw_record_ok "$d" "$P/recurse" $((limit + 60))
+	if ! grep -q '"max_stack"' "$d/manifest.json" && ((limit != 127)); then
+		echo "  skipped: the manifest has no max_stack and the limit is not the default"
+	else
+		nw_report "$NW_TMP/deep.health" "$d" --stack-health
+		got=$(share "$NW_TMP/deep.health" Truncated)
+		c=$(share "$NW_TMP/deep.health" Complete)
+		if ! nw_near "$got" 50 12 || ! nw_near "$c" 50 12; then
+			nw_show "narwhal-report --stack-health" "$NW_TMP/deep.health"
+			fail "truncated $got%, complete $c%: expected about 50% each"
+		fi
+		grep -q "remedy: raise the depth limit: sysctl kernel.perf_event_max_stack=" \
+			"$NW_TMP/deep.health" || fail "no remedy for the truncated stacks"
+		ok "$got% truncated, $c% complete"
+	fi
+fi
+
+d=$NW_TMP/deepd.data
+check "--call-graph dwarf,8192, recursion 600 deep: stops where the copy ends"
+NW_RECORD_OPTS=(--call-graph dwarf,8192)
+nw_record_ok "$d" "$P/recurse" 600
+nw_report "$NW_TMP/deepd.health" "$d" --stack-health
+read -r n pct module < <(first_stop "$NW_TMP/deepd.health") || true
+if [[ $module != */recurse ]] || ! nw_near "$pct" 50 12; then
+	nw_show "narwhal-report --stack-health" "$NW_TMP/deepd.health"
+	fail "first stop: $pct% in '$module', expected about 50% in recurse"
+fi
+grep -q "remedy: raise the stack copy .*--call-graph dwarf,16384" "$NW_TMP/deepd.health" || {
+	nw_show "narwhal-report --stack-health" "$NW_TMP/deepd.health"
+	fail "no 'raise the stack copy' remedy"
+}
+ok "$pct% stop in recurse"
+
+pass
