@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "format/symtab.h"
+#include "symbol/perfmap.h"
 #include "symbol/symbol.h"
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -69,9 +70,10 @@ static uint64_t map_vaddr(struct nw_symbolizer *sym, const struct nw_module *mod
 {
 	uint64_t v;
 
-	if (mod->path[0] == '/' && nw_symbol_offset_to_vaddr(sym, mod->path, map->pgoff, &v) == 0)
+	if ((mod->path[0] == '/' || !strcmp(mod->path, "[vdso]")) &&
+	    nw_symbol_offset_to_vaddr(sym, mod->path, map->pgoff, &v) == 0)
 		return v;
-	/* File gone or no ELF (//anon, [vdso]): offsets stand for addresses. */
+	/* File gone or no ELF (//anon): offsets stand for addresses. */
 	return map->pgoff;
 }
 
@@ -122,6 +124,8 @@ struct writer {
 	struct nw_symtab *symtab;
 	struct mod_info *mods;
 	struct pc_set pcs;
+	const char *dir;
+	struct nw_perfmaps jit; /* /tmp/perf-<pid>.map of the processes, for JIT code */
 	char *err;
 	size_t errlen;
 };
@@ -141,9 +145,34 @@ static int symtab_module(struct writer *w, uint32_t module)
 	return mi->symtab_index;
 }
 
-/* Symbolizes every distinct PC of one tree (caller frames at ip - 1). */
-static int symbolize_tree(struct writer *w, const struct nw_epoch *epoch, const struct nw_cct *cct,
-			  const uint64_t *vaddrs)
+/*
+ * Frames for @pc in anonymous memory of process @pid from its perf map, if
+ * it has one; the first use copies the map to DIR/jit/perf-<pid>.map (best
+ * effort: symbols.json holds the names either way).
+ */
+static int jit_symbolize(struct writer *w, uint32_t pid, uint64_t pc, struct nw_symframe **frames,
+			 uint32_t *nframes)
+{
+	const struct nw_perfmap *map;
+	char path[PATH_MAX];
+	int ret;
+
+	ret = nw_perfmaps_get(&w->jit, pid, &map);
+	if (ret < 0 || !map)
+		return ret < 0 ? ret : 0;
+	if (ret == 1) {
+		snprintf(path, sizeof(path), "%s/jit", w->dir);
+		if (mkdir(path, 0777) == 0 || errno == EEXIST) {
+			snprintf(path, sizeof(path), "%s/jit/perf-%u.map", w->dir, pid);
+			nw_perfmap_save(map, path);
+		}
+	}
+	return nw_perfmap_symbolize(map, pc, frames, nframes);
+}
+
+/* Symbolizes every distinct PC of one tree of process @pid (caller frames at ip - 1). */
+static int symbolize_tree(struct writer *w, uint32_t pid, const struct nw_epoch *epoch,
+			  const struct nw_cct *cct, const uint64_t *vaddrs)
 {
 	for (uint32_t i = 1; i < cct->n; i++) {
 		const struct nw_cct_node *node = &cct->nodes[i];
@@ -172,6 +201,11 @@ static int symbolize_tree(struct writer *w, const struct nw_epoch *epoch, const 
 		if (ret < 0) {
 			frames = NULL;
 			nframes = 0;
+		}
+		if (!nframes && nw_perfmap_module_is_anon(w->m->modules->v[map->module].path)) {
+			ret = jit_symbolize(w, pid, pc, &frames, &nframes);
+			if (ret < 0)
+				return ret;
 		}
 		ret = nw_symtab_add(w->symtab, (uint32_t)mi, addr, frames, nframes);
 		if (ret < 0)
@@ -242,7 +276,7 @@ static int write_thread(struct writer *w, const char *dir, const struct nw_threa
 		p.trees[p.ntrees].epoch = as->nepochs - 1 - e;
 		p.trees[p.ntrees].cct = th->ccts[e];
 		p.ntrees++;
-		ret = symbolize_tree(w, as->epochs[e], th->ccts[e], vaddrs[e]);
+		ret = symbolize_tree(w, th->pid, as->epochs[e], th->ccts[e], vaddrs[e]);
 		if (ret < 0)
 			goto out;
 	}
@@ -318,11 +352,12 @@ int nw_measurement_write(const char *dir, const struct nw_measurement *m, char *
 			 size_t errlen)
 {
 	const struct nw_task_table *t = m->tasks;
-	struct writer w = { .m = m, .err = err, .errlen = errlen };
+	struct writer w = { .m = m, .dir = dir, .err = err, .errlen = errlen };
 	char **files = NULL, path[PATH_MAX];
 	int ret = -ENOMEM;
 
 	err[0] = 0;
+	nw_perfmaps_init(&w.jit, "/tmp");
 	w.sym = nw_symbolizer_new();
 	w.symtab = nw_symtab_new();
 	w.mods = malloc((m->modules->n ? m->modules->n : 1) * sizeof(*w.mods));
@@ -369,6 +404,7 @@ out:
 	free(files);
 	free(w.mods);
 	free(w.pcs.keys);
+	nw_perfmaps_fini(&w.jit);
 	nw_symtab_free(w.symtab);
 	nw_symbolizer_free(w.sym);
 	return ret;

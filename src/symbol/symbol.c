@@ -5,7 +5,15 @@
  * virtual addresses.  Files are kept in an array sorted by path with their
  * PT_LOAD table; a file that could not be used is remembered too, so it is
  * not opened again.  Separate debug info is found by libdwfl's standard
- * callbacks (build-id under /usr/lib/debug, .gnu_debuglink, debuginfod).
+ * find_debuginfo: first by build-id (DIR/.build-id/xx/rest.debug for each
+ * absolute DIR of the debuginfo path, by default /usr/lib/debug, where
+ * Debian's -dbg packages such as libc6-dbg put theirs), then by
+ * .gnu_debuglink (next to the file, in its .debug/ and under
+ * /usr/lib/debug/<its directory>), last through debuginfod when
+ * DEBUGINFOD_URLS is set and libdebuginfod.so.1 can be loaded (libdw loads
+ * it itself; its client keeps DEBUGINFOD_CACHE_PATH, DEBUGINFOD_TIMEOUT).
+ * NARWHAL_DEBUG_PATH puts directories in front of that path.  The path
+ * "[vdso]" is this process's vdso image (symbol/vdso.h).
  */
 #include "symbol/symbol.h"
 
@@ -14,6 +22,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,9 +33,12 @@
 #include <elfutils/libdwfl.h>
 #include <libiberty/demangle.h>
 
+#include "symbol/vdso.h"
+
 struct nw_symload {
 	uint64_t offset, filesz; /* file range */
 	uint64_t vaddr, memsz;	 /* address range */
+	bool exec;		 /* PF_X */
 };
 
 /* A function symbol of the ELF symbol table (the fallback without DWARF). */
@@ -65,24 +77,37 @@ struct nw_symfile {
 
 struct nw_symbolizer {
 	Dwfl *dwfl;
+	Dwfl_Callbacks callbacks; /* the Dwfl keeps a pointer to them */
+	char *debuginfo_path;	  /* NULL: libdwfl's default */
+	struct nw_vdso vdso;
 	struct nw_symfile *files; /* sorted by path */
 	size_t nfiles, cap_files;
 };
 
-static const Dwfl_Callbacks nw_dwfl_callbacks = {
-    .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .section_address = dwfl_offline_section_address,
-};
+/* libdwfl's default (libdwflP.h): the file's directory, its .debug/, /usr/lib/debug. */
+#define NW_DEFAULT_DEBUGINFO_PATH ":.debug:/usr/lib/debug"
 
 struct nw_symbolizer *nw_symbolizer_new(void)
 {
 	struct nw_symbolizer *s = calloc(1, sizeof(*s));
+	const char *extra = getenv("NARWHAL_DEBUG_PATH");
 
 	if (!s)
 		return NULL;
-	s->dwfl = dwfl_begin(&nw_dwfl_callbacks);
+	nw_vdso_init(&s->vdso);
+	/* The user's directories first; the defaults still apply after them. */
+	if (extra && *extra &&
+	    asprintf(&s->debuginfo_path, "%s:%s", extra, NW_DEFAULT_DEBUGINFO_PATH) < 0) {
+		free(s);
+		return NULL;
+	}
+	s->callbacks.find_elf = dwfl_build_id_find_elf;
+	s->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->callbacks.section_address = dwfl_offline_section_address;
+	s->callbacks.debuginfo_path = s->debuginfo_path ? &s->debuginfo_path : NULL;
+	s->dwfl = dwfl_begin(&s->callbacks);
 	if (!s->dwfl) {
+		free(s->debuginfo_path);
 		free(s);
 		return NULL;
 	}
@@ -108,6 +133,8 @@ void nw_symbolizer_free(struct nw_symbolizer *s)
 	free(s->files);
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
+	nw_vdso_fini(&s->vdso);
+	free(s->debuginfo_path);
 	free(s);
 }
 
@@ -130,6 +157,7 @@ static int symfile_read_loads(struct nw_symfile *f, Elf *elf)
 		f->loads[n].filesz = ph.p_filesz;
 		f->loads[n].vaddr = ph.p_vaddr;
 		f->loads[n].memsz = ph.p_memsz;
+		f->loads[n].exec = ph.p_flags & PF_X;
 		n++;
 	}
 	f->nloads = n;
@@ -143,10 +171,22 @@ static void symfile_open(struct nw_symbolizer *s, struct nw_symfile *f)
 	Elf *elf;
 	int fd;
 
-	fd = open(f->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		f->err = errno == ENOMEM ? -ENOMEM : -ENOENT;
-		return;
+	if (!strcmp(f->path, "[vdso]")) {
+		/*
+		 * The target mapped the image this process has (same kernel;
+		 * a target of another ABI, such as a 32-bit one, would not).
+		 */
+		fd = nw_vdso_dup_fd(&s->vdso);
+		if (fd < 0) {
+			f->err = fd == -ENOMEM ? -ENOMEM : -ENOENT;
+			return;
+		}
+	} else {
+		fd = open(f->path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			f->err = errno == ENOMEM ? -ENOMEM : -ENOENT;
+			return;
+		}
 	}
 	dwfl_report_begin_add(s->dwfl);
 	/* Base 0 with add_p_vaddr: the bias is 0 for ET_EXEC and ET_DYN alike. */
@@ -224,21 +264,36 @@ out_found:
 int nw_symbol_offset_to_vaddr(struct nw_symbolizer *s, const char *path, uint64_t offset,
 			      uint64_t *ret_vaddr)
 {
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	const struct nw_symload *best = NULL;
 	struct nw_symfile *f;
 	int err;
 
 	err = symfile_lookup(s, path, &f);
 	if (err)
 		return err;
+	if (page == 0 || (page & (page - 1)))
+		page = 4096;
+	/*
+	 * The kernel maps a segment from its offset rounded down to a page,
+	 * so a mapping's offset can lie in the page an earlier segment ends
+	 * in (lld packs segments so).  Mappings here are executable: among
+	 * the segments the offset can belong to, the PF_X one wins.
+	 */
 	for (size_t i = 0; i < f->nloads; i++) {
 		const struct nw_symload *l = &f->loads[i];
+		uint64_t first = l->offset & ~(page - 1);
 
-		if (offset >= l->offset && offset - l->offset < l->filesz) {
-			*ret_vaddr = offset - l->offset + l->vaddr;
-			return 0;
-		}
+		if (offset < first || offset - first >= l->filesz + (l->offset - first))
+			continue;
+		if (!best || (l->exec && !best->exec))
+			best = l;
 	}
-	return -ERANGE;
+	if (!best)
+		return -ERANGE;
+	/* Wraps as intended when the offset precedes the segment's first byte. */
+	*ret_vaddr = offset - best->offset + best->vaddr;
+	return 0;
 }
 
 /* A malloc'd demangled copy of @name (C names come back unchanged), NULL on ENOMEM. */

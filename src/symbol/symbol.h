@@ -2,7 +2,11 @@
 /*
  * Symbolization of PCs in ELF files on this machine, through libdwfl:
  * function (from DWARF, else the ELF symbol table), inline chain and
- * file:line.  One Dwfl module per file, reported once and kept.
+ * file:line.  One Dwfl module per file, reported once and kept.  The
+ * path "[vdso]" stands for the kernel's vdso.  Separate debug info comes
+ * from libdwfl's standard search (build-id, .gnu_debuglink, debuginfod
+ * when DEBUGINFOD_URLS is set), with the directories of the environment
+ * variable NARWHAL_DEBUG_PATH (colon-separated) searched first.
  */
 #ifndef NW_SYMBOL_H
 #define NW_SYMBOL_H
@@ -20,8 +24,11 @@ void nw_symbolizer_free(struct nw_symbolizer *s);
 
 /*
  * The ELF virtual address of file offset @offset in @path (through the
- * PT_LOAD that holds it).  -ENOENT when the file cannot be opened or is no
- * ELF, -ERANGE when no loadable segment holds the offset.
+ * PT_LOAD that holds it).  Meant for the offsets of executable mappings:
+ * a segment is mapped from its offset rounded down to a page, and where
+ * that page is shared with another segment (lld's layout), the PF_X
+ * segment wins.  -ENOENT when the file cannot be opened or is no ELF,
+ * -ERANGE when no loadable segment holds the offset.
  */
 int nw_symbol_offset_to_vaddr(struct nw_symbolizer *s, const char *path, uint64_t offset,
 			      uint64_t *ret_vaddr);
