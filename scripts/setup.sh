@@ -10,6 +10,36 @@ packages=(
 	python3
 )
 
+# Symbolization: Debian's detached debug info of the C library, so that
+# libc's own functions get names and file:line (found by build-id under
+# /usr/lib/debug; tests/integration/split-debug.sh checks it when present).
+packages+=(libc6-dbg)
+
+# ---- Exports (doc/EXPORTS.md): the tools the export tests check them with ----
+# protoc and Debian's profile.proto decode the pprof export, Go's pprof reads
+# it, xmllint and Chromium check the SVG flame graph, and node runs the npm
+# packages of tests/js (speedscope's schema and app, ajv, playwright-core).
+packages+=(protobuf-compiler protobuf-c-compiler libprotobuf-c-dev golang-go
+	golang-github-google-pprof-dev libxml2-utils chromium)
+# Debian's node and npm, unless a node with its own npm is there already
+# (NodeSource's nodejs provides npm and conflicts with Debian's npm package).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+	packages+=(nodejs npm)
+fi
+
+# npm ci in tests/js, when node_modules is missing or older than the lock file.
+setup_js() {
+	local js
+	js=$(cd "$(dirname "$0")/../tests/js" && pwd)
+	if [[ -f $js/node_modules/.package-lock.json &&
+		! $js/package-lock.json -nt $js/node_modules/.package-lock.json ]]; then
+		return 0
+	fi
+	echo "setup.sh: npm ci in tests/js" >&2
+	(cd "$js" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+}
+# ---- end of the exports' block ----
+
 missing=()
 for p in "${packages[@]}"; do
 	status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
@@ -19,6 +49,7 @@ for p in "${packages[@]}"; do
 done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
+	setup_js
 	exit 0
 fi
 
@@ -36,3 +67,4 @@ export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+setup_js

@@ -6,28 +6,48 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/diff.h"
+#include "report/export.h"
+#include "report/flamegraph.h"
+#include "report/health.h"
+#include "report/pprof.h"
 #include "report/profile.h"
+#include "report/recursion.h"
+#include "report/speedscope.h"
 #include "report/views.h"
 
-enum view { VIEW_TREE, VIEW_FLAT, VIEW_THREADS, VIEW_FOLDED };
+/* VIEW_NONE: no view asked for; the tree, unless an export was asked for. */
+enum view { VIEW_TREE, VIEW_FLAT, VIEW_THREADS, VIEW_FOLDED, VIEW_HEALTH, VIEW_NONE };
 
 struct report_opts {
 	enum view view;
 	const char *dir;
 	const char *output;
 	const char *metric;
+	bool fold_recursion;
+	bool per_thread;        /* --folded, --flamegraph: each thread a root frame */
+	const char *pprof, *speedscope, *flamegraph; /* export files */
+	const char *diff_base;  /* --diff BASE: compare DIR with BASE */
 	struct nw_filter filter;
 	struct nw_view_opts view_opts;
 };
 
 enum { OPT_TREE = 256, OPT_FLAT, OPT_THREADS, OPT_FOLDED, OPT_TID, OPT_COMM, OPT_METRIC,
-       OPT_PERCENT, OPT_VERSION };
+       OPT_PERCENT, OPT_VERSION, OPT_FOLD_RECURSION, OPT_STACK_HEALTH, OPT_PPROF,
+       OPT_SPEEDSCOPE, OPT_FLAMEGRAPH, OPT_PER_THREAD, OPT_DIFF };
 
 static const struct option long_opts[] = {
 	{ "tree", no_argument, NULL, OPT_TREE },
 	{ "flat", no_argument, NULL, OPT_FLAT },
 	{ "threads", no_argument, NULL, OPT_THREADS },
 	{ "folded", no_argument, NULL, OPT_FOLDED },
+	{ "stack-health", no_argument, NULL, OPT_STACK_HEALTH },
+	{ "fold-recursion", no_argument, NULL, OPT_FOLD_RECURSION },
+	{ "pprof", required_argument, NULL, OPT_PPROF },
+	{ "speedscope", required_argument, NULL, OPT_SPEEDSCOPE },
+	{ "flamegraph", required_argument, NULL, OPT_FLAMEGRAPH },
+	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
+	{ "diff", required_argument, NULL, OPT_DIFF },
 	{ "tid", required_argument, NULL, OPT_TID },
 	{ "comm", required_argument, NULL, OPT_COMM },
 	{ "thread", required_argument, NULL, OPT_COMM },
@@ -49,14 +69,25 @@ static void usage(FILE *f)
 	      "  --flat               functions by self, with cumulative share\n"
 	      "  --threads            one line per thread\n"
 	      "  --folded             folded stacks (flamegraph.pl input)\n"
+	      "  --stack-health       how many stacks are complete, where unwinding stops\n"
 	      "Options:\n"
 	      "  --tid N              only thread N\n"
 	      "  --comm NAME          only threads named NAME (also --thread NAME)\n"
 	      "  --metric NAME        weigh by metric or event NAME (default: samples)\n"
 	      "  --percent-limit P    --tree: hide nodes below P%% inclusive (default 0.5)\n"
+	      "  --fold-recursion     one node per function on each path (recursion folded)\n"
 	      "  -o, --output FILE    write the view to FILE\n"
 	      "  -h, --help           this help\n"
-	      "      --version        print the version\n",
+	      "      --version        print the version\n"
+	      "Exports (no view is printed unless one is asked for too):\n"
+	      "  --pprof FILE         gzipped pprof profile (go tool pprof FILE)\n"
+	      "  --speedscope FILE    speedscope JSON, one profile per thread\n"
+	      "  --flamegraph FILE    SVG flame graph (click to zoom, search box)\n"
+	      "  --per-thread         each thread a root frame, name-tid (--folded, --flamegraph)\n"
+	      "Comparing two measurements:\n"
+	      "  --diff BASE DIR      change in share per calling context from BASE to DIR;\n"
+	      "                       with --folded: \"stack BASE NEW\" lines (difffolded),\n"
+	      "                       with --flamegraph FILE: a differential flame graph\n",
 	      f);
 }
 
@@ -80,6 +111,27 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 			break;
 		case OPT_FOLDED:
 			o->view = VIEW_FOLDED;
+			break;
+		case OPT_STACK_HEALTH:
+			o->view = VIEW_HEALTH;
+			break;
+		case OPT_FOLD_RECURSION:
+			o->fold_recursion = true;
+			break;
+		case OPT_PPROF:
+			o->pprof = optarg;
+			break;
+		case OPT_SPEEDSCOPE:
+			o->speedscope = optarg;
+			break;
+		case OPT_FLAMEGRAPH:
+			o->flamegraph = optarg;
+			break;
+		case OPT_PER_THREAD:
+			o->per_thread = true;
+			break;
+		case OPT_DIFF:
+			o->diff_base = optarg;
 			break;
 		case OPT_TID:
 			errno = 0;
@@ -139,14 +191,39 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 	return -1;
 }
 
-static int run_view(FILE *out, const struct report_opts *o, const struct nw_profile *p)
+/* The tree the views and the flame graph show: merged or per thread, recursion folded or not. */
+static struct nw_cct *report_tree(const struct report_opts *o, struct nw_profile *p)
+{
+	struct nw_cct *tree = o->per_thread ? nw_export_thread_tree(p, &o->filter)
+					    : nw_profile_merge(p, &o->filter);
+
+	if (tree && o->fold_recursion) {
+		struct nw_cct *folded = nw_profile_fold_recursion(p, tree);
+
+		nw_cct_free(tree);
+		tree = folded;
+	}
+	return tree;
+}
+
+static int run_view(FILE *out, const struct report_opts *o, struct nw_profile *p)
 {
 	struct nw_cct *tree;
 	int ret;
 
 	if (o->view == VIEW_THREADS)
 		return nw_view_threads(out, p, &o->filter);
-	tree = nw_profile_merge(p, &o->filter);
+	if (o->view == VIEW_HEALTH) {
+		struct nw_health *h;
+
+		ret = nw_health_classify(p, &o->filter, &h);
+		if (ret)
+			return ret;
+		ret = nw_health_print(out, h);
+		nw_health_free(h);
+		return ret;
+	}
+	tree = report_tree(o, p);
 	if (!tree)
 		return -ENOMEM;
 	switch (o->view) {
@@ -164,10 +241,189 @@ static int run_view(FILE *out, const struct report_opts *o, const struct nw_prof
 	return ret;
 }
 
+/* ---- exports and --diff ---- */
+
+static bool wants_export(const struct report_opts *o)
+{
+	return o->pprof || o->speedscope || o->flamegraph;
+}
+
+/* Opens @path for writing; NULL after telling the user. */
+static FILE *open_out(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		fprintf(stderr, "narwhal-report: %s: %s\n", path, strerror(errno));
+	return f;
+}
+
+/* Closes @f, written with result @ret; 0, or 1 after telling the user. */
+static int close_out(FILE *f, const char *path, int ret)
+{
+	if (fclose(f) != 0 && !ret)
+		ret = -EIO;
+	if (!ret)
+		return 0;
+	fprintf(stderr, "narwhal-report: %s: %s\n", path, strerror(-ret));
+	return 1;
+}
+
+static int write_flamegraph(const char *path, const struct nw_profile *p,
+			    const struct nw_cct *tree, const struct nw_flamegraph_opts *fo)
+{
+	FILE *f = open_out(path);
+
+	if (!f)
+		return 1;
+	return close_out(f, path, nw_flamegraph_write(f, p, tree, fo));
+}
+
+/* Writes the exports asked for: 0, or 1 after telling the user. */
+static int run_exports(const struct report_opts *o, struct nw_profile *p)
+{
+	unsigned metric = o->view_opts.metric;
+	char err[1024];
+	int ret;
+
+	if (o->pprof) {
+		ret = nw_pprof_export(o->pprof, o->dir, p, &o->filter, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "narwhal-report: %s\n", err[0] ? err : strerror(-ret));
+			return 1;
+		}
+	}
+	if (o->speedscope) {
+		FILE *f = open_out(o->speedscope);
+
+		if (!f)
+			return 1;
+		ret = nw_speedscope_write(f, p, &o->filter,
+					  o->metric ? metric : nw_speedscope_default_metric(p));
+		if (close_out(f, o->speedscope, ret))
+			return 1;
+	}
+	if (o->flamegraph) {
+		struct nw_flamegraph_opts fo = { .title = "Flame Graph", .metric = metric,
+						 .unit = nw_export_unit(p->metric_names[metric]),
+						 .base_metric = -1 };
+		struct nw_cct *tree = report_tree(o, p);
+		char *subtitle = tree ? nw_export_subtitle(p, tree, metric) : NULL;
+
+		if (!subtitle) {
+			fprintf(stderr, "narwhal-report: %s: %s\n", o->flamegraph,
+				strerror(ENOMEM));
+			nw_cct_free(tree);
+			return 1;
+		}
+		fo.subtitle = subtitle;
+		ret = write_flamegraph(o->flamegraph, p, tree, &fo);
+		free(subtitle);
+		nw_cct_free(tree);
+		if (ret)
+			return 1;
+	}
+	return 0;
+}
+
+/* Loads @dir and finds metric @name in it; 0, else the exit status after telling the user. */
+static int load_for_diff(const char *dir, const char *name, struct nw_profile **ret_p,
+			 int *ret_metric)
+{
+	char err[1024];
+	int ret;
+
+	ret = nw_profile_load(dir, ret_p, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "narwhal-report: %s\n", err[0] ? err : strerror(-ret));
+		return 1;
+	}
+	*ret_metric = nw_profile_find_metric(*ret_p, name);
+	if (*ret_metric < 0) {
+		fprintf(stderr, "narwhal-report: %s: no metric %s\n", dir, name ? name : "");
+		return 2;
+	}
+	return 0;
+}
+
+/* narwhal-report --diff BASE DIR: the exit status. */
+static int run_diff(const struct report_opts *o)
+{
+	struct nw_profile *base = NULL, *new = NULL;
+	struct nw_cct *bt = NULL, *nt = NULL;
+	struct nw_diff *d = NULL;
+	int bm, nm, ret;
+	FILE *out = stdout;
+
+	if (o->pprof || o->speedscope || o->per_thread ||
+	    (o->view != VIEW_NONE && o->view != VIEW_FOLDED)) {
+		fputs("narwhal-report: --diff shows the change per calling context, as text, "
+		      "--folded or --flamegraph FILE; other views and exports do not apply\n",
+		      stderr);
+		return 2;
+	}
+	ret = load_for_diff(o->diff_base, o->metric, &base, &bm);
+	if (!ret)
+		ret = load_for_diff(o->dir, o->metric, &new, &nm);
+	if (ret)
+		goto out;
+	ret = 1;
+	bt = nw_profile_merge(base, &o->filter);
+	nt = nw_profile_merge(new, &o->filter);
+	if (!bt || !nt || nw_diff_new(base, bt, (unsigned)bm, new, nt, (unsigned)nm, &d)) {
+		fprintf(stderr, "narwhal-report: --diff: %s\n", strerror(ENOMEM));
+		goto out;
+	}
+	if (o->flamegraph) {
+		struct nw_flamegraph_opts fo = { .title = "Differential Flame Graph",
+						 .metric = NW_DIFF_NEW,
+						 .unit = nw_export_unit(new->metric_names[nm]),
+						 .base_metric = NW_DIFF_BASE };
+		char *subtitle = NULL;
+
+		if (asprintf(&subtitle, "%s -> %s (%s): red grew, blue shrank", o->diff_base,
+			     o->dir, new->metric_names[nm]) < 0) {
+			fprintf(stderr, "narwhal-report: %s: %s\n", o->flamegraph,
+				strerror(ENOMEM));
+			goto out;
+		}
+		fo.subtitle = subtitle;
+		ret = write_flamegraph(o->flamegraph, d->frames, d->tree, &fo);
+		free(subtitle);
+		if (ret)
+			goto out;
+		if (o->view == VIEW_NONE) {
+			ret = 0;
+			goto out;
+		}
+	}
+	if (o->output) {
+		out = open_out(o->output);
+		if (!out) {
+			ret = 1;
+			goto out;
+		}
+	}
+	ret = o->view == VIEW_FOLDED
+		      ? nw_diff_folded(out, d)
+		      : nw_diff_view(out, d, o->view_opts.percent_limit, o->diff_base, o->dir);
+	if (out != stdout)
+		ret = close_out(out, o->output, ret);
+	else if (ret)
+		ret = close_out(stdout, "stdout", ret);
+out:
+	nw_diff_free(d);
+	nw_cct_free(bt);
+	nw_cct_free(nt);
+	nw_profile_free(base);
+	nw_profile_free(new);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct report_opts o = {
-		.view = VIEW_TREE,
+		.view = VIEW_NONE,
 		.dir = "narwhal.data",
 		.filter = { .tid = -1 },
 		.view_opts = { .percent_limit = 0.5 },
@@ -181,6 +437,8 @@ int main(int argc, char **argv)
 	if (ret >= 0)
 		return ret;
 	o.view_opts.filter = &o.filter;
+	if (o.diff_base)
+		return run_diff(&o);
 
 	ret = nw_profile_load(o.dir, &p, err, sizeof(err));
 	if (ret) {
@@ -208,6 +466,13 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
+	if (wants_export(&o)) {
+		ret = run_exports(&o, p);
+		if (ret || o.view == VIEW_NONE)
+			goto out;
+	}
+	if (o.view == VIEW_NONE)
+		o.view = VIEW_TREE;
 	if (o.output) {
 		out = fopen(o.output, "w");
 		if (!out) {

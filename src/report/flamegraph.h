@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Flame graphs as one self-contained SVG file, drawn by Narwhal: the root
+ * at the bottom, each frame as wide as its inclusive weight, children in
+ * name order; names where they fit, a tooltip per frame (name, weight,
+ * percent), click to zoom with a reset, a search box that highlights the
+ * frames matching a regular expression, colours stable per module.  The
+ * script that does the zooming and searching is inside the file.
+ *
+ * A differential flame graph draws the widths of one metric and colours
+ * each frame by the change of its inclusive share from another metric of
+ * the same tree: red grew, blue shrank, grey unchanged.
+ */
+#ifndef NW_FLAMEGRAPH_H
+#define NW_FLAMEGRAPH_H
+
+#include <stdio.h>
+
+#include "report/profile.h"
+
+struct nw_flamegraph_opts {
+	const char *title;     /* NULL: "Flame Graph" */
+	const char *subtitle;  /* NULL: none */
+	unsigned metric;       /* the metric widths are drawn by */
+	const char *unit;      /* what the metric counts, for tooltips; NULL: "samples" */
+	int base_metric;       /* >= 0: differential, colours by the change from this metric */
+	unsigned width;        /* pixels; 0: 1200 */
+};
+
+/*
+ * Writes the flame graph of @tree (node ips are indexes into p->funcs) to
+ * @out.  0, -EINVAL when a metric is not a metric of the tree or a node's
+ * frame is not in @p, -ENOMEM, or -EIO when writing failed.
+ */
+int nw_flamegraph_write(FILE *out, const struct nw_profile *p, const struct nw_cct *tree,
+			const struct nw_flamegraph_opts *o);
+
+#endif

@@ -1,0 +1,149 @@
+#!/bin/bash
+# --diff BASE NEW: two runs of a program whose split changes in a known way
+# (alpha 25% / beta 75%, then 75% / 25%) show alpha +50 and beta -50 points,
+# largest changes first; --diff --folded gives each stack's count in both
+# runs (difffolded), equal to each run's --folded; --diff --flamegraph draws
+# alpha red (grew) and beta blue (shrank), widths from the new run.
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=export-lib.sh
+. "$(dirname "$0")/export-lib.sh"
+
+nw_need_tool cc xmllint
+
+# The program, built here: split A B burns A% of 0.8 s of CPU in alpha, B% in beta.
+cat >"$NW_TMP/split.c" <<'EOF'
+#include <stdlib.h>
+
+#include "spin.h"
+
+__attribute__((noinline)) static void alpha(double s)
+{
+	NW_SPIN(s);
+}
+
+__attribute__((noinline)) static void beta(double s)
+{
+	NW_SPIN(s);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3)
+		return 2;
+	alpha(atof(argv[1]) / 100 * 0.8);
+	beta(atof(argv[2]) / 100 * 0.8);
+	return 0;
+}
+EOF
+cc -O1 -g -fno-omit-frame-pointer -fno-inline -I"$NW_SRC/tests/programs" "$NW_TMP/split.c" \
+	-o "$NW_TMP/split" || fail "cannot build the split program"
+
+nw_record_ok "$NW_TMP/base.data" "$NW_TMP/split" 25 75
+nw_record_ok "$NW_TMP/new.data" "$NW_TMP/split" 75 25
+nw_report "$NW_TMP/base.folded" "$NW_TMP/base.data" --folded
+nw_report "$NW_TMP/new.folded" "$NW_TMP/new.data" --folded
+
+check "--diff: alpha +50 and beta -50 points (within 6), the largest changes first"
+nw_report "$NW_TMP/diff" --diff "$NW_TMP/base.data" "$NW_TMP/new.data"
+# Rows: DELTA BASE% NEW% CONTEXT.
+awk '$1 ~ /^[-+][0-9.]+%$/ { print }' "$NW_TMP/diff" >"$NW_TMP/rows"
+[[ $(wc -l <"$NW_TMP/rows") -ge 2 ]] || {
+	nw_show "--diff" "$NW_TMP/diff"
+	fail "--diff shows fewer than 2 contexts"
+}
+# The two changes are of the same size: either may come first.
+for spec in alpha:+50:25:75 beta:-50:75:25; do
+	IFS=: read -r fn want base new <<<"$spec"
+	read -r delta bshare nshare ctx <<<"$(head -n 2 "$NW_TMP/rows" | grep -E ";main;$fn\$" || true)"
+	[[ -n $ctx ]] || {
+		nw_show "--diff" "$NW_TMP/diff"
+		fail "the context ...;main;$fn is not among the first two rows"
+	}
+	nw_near "${delta%\%}" "$want" 6 || fail "$fn changed by $delta, expected $want"
+	nw_near "${bshare%\%}" "$base" 6 || fail "$fn base share $bshare, expected $base%"
+	nw_near "${nshare%\%}" "$new" 6 || fail "$fn new share $nshare, expected $new%"
+	echo "  ok: $delta $bshare -> $nshare $ctx"
+done
+awk '{ d = $1; sub(/%$/, "", d); d += 0; if (d < 0) d = -d; if (NR > 1 && d > prev + 1e-9) bad = 1; prev = d }
+	END { exit bad }' "$NW_TMP/rows" || fail "rows are not sorted by the size of the change"
+grep -q "^Base: $NW_TMP/base.data" "$NW_TMP/diff" || fail "the header does not name BASE"
+
+check "--diff of a run with itself: no change anywhere"
+nw_report "$NW_TMP/same" --diff "$NW_TMP/base.data" "$NW_TMP/base.data" --percent-limit 0
+awk '$1 ~ /^[-+][0-9.]+%$/ && $1 != "+0.0%" { bad = 1 } END { exit bad }' "$NW_TMP/same" ||
+	fail "a run differs from itself: $(head -n 12 "$NW_TMP/same")"
+ok "all +0.0%"
+
+check "--diff --folded: 'stack BASE NEW', the counts of each run's --folded"
+nw_report "$NW_TMP/diff.folded" --diff "$NW_TMP/base.data" "$NW_TMP/new.data" --folded
+python3 - "$NW_TMP/diff.folded" "$NW_TMP/base.folded" "$NW_TMP/new.folded" <<'PY' ||
+import sys
+
+
+def load(path, cols):
+    out = {}
+    for line in open(path):
+        f = line.rstrip("\n").rsplit(" ", cols)
+        out[f[0]] = [int(x) for x in f[1:]]
+    return out
+
+
+diff = load(sys.argv[1], 2)
+base = load(sys.argv[2], 1)
+new = load(sys.argv[3], 1)
+for stack in set(base) | set(new):
+    want = [base.get(stack, [0])[0], new.get(stack, [0])[0]]
+    if diff.get(stack) != want:
+        sys.exit("%s: --diff --folded says %s, the runs say %s" % (stack, diff.get(stack), want))
+extra = set(diff) - set(base) - set(new)
+if extra:
+    sys.exit("stacks in neither run: %s" % sorted(extra)[:3])
+print("  ok: %d stacks" % len(diff))
+PY
+	fail "--diff --folded disagrees with the runs' --folded"
+
+check "--diff --flamegraph: valid XML; alpha red, beta blue; widths from the new run"
+nw_report "$NW_TMP/out" --diff "$NW_TMP/base.data" "$NW_TMP/new.data" --flamegraph "$NW_TMP/diff.svg"
+[[ ! -s $NW_TMP/out ]] || fail "--diff --flamegraph also printed the text diff"
+xmllint --noout "$NW_TMP/diff.svg" || fail "the differential SVG is not valid XML"
+python3 - "$NW_TMP/diff.svg" "$NW_TMP/new.folded" <<'PY' || fail "the differential flame graph is wrong"
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+S = "{http://www.w3.org/2000/svg}"
+new = {}
+for line in open(sys.argv[2]):
+    stack, n = line.rsplit(" ", 1)
+    for fn in set(stack.split(";")):
+        new[fn] = new.get(fn, 0) + int(n)
+seen = {}
+for g in ET.parse(sys.argv[1]).getroot().iter(S + "g"):
+    if g.get("class") != "f":
+        continue
+    tip = g.find(S + "title").text.split("\n")
+    if tip[0] not in ("alpha", "beta"):
+        continue
+    r, gr, b = map(int, re.fullmatch(r"rgb\((\d+),(\d+),(\d+)\)", g.find(S + "rect").get("fill")).groups())
+    seen[tip[0]] = (r, gr, b, int(g.get("data-w")), tip[1])
+a, b = seen["alpha"], seen["beta"]
+assert a[0] > a[2] + 80, ("alpha is not red", a)
+assert b[2] > b[0] + 80, ("beta is not blue", b)
+assert a[3] == new["alpha"] and b[3] == new["beta"], ("widths", a, b, new["alpha"], new["beta"])
+assert "change +" in a[4] and "change -" in b[4], (a[4], b[4])
+print("  ok: alpha rgb%s %s; beta rgb%s %s" % (a[:3], a[4], b[:3], b[4]))
+PY
+
+check "--diff refuses exports and views it cannot show"
+rc=0
+"$NW_REPORT" --diff "$NW_TMP/base.data" "$NW_TMP/new.data" --pprof "$NW_TMP/x.pb.gz" \
+	>/dev/null 2>"$NW_TMP/err" || rc=$?
+[[ $rc -eq 2 ]] || fail "--diff --pprof exited $rc, expected 2"
+rc=0
+"$NW_REPORT" --diff "$NW_TMP/base.data" "$NW_TMP/missing.data" >/dev/null 2>"$NW_TMP/err" || rc=$?
+[[ $rc -eq 1 ]] && grep -q missing.data "$NW_TMP/err" ||
+	fail "--diff with a missing NEW exited $rc: $(cat "$NW_TMP/err")"
+ok "exit 2 for --pprof, 1 naming a missing directory"
+
+pass

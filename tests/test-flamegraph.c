@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The SVG flame graph on a known tree (one thread):
+ *
+ *   main;a;b 30000  main;a 10000  main;z 59999  main;tiny 1    (total 100000)
+ *
+ * main, a, b live in /bin/app, z and tiny in /lib/libz.so.  At the default
+ * width (1180 pixels of frames) a sample is 0.0118 px, so tiny (under a
+ * tenth of a pixel) is not drawn.  XML validity, rendering and the script
+ * in a browser are checked by tests/integration/export-flamegraph.sh.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "report/flamegraph.h"
+
+static void add(struct nw_profile *p, struct nw_cct *t, const char *path, unsigned m,
+		uint64_t w)
+{
+	char buf[256], *save = NULL;
+	uint32_t n = NW_CCT_ROOT;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *s = strtok_r(buf, ";", &save); s; s = strtok_r(NULL, ";", &save)) {
+		const char *mod =
+			s[0] == 'z' || strcmp(s, "tiny") == 0 ? "/lib/libz.so" : "/bin/app";
+		int64_t f = nw_profile_intern(p, s, "/src/x.c", 7, mod);
+
+		assert_true(f >= 0);
+		n = nw_cct_child(t, n, (uint64_t)f, 0);
+		assert_int_not_equal(n, NW_CCT_NONE);
+	}
+	nw_cct_metrics(t, n)[m] += w;
+}
+
+static struct nw_cct *known_tree(struct nw_profile *p, uint64_t zw)
+{
+	struct nw_cct *t = nw_cct_new(2);
+
+	assert_non_null(t);
+	add(p, t, "main;a;b", 0, 30000);
+	add(p, t, "main;a", 0, 10000);
+	add(p, t, "main;z", 0, zw);
+	add(p, t, "main;tiny", 0, 1);
+	return t;
+}
+
+static char *draw(const struct nw_profile *p, const struct nw_cct *t,
+		  const struct nw_flamegraph_opts *o)
+{
+	char *s = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&s, &len);
+
+	assert_non_null(f);
+	assert_int_equal(nw_flamegraph_write(f, p, t, o), 0);
+	fclose(f);
+	return s;
+}
+
+static size_t count(const char *s, const char *what)
+{
+	size_t n = 0;
+
+	for (const char *q = strstr(s, what); q; q = strstr(q + 1, what))
+		n++;
+	return n;
+}
+
+/* The <g> element of the frame whose tooltip starts "@name\n" (a copy). */
+static char *frame(const char *svg, const char *name)
+{
+	char key[300];
+	const char *t, *g, *end;
+	char *c;
+
+	snprintf(key, sizeof(key), "<title>%s\n", name);
+	t = strstr(svg, key);
+	if (!t)
+		fail_msg("no frame %s", name);
+	assert_null(strstr(t + 1, key));
+	for (g = t; g > svg && strncmp(g, "<g class=\"f\"", 12) != 0; g--)
+		;
+	end = strstr(t, "</g>");
+	assert_non_null(end);
+	c = strndup(g, (size_t)(end - g));
+	assert_non_null(c);
+	return c;
+}
+
+/* Attribute @attr (the first one, as in `width="`) of @el as a number. */
+static double attr(const char *el, const char *attr)
+{
+	char key[64];
+	const char *a;
+
+	snprintf(key, sizeof(key), " %s=\"", attr);
+	a = strstr(el, key);
+	if (!a)
+		fail_msg("no %s in %s", attr, el);
+	return strtod(a + strlen(key), NULL);
+}
+
+static char *fill(const char *el)
+{
+	const char *a = strstr(el, "fill=\"");
+
+	assert_non_null(a);
+	return strndup(a + 6, strcspn(a + 6, "\""));
+}
+
+static void test_layout(void **state)
+{
+	struct nw_profile *p = nw_profile_new(2);
+	struct nw_flamegraph_opts o = { .title = "T", .subtitle = "sub", .base_metric = -1 };
+	struct nw_cct *t;
+	char *svg, *el;
+
+	(void)state;
+	assert_non_null(p);
+	t = known_tree(p, 59999);
+	svg = draw(p, t, &o);
+	assert_non_null(strstr(svg, "<?xml version=\"1.0\""));
+	assert_non_null(strstr(svg, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
+	assert_non_null(strstr(svg, "</svg>\n"));
+	assert_non_null(strstr(svg, ">T</text>"));
+	assert_non_null(strstr(svg, ">sub</text>"));
+	/* all, main, a, b, z: tiny is too narrow to draw. */
+	assert_int_equal(count(svg, "<g class=\"f\""), 5);
+	assert_null(strstr(svg, "<title>tiny"));
+
+	el = frame(svg, "all");
+	assert_non_null(strstr(el, "100000 samples (100.00%)"));
+	assert_true(attr(el, "width") == 1180.0);
+	free(el);
+	el = frame(svg, "main");
+	assert_non_null(strstr(el, "data-s=\"0\" data-w=\"100000\" data-d=\"1\""));
+	free(el);
+	/* Widths by weight; children in name order after their parent's start. */
+	el = frame(svg, "a");
+	assert_non_null(strstr(el, "data-s=\"0\" data-w=\"40000\" data-d=\"2\""));
+	assert_true(attr(el, "x") == 10.0);
+	assert_true(attr(el, "width") == 472.0);
+	assert_non_null(strstr(el, "40000 samples (40.00%)\nx.c:7 app"));
+	assert_non_null(strstr(el, ">a</text>"));
+	free(el);
+	el = frame(svg, "b");
+	assert_non_null(strstr(el, "data-d=\"3\""));
+	assert_true(attr(el, "width") == 354.0);
+	free(el);
+	el = frame(svg, "z");
+	assert_non_null(strstr(el, "data-s=\"40001\" data-w=\"59999\""));
+	assert_true(attr(el, "x") == 482.01);
+	assert_true(attr(el, "width") == 707.99);
+	assert_non_null(strstr(el, "59999 samples (60.00%)"));
+	free(el);
+	/* The root at the bottom: deeper frames are higher up. */
+	el = frame(svg, "all");
+	{
+		char *b = frame(svg, "b");
+
+		assert_true(attr(b, "y") < attr(el, "y"));
+		assert_true(attr(el, "y") - attr(b, "y") == 3 * 16);
+		free(b);
+	}
+	free(el);
+	/* The script, with the layout's numbers in place. */
+	assert_non_null(strstr(svg, "<script type=\"text/ecmascript\"><![CDATA["));
+	assert_non_null(strstr(svg, "X0 = 10, CW = 7.20"));
+	assert_null(strstr(svg, "XPAD_PX"));
+	assert_non_null(strstr(svg, "id=\"search\""));
+	assert_non_null(strstr(svg, "id=\"reset\""));
+	free(svg);
+	nw_cct_free(t);
+	nw_profile_free(p);
+}
+
+static void test_colours(void **state)
+{
+	struct nw_profile *p = nw_profile_new(2);
+	struct nw_flamegraph_opts o = { .base_metric = -1 };
+	struct nw_cct *t1, *t2;
+	char *s1, *s2, *a, *b, *z1, *z2, *fa, *fb, *fz1, *fz2;
+	int r, g, bl;
+
+	(void)state;
+	assert_non_null(p);
+	t1 = known_tree(p, 59999);
+	t2 = known_tree(p, 5);
+	s1 = draw(p, t1, &o);
+	s2 = draw(p, t2, &o);
+	a = frame(s1, "a");
+	b = frame(s1, "b");
+	z1 = frame(s1, "z");
+	z2 = frame(s2, "z");
+	fa = fill(a);
+	fb = fill(b);
+	fz1 = fill(z1);
+	fz2 = fill(z2);
+	/* Stable: the same frame has the same colour in another graph. */
+	assert_string_equal(fz1, fz2);
+	/* Per module: another module, another colour. */
+	assert_string_not_equal(fa, fz1);
+	assert_string_not_equal(fb, fz1);
+	assert_int_equal(sscanf(fa, "rgb(%d,%d,%d)", &r, &g, &bl), 3);
+	/* The legend names both modules. */
+	assert_non_null(strstr(s1, ">app</text>"));
+	assert_non_null(strstr(s1, ">libz.so</text>"));
+	free(fa);
+	free(fb);
+	free(fz1);
+	free(fz2);
+	free(a);
+	free(b);
+	free(z1);
+	free(z2);
+	free(s1);
+	free(s2);
+	nw_cct_free(t1);
+	nw_cct_free(t2);
+	nw_profile_free(p);
+}
+
+static void test_differential(void **state)
+{
+	struct nw_profile *p = nw_profile_new(2);
+	struct nw_flamegraph_opts o = { .metric = 1, .base_metric = 0 };
+	struct nw_cct *t = nw_cct_new(2);
+	char *svg, *el, *c;
+	int r, g, b;
+
+	(void)state;
+	assert_non_null(p);
+	assert_non_null(t);
+	/* Base (metric 0): a 75, z 25.  New (metric 1): a 25, z 75. */
+	add(p, t, "main;a", 0, 75);
+	add(p, t, "main;z", 0, 25);
+	add(p, t, "main;a", 1, 25);
+	add(p, t, "main;z", 1, 75);
+	svg = draw(p, t, &o);
+	el = frame(svg, "z");
+	assert_non_null(strstr(el, "75 samples (75.00%; base 25.00%, change +50.00%)"));
+	c = fill(el);
+	assert_int_equal(sscanf(c, "rgb(%d,%d,%d)", &r, &g, &b), 3);
+	assert_true(r > 150 && b < 100); /* grew: red, at full strength */
+	free(c);
+	free(el);
+	el = frame(svg, "a");
+	assert_non_null(strstr(el, "change -50.00%"));
+	c = fill(el);
+	assert_int_equal(sscanf(c, "rgb(%d,%d,%d)", &r, &g, &b), 3);
+	assert_true(b > 150 && r < 100); /* shrank: blue */
+	free(c);
+	free(el);
+	el = frame(svg, "main");
+	c = fill(el);
+	assert_int_equal(sscanf(c, "rgb(%d,%d,%d)", &r, &g, &b), 3);
+	assert_true(r == g && g == b); /* unchanged: grey */
+	free(c);
+	free(el);
+	assert_non_null(strstr(svg, "full colour = 50.00%"));
+	free(svg);
+	nw_cct_free(t);
+	nw_profile_free(p);
+}
+
+static void test_text(void **state)
+{
+	static const char long_name[] = "a_function_name_much_too_long_for_its_frame";
+	struct nw_profile *p = nw_profile_new(2);
+	struct nw_flamegraph_opts o = { .base_metric = -1, .width = 220 };
+	struct nw_cct *t = nw_cct_new(2);
+	char path[200], *svg;
+
+	(void)state;
+	assert_non_null(p);
+	assert_non_null(t);
+	/* 200 px of frames: the long name gets 100 px, room for 13 characters. */
+	snprintf(path, sizeof(path), "main;%s", long_name);
+	add(p, t, path, 0, 50);
+	add(p, t, "main;operator<<(std::ostream&, \"x\")", 0, 49);
+	add(p, t, "main;bad\xff", 0, 1);
+	svg = draw(p, t, &o);
+	assert_non_null(strstr(svg, ">a_function_..</text>"));
+	assert_non_null(strstr(svg, "<title>a_function_name_much_too_long_for_its_frame\n"));
+	assert_non_null(strstr(svg, "<title>operator&lt;&lt;(std::ostream&amp;, &quot;x&quot;)\n"));
+	assert_null(strstr(svg, "operator<<"));
+	assert_non_null(strstr(svg, "<title>bad?\n"));
+	/* The 2 px frame has no room for a label. */
+	assert_non_null(strstr(svg, "\"2.00\" height=\"15\" fill=\""));
+	free(svg);
+	nw_cct_free(t);
+	nw_profile_free(p);
+}
+
+static void test_errors(void **state)
+{
+	struct nw_profile *p = nw_profile_new(2);
+	struct nw_flamegraph_opts o = { .metric = 2, .base_metric = -1 };
+	struct nw_cct *t;
+	FILE *f = fopen("/dev/null", "w");
+
+	(void)state;
+	assert_non_null(p);
+	assert_non_null(f);
+	t = known_tree(p, 1);
+	assert_int_equal(nw_flamegraph_write(f, p, t, &o), -EINVAL);
+	o.metric = 0;
+	o.base_metric = 5;
+	assert_int_equal(nw_flamegraph_write(f, p, t, &o), -EINVAL);
+	/* A frame index outside the profile. */
+	o.base_metric = -1;
+	t->nodes[1].ip = 999;
+	assert_int_equal(nw_flamegraph_write(f, p, t, &o), -EINVAL);
+	fclose(f);
+	nw_cct_free(t);
+	nw_profile_free(p);
+}
+
+static void test_empty(void **state)
+{
+	struct nw_profile *p = nw_profile_new(2);
+	struct nw_flamegraph_opts o = { .base_metric = -1 };
+	struct nw_cct *t = nw_cct_new(2);
+	char *svg;
+
+	(void)state;
+	assert_non_null(p);
+	assert_non_null(t);
+	svg = draw(p, t, &o);
+	assert_int_equal(count(svg, "<g class=\"f\""), 1);
+	assert_non_null(strstr(svg, "<title>all\n0 samples (0.00%)"));
+	free(svg);
+	nw_cct_free(t);
+	nw_profile_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_colours),
+		cmocka_unit_test(test_differential),
+		cmocka_unit_test(test_text),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_empty),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
