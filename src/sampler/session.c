@@ -152,8 +152,6 @@ int nw_session_open(struct nw_session *s, pid_t pid)
 			s->id_to_event[2 * s->nid_to_event] = id;
 			s->id_to_event[2 * s->nid_to_event + 1] = e;
 			s->nid_to_event++;
-			if (e > 0 && ioctl(fds[e], PERF_EVENT_IOC_SET_OUTPUT, fds[0]) < 0)
-				return -errno;
 		}
 		if (!opened)
 			continue;
@@ -174,6 +172,11 @@ int nw_session_open(struct nw_session *s, pid_t pid)
 		ret = nw_ring_init(&s->rings[cpu], s->maps[cpu], s->map_len);
 		if (ret)
 			return ret;
+		/* The other events of this CPU write into the first one's ring,
+		 * which must exist before they can be pointed at it. */
+		for (unsigned e = 1; e < ne; e++)
+			if (fds[e] >= 0 && ioctl(fds[e], PERF_EVENT_IOC_SET_OUTPUT, fds[0]) < 0)
+				return -errno;
 		s->pfds[cpu].fd = fds[0];
 		s->pfds[cpu].events = POLLIN;
 	}
