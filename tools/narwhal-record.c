@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "format/measurement.h"
+#include "report/export.h"
 #include "report/health.h"
 #include "sampler/event.h"
 #include "sampler/session.h"
@@ -42,6 +43,7 @@ struct opts {
 	uint32_t stack_size;
 	unsigned mmap_pages;
 	bool quiet;
+	const char *pprof, *flamegraph;  /* exports written at the end of the run */
 };
 
 static void usage(FILE *f)
@@ -63,6 +65,8 @@ static void usage(FILE *f)
 		"                          copy at record time; default 16384, at most 65528)\n"
 		"  -m, --mmap-pages N      data pages per CPU ring, a power of two (default\n"
 		"                          128, or 2048 with --call-graph dwarf)\n"
+		"      --pprof FILE        also write a pprof profile (gzipped protobuf) at the end\n"
+		"      --flamegraph FILE   also write an SVG flame graph at the end\n"
 		"      --list-events       list the event names this machine knows\n"
 		"  -q, --quiet             no summary line\n"
 		"  -v, --verbose           debug messages\n"
@@ -105,6 +109,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "call-graph", required_argument, NULL, 'g' },
 		{ "mmap-pages", required_argument, NULL, 'm' },
 		{ "list-events", no_argument, NULL, 'L' },
+		{ "pprof", required_argument, NULL, 'P' },
+		{ "flamegraph", required_argument, NULL, 'G' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -176,6 +182,12 @@ bad_mode:
 		case 'L':
 			nw_event_foreach(print_event, NULL);
 			exit(0);
+		case 'P':
+			o->pprof = optarg;
+			break;
+		case 'G':
+			o->flamegraph = optarg;
+			break;
 		case 'q':
 			o->quiet = true;
 			break;
@@ -715,6 +727,17 @@ int main(int argc, char **argv)
 	ret = write_measurement(&o, &s, argc - optind, cmd, start_ns, exit_status);
 	if (ret == 0 && !o.quiet)
 		print_summary(&o, &s, cpu_start, cpu_loop, cpu_seconds());
+	if (ret == 0 && (o.pprof || o.flamegraph)) {
+		char err[512];
+
+		ret = nw_export_measurement(o.output, o.pprof, o.flamegraph, err, sizeof(err));
+		if (ret < 0)
+			fprintf(stderr, "narwhal-record: %s\n", err);
+		else if (!o.quiet)
+			fprintf(stderr, "narwhal-record: wrote%s%s%s%s\n", o.pprof ? " " : "",
+				o.pprof ? o.pprof : "", o.flamegraph ? " " : "",
+				o.flamegraph ? o.flamegraph : "");
+	}
 	nw_session_fini(&s);
 	return ret < 0 ? 1 : exit_status;
 }

@@ -152,4 +152,19 @@ rc=0
 grep -q "no/such/dir/p.pb.gz" "$NW_TMP/err" || fail "the message does not name the file: $(cat "$NW_TMP/err")"
 ok "exit $rc: $(head -n 1 "$NW_TMP/err")"
 
+
+check "narwhal-record --pprof FILE --flamegraph FILE write both exports at the end of the run"
+d2=$NW_TMP/atexit.data
+nw_record_ok "$d2" --pprof "$NW_TMP/rec.pb.gz" --flamegraph "$NW_TMP/rec.svg" "$P/threads"
+grep -q "^narwhal-record: wrote $NW_TMP/rec.pb.gz $NW_TMP/rec.svg\$" "$d2.err" ||
+	{ nw_show "stderr" "$d2.err"; fail "no 'wrote' line"; }
+go tool pprof -raw "$NW_TMP/rec.pb.gz" >/dev/null 2>&1 || fail "pprof rejects the recorder's profile"
+nw_report "$NW_TMP/rec.folded" "$d2" --folded
+nw_pprof_folded "$NW_TMP/rec.pb.gz" 0 >"$NW_TMP/rec.pprof.folded"
+diff -q "$NW_TMP/rec.folded" "$NW_TMP/rec.pprof.folded" >/dev/null ||
+	fail "the recorder's pprof stacks differ from narwhal-report --folded"
+xmllint --noout "$NW_TMP/rec.svg" || fail "the recorder's flame graph is not valid XML"
+grep -q 'spin_a' "$NW_TMP/rec.svg" || fail "the recorder's flame graph has no spin_a"
+ok "pprof equals --folded; the SVG is valid and names spin_a"
+
 pass
