@@ -4,6 +4,7 @@
  * A thin front end: options, launching the program at a gate, the poll
  * loop, signals, and messages for the user.  The work happens in src/.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -35,6 +36,13 @@
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t stop_count;
 
+/* The targets of an attach: processes (-p) or single threads (-t). */
+struct targets {
+	pid_t *ids;
+	size_t n;
+	bool threads;  /* -t */
+};
+
 struct opts {
 	const char *output;
 	char *event_list;
@@ -44,15 +52,20 @@ struct opts {
 	unsigned mmap_pages;
 	bool quiet;
 	const char *pprof, *flamegraph;  /* exports written at the end of the run */
+	struct targets targets;          /* -p / -t: attach instead of launching */
+	double duration;                 /* --duration: seconds, 0: until the end */
+	bool off_cpu;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: narwhal-record [options] [--] COMMAND [ARGS...]\n"
+		"       narwhal-record [options] -p PID[,PID...] | -t TID[,TID...]\n"
 		"\n"
-		"Runs COMMAND, samples every thread and child process, and writes a\n"
-		"measurement directory for narwhal-report.\n"
+		"Runs COMMAND (or attaches to running processes or threads), samples\n"
+		"every thread and child process, and writes a measurement directory\n"
+		"for narwhal-report.\n"
 		"\n"
 		"  -o, --output DIR        measurement directory (default narwhal.data;\n"
 		"                          an existing one is moved to DIR.old)\n"
@@ -65,6 +78,11 @@ static void usage(FILE *f)
 		"                          copy at record time; default 16384, at most 65528)\n"
 		"  -m, --mmap-pages N      data pages per CPU ring, a power of two (default\n"
 		"                          128, or 2048 with --call-graph dwarf)\n"
+		"  -p, --pid PID[,PID...]  attach to running processes (all their threads)\n"
+		"  -t, --tid TID[,TID...]  attach to running threads\n"
+		"      --duration SECONDS  stop after SECONDS (attached: the program runs on)\n"
+		"      --off-cpu           also record where threads block, and for how long\n"
+		"                          (needs kernel samples: root or perf_event_paranoid<=1)\n"
 		"      --pprof FILE        also write a pprof profile (gzipped protobuf) at the end\n"
 		"      --flamegraph FILE   also write an SVG flame graph at the end\n"
 		"      --list-events       list the event names this machine knows\n"
@@ -99,6 +117,30 @@ static int parse_u64(const char *s, uint64_t *ret)
 	return 0;
 }
 
+/* "-p 12,34": the numbers of a comma-separated list, all positive. */
+static int parse_ids(const char *arg, struct targets *t)
+{
+	const char *p = arg;
+
+	while (*p) {
+		char *end;
+		long v;
+		pid_t *ids;
+
+		errno = 0;
+		v = strtol(p, &end, 10);
+		if (errno || end == p || v <= 0 || v > INT32_MAX || (*end && *end != ','))
+			return -EINVAL;
+		ids = realloc(t->ids, (t->n + 1) * sizeof(*ids));
+		if (!ids)
+			return -ENOMEM;
+		t->ids = ids;
+		t->ids[t->n++] = (pid_t)v;
+		p = *end ? end + 1 : end;
+	}
+	return t->n ? 0 : -EINVAL;
+}
+
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
@@ -109,6 +151,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "call-graph", required_argument, NULL, 'g' },
 		{ "mmap-pages", required_argument, NULL, 'm' },
 		{ "list-events", no_argument, NULL, 'L' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "tid", required_argument, NULL, 't' },
+		{ "duration", required_argument, NULL, 'D' },
+		{ "off-cpu", no_argument, NULL, 'O' },
 		{ "pprof", required_argument, NULL, 'P' },
 		{ "flamegraph", required_argument, NULL, 'G' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -120,7 +166,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+o:e:F:c:g:m:qvhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:e:F:c:g:m:p:t:qvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			o->output = optarg;
@@ -182,6 +228,31 @@ bad_mode:
 		case 'L':
 			nw_event_foreach(print_event, NULL);
 			exit(0);
+		case 'p':
+		case 't':
+			if ((o->targets.n && o->targets.threads != (c == 't')) ||
+			    parse_ids(optarg, &o->targets)) {
+				fprintf(stderr, "narwhal-record: -%c wants a list of %s ids like 1234,5678 "
+						"(and -p and -t do not mix), not '%s'\n",
+					c, c == 'p' ? "process" : "thread", optarg);
+				return 2;
+			}
+			o->targets.threads = c == 't';
+			break;
+		case 'D': {
+			char *end;
+
+			o->duration = strtod(optarg, &end);
+			if (end == optarg || *end || !(o->duration > 0)) {
+				fprintf(stderr, "narwhal-record: --duration wants seconds, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'O':
+			o->off_cpu = true;
+			break;
 		case 'P':
 			o->pprof = optarg;
 			break;
@@ -205,8 +276,12 @@ bad_mode:
 			return 2;
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "narwhal-record: no command to run\n");
+	if (o->targets.n && optind < argc) {
+		fprintf(stderr, "narwhal-record: give a command to run or -p/-t to attach, not both\n");
+		return 2;
+	}
+	if (!o->targets.n && optind >= argc) {
+		fprintf(stderr, "narwhal-record: no command to run (or -p PID to attach)\n");
 		usage(stderr);
 		return 2;
 	}
@@ -457,7 +532,7 @@ static int fill_manifest(struct nw_manifest *mf, const struct opts *o, const str
 	mf->stack_size = o->callgraph != NW_CALLGRAPH_FP ? o->stack_size : 0;
 	mf->max_stack = max_stack(o->callgraph);
 	mf->argv = calloc(argc ? argc : 1, sizeof(char *));
-	mf->events = calloc(s->opts.nevents, sizeof(*mf->events));
+	mf->events = calloc(s->nevents, sizeof(*mf->events));
 	if (!mf->narwhal_version || !mf->arch || !mf->call_graph || !mf->argv || !mf->events)
 		return -ENOMEM;
 	for (int i = 0; i < argc; i++) {
@@ -466,7 +541,7 @@ static int fill_manifest(struct nw_manifest *mf, const struct opts *o, const str
 			return -ENOMEM;
 		mf->argc++;
 	}
-	for (unsigned e = 0; e < s->opts.nevents; e++) {
+	for (unsigned e = 0; e < s->nevents; e++) {
 		struct nw_manifest_event *me = &mf->events[e];
 
 		me->name = strdup(s->events[e].ev.name);
@@ -475,8 +550,8 @@ static int fill_manifest(struct nw_manifest *mf, const struct opts *o, const str
 		mf->nevents++;
 		me->type = s->events[e].ev.attr.type;
 		me->config = s->events[e].ev.attr.config;
-		me->freq = s->opts.freq;
-		me->value = s->opts.value;
+		me->freq = e != s->offcpu && s->opts.freq;
+		me->value = e != s->offcpu ? s->opts.value : 1;
 	}
 	return 0;
 }
@@ -485,8 +560,8 @@ static int write_measurement(const struct opts *o, struct nw_session *s, int arg
 			     uint64_t start_ns, int exit_status)
 {
 	struct nw_manifest *mf = calloc(1, sizeof(*mf));
-	struct nw_csprof_metric metrics[2 * MAX_EVENTS];
-	char names[2 * MAX_EVENTS][NW_EVENT_NAME_MAX + 16];
+	struct nw_csprof_metric metrics[2 * (MAX_EVENTS + 1)];
+	char names[2 * (MAX_EVENTS + 1)][NW_EVENT_NAME_MAX + 16];
 	struct nw_measurement m = {
 		.tasks = &s->tasks,
 		.modules = &s->modules,
@@ -502,13 +577,19 @@ static int write_measurement(const struct opts *o, struct nw_session *s, int arg
 		nw_manifest_free(mf);
 		return -ENOMEM;
 	}
-	for (unsigned e = 0; e < s->opts.nevents; e++) {
-		snprintf(names[2 * e], sizeof(names[0]), "%s:samples", s->events[e].ev.name);
-		snprintf(names[2 * e + 1], sizeof(names[0]), "%s:period", s->events[e].ev.name);
+	for (unsigned e = 0; e < s->nevents; e++) {
+		bool off = e == s->offcpu;
+
+		/* The off-cpu event counts context switches and the time until the
+		 * thread runs again, in nanoseconds of CLOCK_MONOTONIC. */
+		snprintf(names[2 * e], sizeof(names[0]), "%s:%s", s->events[e].ev.name,
+			 off ? "switches" : "samples");
+		snprintf(names[2 * e + 1], sizeof(names[0]), "%s:%s", s->events[e].ev.name,
+			 off ? "nanoseconds" : "period");
 		for (int k = 0; k < 2; k++) {
 			metrics[2 * e + k].name = names[2 * e + k];
-			metrics[2 * e + k].flags = NW_CSPROF_FLAG_ASYNC;
-			metrics[2 * e + k].period = s->opts.freq ? 0 : s->opts.value;
+			metrics[2 * e + k].flags = off ? NW_CSPROF_FLAG_REAL : NW_CSPROF_FLAG_ASYNC;
+			metrics[2 * e + k].period = off || s->opts.freq ? 0 : s->opts.value;
 		}
 	}
 	mf->start_ns = start_ns;
@@ -615,6 +696,137 @@ static void print_summary(const struct opts *o, const struct nw_session *s, doub
 			(unsigned long long)(s->stats.bad_records + s->stats.ring_resyncs));
 }
 
+/* The process a thread belongs to (Tgid in /proc/TID/status), or -ESRCH. */
+static pid_t tgid_of(pid_t tid)
+{
+	char path[64], line[128];
+	pid_t tgid = -ESRCH;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}
+
+static bool task_alive(pid_t pid, pid_t tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tid);
+	return access(path, F_OK) == 0;
+}
+
+static bool tid_list_has(const struct targets *t, pid_t tid)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->ids[i] == tid)
+			return true;
+	return false;
+}
+
+static int tid_list_add(struct targets *t, pid_t tid)
+{
+	pid_t *ids = realloc(t->ids, (t->n + 1) * sizeof(*ids));
+
+	if (!ids)
+		return -ENOMEM;
+	t->ids = ids;
+	t->ids[t->n++] = tid;
+	return 0;
+}
+
+/*
+ * Opens the events on every thread of process @pid, listing its threads
+ * again until no new one appears (a thread created by one not yet opened
+ * would be missed; the ones created after are inherited).
+ */
+static int attach_process(struct nw_session *s, pid_t pid, struct targets *done)
+{
+	char path[64];
+	size_t opened = 0, before;
+	int ret;
+
+	do {
+		struct dirent *de;
+		DIR *dir;
+
+		before = opened;
+		snprintf(path, sizeof(path), "/proc/%d/task", pid);
+		dir = opendir(path);
+		if (!dir)
+			return -ESRCH;
+		while ((de = readdir(dir))) {
+			pid_t tid = atoi(de->d_name);
+
+			if (tid <= 0 || tid_list_has(done, tid))
+				continue;
+			ret = nw_session_attach(s, tid);
+			if (ret == -ESRCH)
+				continue; /* ended meanwhile */
+			if (ret) {
+				closedir(dir);
+				return ret;
+			}
+			if (tid_list_add(done, tid)) {
+				closedir(dir);
+				return -ENOMEM;
+			}
+			opened++;
+		}
+		closedir(dir);
+	} while (opened != before);
+	return opened ? 0 : -ESRCH;
+}
+
+/* Attaches to every target (-p or -t); the process tables start from /proc. */
+static int attach_targets(struct nw_session *s, const struct targets *t, struct targets *done)
+{
+	int ret;
+
+	for (size_t i = 0; i < t->n; i++) {
+		pid_t pid = t->threads ? tgid_of(t->ids[i]) : t->ids[i];
+
+		if (pid < 0)
+			return -ESRCH;
+		ret = nw_session_synthesize(s, pid);
+		if (ret)
+			return ret;
+		if (t->threads) {
+			ret = nw_session_attach(s, t->ids[i]);
+			if (ret == 0)
+				ret = tid_list_add(done, t->ids[i]);
+		} else {
+			ret = attach_process(s, pid, done);
+		}
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Whether any target of an attach still runs. */
+static bool targets_alive(const struct targets *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		pid_t pid = t->threads ? tgid_of(t->ids[i]) : t->ids[i];
+
+		if (pid > 0 && task_alive(pid, t->ids[i]))
+			return true;
+	}
+	return false;
+}
+
+static bool permission_error(int err)
+{
+	return err == -EACCES || err == -EPERM;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = { .output = "narwhal.data", .freq = 999 };
@@ -622,12 +834,13 @@ int main(int argc, char **argv)
 	struct nw_session_opts so;
 	struct nw_session s;
 	struct launch l = { .pid = -1, .gate_w = -1, .err_r = -1 };
+	struct targets attached = { 0 };
 	struct sigaction sa;
-	uint64_t start_ns;
+	uint64_t start_ns, deadline = 0;
 	double cpu_start, cpu_loop;
-	int nev, ret, status = 0, exit_status, forwarded = 0, exec_errno = 0;
+	int nev, ret, status = 0, exit_status = 0, forwarded = 0, exec_errno = 0;
 	ssize_t nread;
-	bool exited = false, ring_size_given;
+	bool done = false, ring_size_given, attach;
 	char **cmd;
 
 	ret = parse_opts(argc, argv, &o);
@@ -635,13 +848,26 @@ int main(int argc, char **argv)
 		return ret;
 	if (o.quiet)
 		nw_log_level = NW_LOG_QUIET;
+	attach = o.targets.n > 0;
 	cmd = argv + optind;
 	ring_size_given = o.mmap_pages != 0;
 	if (!ring_size_given)
 		o.mmap_pages = default_ring_pages(o.callgraph);
-	ret = check_command(cmd[0]);
-	if (ret)
-		return ret;
+	if (!attach) {
+		ret = check_command(cmd[0]);
+		if (ret)
+			return ret;
+	} else {
+		for (size_t i = 0; i < o.targets.n; i++) {
+			pid_t pid = o.targets.threads ? tgid_of(o.targets.ids[i]) : o.targets.ids[i];
+
+			if (pid < 0 || !task_alive(pid, o.targets.ids[i])) {
+				fprintf(stderr, "narwhal-record: no such %s: %d\n",
+					o.targets.threads ? "thread" : "process", o.targets.ids[i]);
+				return 1;
+			}
+		}
+	}
 	if (check_output_dir(o.output))
 		return 1;
 	nev = resolve_events(&o, evs);
@@ -656,6 +882,7 @@ int main(int argc, char **argv)
 		.stack_size = o.stack_size,
 		.mmap_pages = o.mmap_pages,
 		.shrink_rings = !ring_size_given,
+		.off_cpu = o.off_cpu,
 	};
 	ret = nw_session_init(&s, &so);
 	if (ret) {
@@ -672,18 +899,43 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	start_ns = now_ns(CLOCK_REALTIME);
-	ret = launch(cmd, &l);
-	if (ret) {
-		fprintf(stderr, "narwhal-record: cannot start %s: %s\n", cmd[0], strerror(-ret));
-		nw_session_fini(&s);
-		return 1;
+	if (!attach) {
+		ret = launch(cmd, &l);
+		if (ret) {
+			fprintf(stderr, "narwhal-record: cannot start %s: %s\n", cmd[0],
+				strerror(-ret));
+			nw_session_fini(&s);
+			return 1;
+		}
 	}
-	ret = nw_session_open(&s, l.pid);
-	if (ret) {
-		explain_open_error(ret, evs, nev);
-		kill(l.pid, SIGKILL);
-		waitpid(l.pid, NULL, 0);
+	for (;;) {
+		ret = attach ? attach_targets(&s, &o.targets, &attached) : nw_session_open(&s, l.pid);
+		if (!(ret && so.off_cpu && permission_error(ret)))
+			break;
+		/* Off-CPU needs kernel samples (the switch happens in the kernel). */
+		fprintf(stderr,
+			"narwhal-record: off-CPU sampling needs kernel samples, which "
+			"kernel.perf_event_paranoid=%d forbids for this user; recording on-CPU "
+			"only (set it to 1 or lower, or run as root, for --off-cpu)\n",
+			read_paranoid());
 		nw_session_fini(&s);
+		so.off_cpu = o.off_cpu = false;
+		attached.n = 0;
+		ret = nw_session_init(&s, &so);
+		if (ret)
+			break;
+	}
+	if (ret) {
+		if (ret == -ESRCH)
+			fprintf(stderr, "narwhal-record: the target ended while attaching\n");
+		else
+			explain_open_error(ret, evs, nev);
+		if (!attach) {
+			kill(l.pid, SIGKILL);
+			waitpid(l.pid, NULL, 0);
+		}
+		nw_session_fini(&s);
+		free(attached.ids);
 		return 1;
 	}
 	if (s.opts.mmap_pages != o.mmap_pages && !o.quiet)
@@ -691,40 +943,59 @@ int main(int argc, char **argv)
 				"per CPU, not %u (raise kernel.perf_event_mlock_kb for larger)\n",
 			s.opts.mmap_pages, o.mmap_pages);
 	o.mmap_pages = s.opts.mmap_pages;
-	/* Open the gate: the child execs, and the events enable at exec. */
-	if (write(l.gate_w, "x", 1) != 1) {
-		fprintf(stderr, "narwhal-record: cannot release the program: %s\n", strerror(errno));
-		kill(l.pid, SIGKILL);
+	if (!attach) {
+		/* Open the gate: the child execs, and the events enable at exec. */
+		if (write(l.gate_w, "x", 1) != 1) {
+			fprintf(stderr, "narwhal-record: cannot release the program: %s\n",
+				strerror(errno));
+			kill(l.pid, SIGKILL);
+		}
+		close(l.gate_w);
+		nread = read(l.err_r, &exec_errno, sizeof(exec_errno));
+		close(l.err_r);
+		if (nread == sizeof(exec_errno)) {
+			waitpid(l.pid, &status, 0);
+			fprintf(stderr, "narwhal-record: %s: %s\n", cmd[0], strerror(exec_errno));
+			nw_session_fini(&s);
+			return exec_errno == ENOENT ? 127 : 126;
+		}
+	} else if (!o.quiet) {
+		fprintf(stderr, "narwhal-record: attached to %zu thread%s; Ctrl-C to stop\n",
+			attached.n, attached.n == 1 ? "" : "s");
 	}
-	close(l.gate_w);
-	nread = read(l.err_r, &exec_errno, sizeof(exec_errno));
-	close(l.err_r);
-	if (nread == sizeof(exec_errno)) {
-		waitpid(l.pid, &status, 0);
-		fprintf(stderr, "narwhal-record: %s: %s\n", cmd[0], strerror(exec_errno));
-		nw_session_fini(&s);
-		return exec_errno == ENOENT ? 127 : 126;
-	}
+	if (o.duration > 0)
+		deadline = now_ns(CLOCK_MONOTONIC) + (uint64_t)(o.duration * 1e9);
 
 	cpu_start = cpu_seconds();
-	while (!exited) {
+	while (!done) {
+		bool timeout = deadline && now_ns(CLOCK_MONOTONIC) >= deadline;
+
 		poll(s.pfds, (nfds_t)s.ncpus, 100);
 		nw_session_read(&s);
-		if (stop_signal && forwarded < stop_count) {
-			/* Forward Ctrl-C / SIGTERM; a second one kills the program. */
-			kill(l.pid, forwarded ? SIGKILL : stop_signal);
-			forwarded = stop_count;
+		if (attach) {
+			/* The program runs on, undisturbed: only the recording stops. */
+			done = stop_signal || timeout || !targets_alive(&o.targets);
+			continue;
+		}
+		if ((stop_signal || timeout) && forwarded < stop_count + timeout) {
+			/* Forward Ctrl-C / SIGTERM (SIGINT at --duration); a second one kills. */
+			kill(l.pid, forwarded ? SIGKILL : stop_signal ? stop_signal : SIGINT);
+			forwarded = stop_count + timeout;
+			deadline = 0;
 		}
 		ret = waitpid(l.pid, &status, WNOHANG);
 		if (ret == l.pid || (ret < 0 && errno == ECHILD))
-			exited = true;
+			done = true;
 	}
 	nw_session_disable(&s);
 	nw_session_read(&s);
-	exit_status = exit_status_of(status);
+	nw_session_finish(&s, now_ns(CLOCK_MONOTONIC));
+	if (!attach)
+		exit_status = exit_status_of(status);
 	cpu_loop = cpu_seconds();
 
-	ret = write_measurement(&o, &s, argc - optind, cmd, start_ns, exit_status);
+	ret = write_measurement(&o, &s, attach ? 0 : argc - optind, cmd, start_ns,
+				attach ? -1 : exit_status);
 	if (ret == 0 && !o.quiet)
 		print_summary(&o, &s, cpu_start, cpu_loop, cpu_seconds());
 	if (ret == 0 && (o.pprof || o.flamegraph)) {
@@ -739,5 +1010,7 @@ int main(int argc, char **argv)
 				o.flamegraph ? o.flamegraph : "");
 	}
 	nw_session_fini(&s);
+	free(attached.ids);
+	free(o.targets.ids);
 	return ret < 0 ? 1 : exit_status;
 }

@@ -32,6 +32,10 @@ struct nw_thread {
 	uint32_t nccts;
 	uint64_t samples;
 	uint64_t first_time, last_time;
+	/* Off-CPU: where the thread blocked and since when (off_cct NULL: running). */
+	struct nw_cct *off_cct;
+	uint32_t off_node;
+	uint64_t off_since;
 };
 
 struct nw_task_table {

@@ -162,6 +162,8 @@ int nw_export_metric_is_ns(const char *metric)
 	const char *c = strrchr(metric, ':');
 	char ev[64];
 
+	if (c && strcmp(c + 1, "nanoseconds") == 0)
+		return 1; /* off-cpu: time until the thread ran again */
 	if (!c || strcmp(c + 1, "period") != 0)
 		return 0;
 	nw_export_event_of(metric, ev, sizeof(ev));

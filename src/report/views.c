@@ -7,6 +7,8 @@
  */
 #include "report/views.h"
 
+#include "report/export.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,6 +331,31 @@ static int cmp_thread(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
+/* The sum of metric @m over every node of @t (nodes hold self values). */
+static uint64_t tree_total(const struct nw_cct *t, unsigned m)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; t && m < t->nmetrics && i < t->n; i++)
+		sum += nw_cct_metrics(t, i)[m];
+	return sum;
+}
+
+/*
+ * With more than one event, the threads view adds a column per metric
+ * that tells something the samples do not: times in seconds (cpu-clock's
+ * period, off-cpu's nanoseconds) and the other events' sample counts.
+ */
+static bool extra_column(const struct nw_profile *p, unsigned m)
+{
+	const char *name = p->metric_names[m];
+	const char *kind = strrchr(name, ':');
+
+	if (p->nmetrics <= 2 || !kind)
+		return false;
+	return nw_export_metric_is_ns(name) || (m >= 2 && strcmp(kind, ":samples") == 0);
+}
+
 int nw_view_threads(FILE *out, const struct nw_profile *p, const struct nw_filter *f)
 {
 	const struct nw_prof_thread **v;
@@ -345,11 +372,35 @@ int nw_view_threads(FILE *out, const struct nw_profile *p, const struct nw_filte
 		total += p->threads[i].samples;
 	}
 	qsort(v, n, sizeof(*v), cmp_thread);
-	fprintf(out, "%8s %8s  %-16s %10s  %6s\n", "PID", "TID", "NAME", "SAMPLES", "SHARE%");
-	for (uint32_t i = 0; i < n; i++)
-		fprintf(out, "%8u %8u  %-16s %10llu  %5.1f%%\n", v[i]->pid, v[i]->tid,
+	fprintf(out, "%8s %8s  %-16s %10s  %6s", "PID", "TID", "NAME", "SAMPLES", "SHARE%");
+	for (unsigned m = 0; m < p->nmetrics; m++) {
+		char ev[64], head[80];
+
+		if (!extra_column(p, m))
+			continue;
+		nw_export_event_of(p->metric_names[m], ev, sizeof(ev));
+		snprintf(head, sizeof(head), "%s%s", ev,
+			 nw_export_metric_is_ns(p->metric_names[m]) ? " s" : "");
+		fprintf(out, "  %14s", head);
+	}
+	fputc('\n', out);
+	for (uint32_t i = 0; i < n; i++) {
+		fprintf(out, "%8u %8u  %-16s %10llu  %5.1f%%", v[i]->pid, v[i]->tid,
 			v[i]->comm ? v[i]->comm : "", (unsigned long long)v[i]->samples,
 			pct(v[i]->samples, total));
+		for (unsigned m = 0; m < p->nmetrics; m++) {
+			uint64_t sum;
+
+			if (!extra_column(p, m))
+				continue;
+			sum = tree_total(v[i]->tree, m);
+			if (nw_export_metric_is_ns(p->metric_names[m]))
+				fprintf(out, "  %14.3f", (double)sum / 1e9);
+			else
+				fprintf(out, "  %14llu", (unsigned long long)sum);
+		}
+		fputc('\n', out);
+	}
 	free(v);
 	return finish(out);
 }

@@ -216,6 +216,8 @@ int nw_record_decode(const struct nw_sample_format *fmt, const void *buf, size_t
 		    take_u32(&c, &out->task.ptid) || take_u64(&c, &out->task.time))
 			return -EBADMSG;
 		return 0;
+	case PERF_RECORD_SWITCH:
+		return split_trailer(fmt, &c, &out->sid);
 	case PERF_RECORD_LOST:
 		if (split_trailer(fmt, &c, &out->sid) || take_u64(&c, &out->lost.id) ||
 		    take_u64(&c, &out->lost.lost))

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include "sampler/session.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -30,15 +33,24 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 	s->arch = nw_arch_host();
 	if (!s->arch)
 		return -EINVAL;
-	s->nmetrics = 2 * opts->nevents;
+	s->nevents = opts->nevents + (opts->off_cpu ? 1 : 0);
+	s->offcpu = opts->off_cpu ? opts->nevents : UINT32_MAX;
+	s->nmetrics = 2 * s->nevents;
 	nw_tasks_init(&s->tasks);
 	nw_module_table_init(&s->modules);
-	s->events = calloc(opts->nevents, sizeof(*s->events));
+	s->events = calloc(s->nevents, sizeof(*s->events));
 	s->frames = calloc(NW_UNWIND_MAX_FRAMES, sizeof(*s->frames));
 	if (!s->events || !s->frames)
 		return -ENOMEM;
 	for (unsigned e = 0; e < opts->nevents; e++)
 		s->events[e].ev = opts->events[e];
+	if (opts->off_cpu) {
+		struct nw_event *ev = &s->events[s->offcpu].ev;
+
+		snprintf(ev->name, sizeof(ev->name), "off-cpu");
+		ev->attr.type = PERF_TYPE_SOFTWARE;
+		ev->attr.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+	}
 
 	s->fmt.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
 			     PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN |
@@ -52,10 +64,12 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 	return nw_unwinder_init(&s->unwinder, opts->callgraph, s->arch, s->fmt.regs_mask);
 }
 
-static void fill_attr(const struct nw_session *s, const struct nw_event *ev,
-		      struct perf_event_attr *a, bool leader)
+static void fill_attr(const struct nw_session *s, unsigned e, struct perf_event_attr *a,
+		      bool launch)
 {
-	*a = ev->attr;
+	bool leader = e == 0;
+
+	*a = s->events[e].ev.attr;
 	a->size = sizeof(*a);
 	a->sample_type = s->fmt.sample_type;
 	a->sample_regs_user = s->fmt.regs_mask;
@@ -65,7 +79,7 @@ static void fill_attr(const struct nw_session *s, const struct nw_event *ev,
 	a->sample_period = s->opts.value; /* union with sample_freq */
 	a->disabled = 1;
 	a->inherit = 1;
-	a->enable_on_exec = 1;
+	a->enable_on_exec = launch;
 	a->exclude_kernel = 1;
 	a->exclude_hv = 1;
 	a->exclude_callchain_kernel = 1;
@@ -74,13 +88,24 @@ static void fill_attr(const struct nw_session *s, const struct nw_event *ev,
 	a->clockid = CLOCK_MONOTONIC;
 	a->watermark = 1;
 	a->wakeup_watermark = (uint32_t)(s->opts.mmap_pages * (uint64_t)getpagesize() / 4);
-	/* Side-band records come once per CPU, from the first event only. */
+	/* Side-band records come once per CPU and task, from the first event only. */
 	a->mmap = leader;
 	a->mmap2 = leader;
 	a->comm = leader;
 	a->comm_exec = leader;
 	a->task = leader;
 	a->build_id = leader;
+	if (e == s->offcpu) {
+		/*
+		 * Every context switch, where it happens: in the kernel, so the
+		 * kernel must be allowed; the sample keeps only the user stack.
+		 * Switch records (with times) tell when the thread runs again.
+		 */
+		a->freq = 0;
+		a->sample_period = 1;
+		a->exclude_kernel = 0;
+		a->context_switch = 1;
+	}
 }
 
 static int perf_open(struct perf_event_attr *a, pid_t pid, int cpu)
@@ -95,102 +120,160 @@ static int perf_open(struct perf_event_attr *a, pid_t pid, int cpu)
 	return fd < 0 ? -errno : (int)fd;
 }
 
-static int cmp_u64_pair(const void *a, const void *b)
+/* Per-CPU state: made at the first open. */
+static int alloc_cpus(struct nw_session *s)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
 
-	return x < y ? -1 : x > y;
+	if (s->rings)
+		return 0;
+	if (ncpus < 1)
+		return -EINVAL;
+	s->ncpus = (int)ncpus;
+	s->map_len = (s->opts.mmap_pages + 1) * (size_t)getpagesize();
+	s->rings = calloc(ncpus, sizeof(*s->rings));
+	s->maps = calloc(ncpus, sizeof(*s->maps));
+	s->pfds = calloc(ncpus, sizeof(*s->pfds));
+	s->ring_fd = malloc(ncpus * sizeof(*s->ring_fd));
+	if (!s->rings || !s->maps || !s->pfds || !s->ring_fd)
+		return -ENOMEM;
+	for (long i = 0; i < ncpus; i++) {
+		s->ring_fd[i] = -1;
+		s->pfds[i].fd = -1;
+	}
+	return 0;
+}
+
+/* Keeps @fd (closed here on failure) and files its id under event @e, in id order. */
+static int add_fd(struct nw_session *s, int fd, unsigned e)
+{
+	uint64_t id;
+	size_t k;
+
+	if (s->nfds == s->cap_fds) {
+		size_t cap = s->cap_fds ? s->cap_fds * 2 : 64;
+		int *fds = realloc(s->fds, cap * sizeof(*fds));
+		uint64_t *ids = realloc(s->id_to_event, 2 * cap * sizeof(*ids));
+
+		if (fds)
+			s->fds = fds;
+		if (ids)
+			s->id_to_event = ids;
+		if (!fds || !ids) {
+			close(fd);
+			return -ENOMEM;
+		}
+		s->cap_fds = cap;
+	}
+	s->fds[s->nfds++] = fd;
+	if (ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
+		return -errno;
+	for (k = s->nid_to_event; k > 0 && s->id_to_event[2 * (k - 1)] > id; k--) {
+		s->id_to_event[2 * k] = s->id_to_event[2 * (k - 1)];
+		s->id_to_event[2 * k + 1] = s->id_to_event[2 * (k - 1) + 1];
+	}
+	s->id_to_event[2 * k] = id;
+	s->id_to_event[2 * k + 1] = e;
+	s->nid_to_event++;
+	return 0;
+}
+
+/* Maps @cpu's ring on @fd, smaller when the locked-memory limit says so. */
+static int map_ring(struct nw_session *s, int cpu, int fd)
+{
+	size_t page = (size_t)getpagesize();
+	int ret;
+
+	for (;;) {
+		s->maps[cpu] = mmap(NULL, s->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (s->maps[cpu] != MAP_FAILED)
+			break;
+		s->maps[cpu] = NULL;
+		/* Over the locked-memory limit (perf_event_mlock_kb, RLIMIT_MEMLOCK):
+		 * smaller rings for this CPU and the next, when allowed. */
+		if ((errno != EPERM && errno != ENOMEM) || !s->opts.shrink_rings ||
+		    s->opts.mmap_pages <= NW_SESSION_MIN_PAGES)
+			return -errno;
+		s->opts.mmap_pages /= 2;
+		s->map_len = (s->opts.mmap_pages + 1) * page;
+	}
+	ret = nw_ring_init(&s->rings[cpu], s->maps[cpu], s->map_len);
+	if (ret)
+		return ret;
+	s->ring_fd[cpu] = fd;
+	s->pfds[cpu].fd = fd;
+	s->pfds[cpu].events = POLLIN;
+	return 0;
+}
+
+/*
+ * Opens every event on task @pid on every online CPU.  The first event of
+ * a CPU owns its ring; every later one (other events, other tasks) writes
+ * into it.  @launch: enabled at exec; else the caller enables.
+ */
+static int open_task(struct nw_session *s, pid_t pid, bool launch, size_t *first_fd)
+{
+	bool any = false;
+	int ret;
+
+	*first_fd = s->nfds;
+	for (int cpu = 0; cpu < s->ncpus; cpu++) {
+		for (unsigned e = 0; e < s->nevents; e++) {
+			struct perf_event_attr a;
+			int fd;
+
+			fill_attr(s, e, &a, launch);
+			fd = perf_open(&a, pid, cpu);
+			if (fd == -ENODEV || fd == -ENXIO)
+				break; /* an offline CPU: nothing will run there */
+			if (fd < 0)
+				return fd;
+			ret = add_fd(s, fd, e);
+			if (ret)
+				return ret;
+			any = true;
+			if (s->ring_fd[cpu] < 0)
+				ret = map_ring(s, cpu, fd);
+			else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, s->ring_fd[cpu]) < 0)
+				ret = -errno;
+			if (ret)
+				return ret;
+		}
+	}
+	return any ? 0 : -ENODEV;
 }
 
 int nw_session_open(struct nw_session *s, pid_t pid)
 {
-	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
-	size_t page = (size_t)getpagesize();
-	unsigned ne = s->opts.nevents;
-	int ret;
+	size_t first;
+	int ret = alloc_cpus(s);
 
-	if (ncpus < 1)
-		return -EINVAL;
-	s->ncpus = (int)ncpus;
-	s->map_len = (s->opts.mmap_pages + 1) * page;
-	s->fds = malloc(ncpus * ne * sizeof(*s->fds));
-	s->rings = calloc(ncpus, sizeof(*s->rings));
-	s->maps = calloc(ncpus, sizeof(*s->maps));
-	s->pfds = calloc(ncpus, sizeof(*s->pfds));
-	s->id_to_event = calloc(2 * ncpus * ne, sizeof(uint64_t));
-	if (!s->fds || !s->rings || !s->maps || !s->pfds || !s->id_to_event)
-		return -ENOMEM;
-	for (long i = 0; i < ncpus * ne; i++)
-		s->fds[i] = -1;
-	for (unsigned e = 0; e < ne; e++) {
-		s->events[e].ids = calloc(ncpus, sizeof(uint64_t));
-		if (!s->events[e].ids)
-			return -ENOMEM;
+	return ret ? ret : open_task(s, pid, true, &first);
+}
+
+int nw_session_attach(struct nw_session *s, pid_t tid)
+{
+	size_t first;
+	int ret = alloc_cpus(s);
+
+	if (!ret)
+		ret = open_task(s, tid, false, &first);
+	if (ret) {
+		/* A thread that ended while we opened: forget its events. */
+		while (s->nfds > first)
+			close(s->fds[--s->nfds]);
+		return ret;
 	}
-
-	for (int cpu = 0; cpu < s->ncpus; cpu++) {
-		int *fds = &s->fds[cpu * ne];
-		bool opened = false;
-
-		for (unsigned e = 0; e < ne; e++) {
-			struct perf_event_attr a;
-			uint64_t id;
-
-			fill_attr(s, &s->events[e].ev, &a, e == 0);
-			ret = perf_open(&a, pid, cpu);
-			if (ret == -ENODEV || ret == -ENXIO) {
-				/* An offline CPU: nothing will run there. */
-				break;
-			}
-			if (ret < 0)
-				return ret;
-			fds[e] = ret;
-			opened = true;
-			if (ioctl(fds[e], PERF_EVENT_IOC_ID, &id) < 0)
-				return -errno;
-			s->events[e].ids[s->events[e].nids++] = id;
-			s->id_to_event[2 * s->nid_to_event] = id;
-			s->id_to_event[2 * s->nid_to_event + 1] = e;
-			s->nid_to_event++;
-		}
-		if (!opened)
-			continue;
-		for (;;) {
-			s->maps[cpu] = mmap(NULL, s->map_len, PROT_READ | PROT_WRITE, MAP_SHARED,
-					    fds[0], 0);
-			if (s->maps[cpu] != MAP_FAILED)
-				break;
-			s->maps[cpu] = NULL;
-			/* Over the locked-memory limit (perf_event_mlock_kb, RLIMIT_MEMLOCK):
-			 * smaller rings for this CPU and the next, when allowed. */
-			if ((errno != EPERM && errno != ENOMEM) || !s->opts.shrink_rings ||
-			    s->opts.mmap_pages <= NW_SESSION_MIN_PAGES)
-				return -errno;
-			s->opts.mmap_pages /= 2;
-			s->map_len = (s->opts.mmap_pages + 1) * page;
-		}
-		ret = nw_ring_init(&s->rings[cpu], s->maps[cpu], s->map_len);
-		if (ret)
-			return ret;
-		/* The other events of this CPU write into the first one's ring,
-		 * which must exist before they can be pointed at it. */
-		for (unsigned e = 1; e < ne; e++)
-			if (fds[e] >= 0 && ioctl(fds[e], PERF_EVENT_IOC_SET_OUTPUT, fds[0]) < 0)
-				return -errno;
-		s->pfds[cpu].fd = fds[0];
-		s->pfds[cpu].events = POLLIN;
-	}
-	qsort(s->id_to_event, s->nid_to_event, 2 * sizeof(uint64_t), cmp_u64_pair);
+	for (size_t i = first; i < s->nfds; i++)
+		if (ioctl(s->fds[i], PERF_EVENT_IOC_ENABLE, 0) < 0)
+			return -errno;
 	return 0;
 }
 
 void nw_session_disable(struct nw_session *s)
 {
-	if (!s->fds)
-		return;
-	for (int i = 0; i < s->ncpus * (int)s->opts.nevents; i++)
-		if (s->fds[i] >= 0)
-			ioctl(s->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+	for (size_t i = 0; i < s->nfds; i++)
+		ioctl(s->fds[i], PERF_EVENT_IOC_DISABLE, 0);
 }
 
 void nw_session_fini(struct nw_session *s)
@@ -201,16 +284,14 @@ void nw_session_fini(struct nw_session *s)
 			munmap(s->maps[cpu], s->map_len);
 		}
 	}
-	for (int i = 0; s->fds && i < s->ncpus * (int)s->opts.nevents; i++)
-		if (s->fds[i] >= 0)
-			close(s->fds[i]);
-	for (unsigned e = 0; s->events && e < s->opts.nevents; e++)
-		free(s->events[e].ids);
+	for (size_t i = 0; i < s->nfds; i++)
+		close(s->fds[i]);
 	nw_unwinder_fini(&s->unwinder);
 	nw_tasks_fini(&s->tasks);
 	nw_module_table_fini(&s->modules);
 	free(s->events);
 	free(s->fds);
+	free(s->ring_fd);
 	free(s->rings);
 	free(s->maps);
 	free(s->pfds);
@@ -225,7 +306,7 @@ static unsigned event_of(const struct nw_session *s, uint64_t id)
 {
 	size_t lo = 0, hi = s->nid_to_event;
 
-	if (s->opts.nevents == 1)
+	if (s->nevents == 1)
 		return 0;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -276,7 +357,14 @@ static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 	e = event_of(s, smp->sid.id);
 	m = nw_cct_metrics(cct, node);
 	m[2 * e] += 1;
-	m[2 * e + 1] += smp->period;
+	if (e == s->offcpu) {
+		/* The thread blocks here; the time off the CPU is known at switch-in. */
+		th->off_cct = cct;
+		th->off_node = node;
+		th->off_since = smp->sid.time;
+	} else {
+		m[2 * e + 1] += smp->period;
+	}
 	th->samples++;
 	if (!th->first_time)
 		th->first_time = smp->sid.time;
@@ -295,6 +383,110 @@ static void process_mmap2(struct nw_session *s, const struct nw_mmap2 *m)
 	mod = p ? nw_module_intern(&s->modules, m->filename, m->build_id, m->build_id_size) : -1;
 	if (mod < 0 || nw_addrspace_map(&p->as, m->addr, m->len, m->pgoff, (uint32_t)mod))
 		s->stats.alloc_failures++;
+}
+
+/* Adds the time a thread spent off the CPU to the stack where it blocked. */
+static void switch_in(struct nw_session *s, uint32_t tid, uint64_t time)
+{
+	struct nw_thread *th = nw_tasks_find_thread(&s->tasks, tid);
+
+	if (!th || !th->off_cct)
+		return;
+	if (time > th->off_since)
+		nw_cct_metrics(th->off_cct, th->off_node)[2 * s->offcpu + 1] +=
+			time - th->off_since;
+	th->off_cct = NULL;
+}
+
+/* One line of /proc/PID/maps: an executable mapping goes into the address map. */
+static int synthesize_map(struct nw_session *s, struct nw_process *p, char *line)
+{
+	unsigned long long start, end, off;
+	char perms[5], *path, *nl;
+	int n = 0, mod;
+
+	if (sscanf(line, "%llx-%llx %4s %llx %*s %*s %n", &start, &end, perms, &off, &n) < 4 ||
+	    !n || perms[2] != 'x' || end <= start)
+		return 0;
+	path = line + n;
+	nl = strchr(path, '\n');
+	if (nl)
+		*nl = 0;
+	nl = strstr(path, " (deleted)");
+	if (nl && !nl[10])
+		*nl = 0;
+	mod = nw_module_intern(&s->modules, *path ? path : "//anon", NULL, 0);
+	if (mod < 0)
+		return mod;
+	return nw_addrspace_map(&p->as, start, end - start, off, (uint32_t)mod);
+}
+
+static void read_comm(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	buf[0] = 0;
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = 0;
+	fclose(f);
+}
+
+int nw_session_synthesize(struct nw_session *s, pid_t pid)
+{
+	char path[64], line[PATH_MAX + 128], comm[NW_COMM_LEN];
+	struct nw_process *p;
+	struct dirent *de;
+	DIR *dir;
+	FILE *f;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	p = nw_tasks_process(&s->tasks, (uint32_t)pid);
+	if (!p) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	/* Linux lists the mappings sorted by address (seeds/002's region discovery). */
+	while (ret == 0 && fgets(line, sizeof(line), f))
+		ret = synthesize_map(s, p, line);
+	fclose(f);
+	if (ret)
+		return ret;
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	read_comm(path, comm, sizeof(comm));
+	memcpy(p->comm, comm, sizeof(comm));
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return -ESRCH;
+	while ((de = readdir(dir))) {
+		char cpath[96];
+		int tid = atoi(de->d_name);
+
+		if (tid <= 0)
+			continue;
+		snprintf(cpath, sizeof(cpath), "/proc/%d/task/%d/comm", pid, tid);
+		read_comm(cpath, comm, sizeof(comm));
+		if (nw_tasks_comm(&s->tasks, (uint32_t)pid, (uint32_t)tid, comm, false)) {
+			ret = -ENOMEM;
+			break;
+		}
+	}
+	closedir(dir);
+	return ret;
+}
+
+void nw_session_finish(struct nw_session *s, uint64_t now)
+{
+	/* Threads still blocked when the recording stops: off the CPU until now. */
+	for (uint32_t i = 0; s->offcpu != UINT32_MAX && i < s->tasks.nthreads; i++)
+		if (!s->tasks.threads[i]->exited)
+			switch_in(s, s->tasks.threads[i]->tid, now);
 }
 
 int nw_session_process(struct nw_session *s, const void *buf, size_t size)
@@ -333,6 +525,10 @@ int nw_session_process(struct nw_session *s, const void *buf, size_t size)
 		break;
 	case PERF_RECORD_THROTTLE:
 		s->stats.throttled++;
+		break;
+	case PERF_RECORD_SWITCH:
+		if (!(r.misc & PERF_RECORD_MISC_SWITCH_OUT))
+			switch_in(s, r.sid.tid, r.sid.time);
 		break;
 	default:
 		break;

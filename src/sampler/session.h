@@ -33,6 +33,8 @@ struct nw_session_opts {
 	unsigned mmap_pages;       /* data pages per ring, a power of two */
 	bool shrink_rings;         /* halve mmap_pages (down to NW_SESSION_MIN_PAGES)
 				    * when the locked-memory limit refuses a ring */
+	bool off_cpu;              /* add the off-cpu event: every context switch,
+				    * its user stack and the time until switch-in */
 };
 
 #define NW_SESSION_MIN_PAGES 16
@@ -50,18 +52,24 @@ struct nw_session_stats {
 /* Per-event state of the session, for the measurement's metric table. */
 struct nw_session_event {
 	struct nw_event ev;
-	uint64_t *ids;             /* kernel ids of this event's fds */
-	unsigned nids;
 };
 
 struct nw_session {
 	struct nw_session_opts opts;
 	const struct nw_arch_ops *arch;
 	struct nw_sample_format fmt;
-	unsigned nmetrics;         /* 2 per event: samples, period sum */
+	unsigned nevents;          /* opts.nevents, plus the off-cpu event */
+	unsigned offcpu;           /* index of the off-cpu event, UINT32_MAX: none */
+	/*
+	 * 2 metrics per event: samples and period sum; for the off-cpu event,
+	 * context switches and nanoseconds off the CPU.
+	 */
+	unsigned nmetrics;
 	struct nw_session_event *events;
 	int ncpus;
-	int *fds;                  /* ncpus * nevents, -1 where not open */
+	int *fds;                  /* every event fd, all CPUs and tasks */
+	size_t nfds, cap_fds;
+	int *ring_fd;              /* per CPU: the fd that owns its ring, -1: none */
 	struct nw_ring *rings;     /* one per CPU */
 	void **maps;
 	size_t map_len;
@@ -77,7 +85,7 @@ struct nw_session {
 	size_t nrefs, cap_refs;
 	struct nw_frame *frames;
 	uint64_t *id_to_event;     /* sorted pairs (id, event index) */
-	unsigned nid_to_event;
+	size_t nid_to_event;
 };
 
 /* Fills @s and checks @opts.  -EINVAL, -ENOMEM. */
@@ -91,6 +99,20 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts);
  * too; s->opts.mmap_pages then holds the size used).
  */
 int nw_session_open(struct nw_session *s, pid_t pid);
+/*
+ * Opens the events on the existing thread @tid (attach: -p/-t), inherited
+ * by the threads it creates, and enables them.  -ESRCH when the thread is
+ * gone, -errno from perf_event_open or mmap as for nw_session_open().
+ */
+int nw_session_attach(struct nw_session *s, pid_t tid);
+/*
+ * Seeds the tables from /proc for an attach: the process's executable
+ * mappings (its first epoch) and its threads' names.  -ESRCH when the
+ * process is gone, -ENOMEM.
+ */
+int nw_session_synthesize(struct nw_session *s, pid_t pid);
+/* Ends the recording at CLOCK_MONOTONIC @now: threads still off the CPU are charged until then. */
+void nw_session_finish(struct nw_session *s, uint64_t now);
 /* Reads every ring once and processes what it held.  Returns records processed or -errno. */
 int nw_session_read(struct nw_session *s);
 /* Disables the events so nothing more arrives (ends an attach or a stopped run). */

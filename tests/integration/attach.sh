@@ -1,0 +1,94 @@
+#!/bin/bash
+# Attaching to running programs: -p PID (every thread, and threads created
+# later), -t TID (one thread), --duration and Ctrl-C end the recording and
+# leave the program running; modules loaded before the attach symbolize
+# (the first epoch comes from /proc/PID/maps); clear errors for a PID that
+# does not exist; a target that exits ends the recording.
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+# start_attachee SECONDS : runs attachee in the background, waits until it is ready; sets APID.
+start_attachee() {
+	"$P/attachee" "$P/libplug.so" "$1" >"$NW_TMP/attachee.out" &
+	APID=$!
+	for _ in $(seq 100); do
+		grep -q ready "$NW_TMP/attachee.out" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	fail "attachee did not start"
+}
+
+check "-p PID --duration 1.5: exit 0, the program runs on, plug_work named, the late thread seen"
+start_attachee 4
+d=$NW_TMP/p.data
+nw_record_ok "$d" -p "$APID" --duration 1.5
+kill -0 "$APID" 2>/dev/null || fail "the program did not survive the recording"
+nw_report "$NW_TMP/flat" "$d" --flat
+nw_report "$NW_TMP/threads" "$d" --threads
+plug=$(nw_flat_self "$NW_TMP/flat" plug_work)
+nw_near "$plug" 60 15 || { nw_show "--flat" "$NW_TMP/flat"; fail "plug_work $plug%, expected about 60%"; }
+grep -q ' late ' "$NW_TMP/threads" || { nw_show "--threads" "$NW_TMP/threads"; fail "no late thread"; }
+grep -q ' early ' "$NW_TMP/threads" || fail "no early thread"
+grep -q "libplug.so" "$d/manifest.json" || fail "the manifest lists no libplug.so module"
+ok "plug_work $plug%; threads: $(tail -n +2 "$NW_TMP/threads" | awk '{ printf "%s ", $3 }')"
+wait "$APID" || fail "the program exited with $? after the attach"
+ok "the program ran to its end and exited 0"
+
+check "-t TID: only that thread"
+start_attachee 3
+tid=
+for c in /proc/"$APID"/task/*/comm; do
+	[[ $(cat "$c") == early ]] && tid=$(basename "$(dirname "$c")")
+done
+[[ -n $tid ]] || fail "no early thread in /proc/$APID/task"
+d=$NW_TMP/t.data
+nw_record_ok "$d" -t "$tid" --duration 1.5
+nw_report "$NW_TMP/tthreads" "$d" --threads
+n=$(tail -n +2 "$NW_TMP/tthreads" | wc -l)
+((n == 1)) || { nw_show "--threads" "$NW_TMP/tthreads"; fail "$n threads, expected only early"; }
+grep -q " $tid  *early " "$NW_TMP/tthreads" || fail "the thread is not $tid early"
+ok "$(tail -n 1 "$NW_TMP/tthreads")"
+wait "$APID" || fail "the program exited with $?"
+
+check "SIGINT to an attached recorder: stops, writes, the program runs on"
+start_attachee 4
+d=$NW_TMP/int.data
+"$NW_RECORD" -e cpu-clock -o "$d" -p "$APID" 2>"$d.err" &
+rpid=$!
+sleep 1
+kill -INT "$rpid"
+rc=0
+wait "$rpid" || rc=$?
+((rc == 0)) || { nw_show "stderr" "$d.err"; fail "narwhal-record exited $rc"; }
+kill -0 "$APID" 2>/dev/null || fail "the program died with the recording"
+nw_check_measurement "$d"
+ok "exit 0, measurement written, program alive"
+wait "$APID" || fail "the program exited with $?"
+
+check "a target that exits ends the recording, which is written"
+start_attachee 1.5
+d=$NW_TMP/exit.data
+SECONDS=0
+nw_record_ok "$d" -p "$APID"
+((SECONDS <= 5)) || fail "the recording went on for $SECONDS s after the program ended"
+nw_check_measurement "$d"
+ok "stopped after ${SECONDS}s"
+wait "$APID" || true
+
+check "no such process: exit 1 with a message naming it, nothing written"
+rc=0
+"$NW_RECORD" -o "$NW_TMP/none.data" -p 2147483000 2>"$NW_TMP/none.err" || rc=$?
+((rc == 1)) || fail "exit $rc"
+grep -q "no such process: 2147483000" "$NW_TMP/none.err" || fail "message: $(cat "$NW_TMP/none.err")"
+[[ ! -e $NW_TMP/none.data ]] || fail "a measurement directory was made"
+ok "$(cat "$NW_TMP/none.err")"
+
+check "-p with a command, -p with a bad list: usage errors (exit 2)"
+for args in "-p 1 -- true" "-p 12,x" "-p 1 -t 2"; do
+	rc=0
+	# shellcheck disable=SC2086
+	"$NW_RECORD" -o "$NW_TMP/bad.data" $args 2>/dev/null || rc=$?
+	((rc == 2)) || fail "narwhal-record $args exited $rc, expected 2"
+done
+ok "exit 2"
+pass
