@@ -928,6 +928,12 @@ int main(int argc, char **argv)
 	if (ret) {
 		if (ret == -ESRCH)
 			fprintf(stderr, "narwhal-record: the target ended while attaching\n");
+		else if (attach && permission_error(ret))
+			fprintf(stderr,
+				"narwhal-record: not allowed to attach (%s): profiling a process of "
+				"another user needs root, or CAP_PERFMON with ptrace access to it\n"
+				"  (kernel.perf_event_paranoid is %d)\n",
+				strerror(-ret), read_paranoid());
 		else
 			explain_open_error(ret, evs, nev);
 		if (!attach) {

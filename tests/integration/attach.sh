@@ -83,6 +83,26 @@ grep -q "no such process: 2147483000" "$NW_TMP/none.err" || fail "message: $(cat
 [[ ! -e $NW_TMP/none.data ]] || fail "a measurement directory was made"
 ok "$(cat "$NW_TMP/none.err")"
 
+if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
+	check "an unprivileged user attaching to root's process: exit 1, a message that says what is needed"
+	start_attachee 3
+	w=$(mktemp -d /tmp/narwhal-attach-user.XXXXXX)
+	chmod 777 "$w"
+	rc=0
+	setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
+		"$NW_RECORD" -e cpu-clock -o "$w/x.data" -p "$APID" 2>"$NW_TMP/denied.err" || rc=$?
+	made=$(find "$w" -mindepth 1 | wc -l)
+	rm -rf "$w"
+	((rc == 1)) || { nw_show "stderr" "$NW_TMP/denied.err"; fail "exit $rc"; }
+	grep -q 'not allowed to attach.*root' "$NW_TMP/denied.err" ||
+		{ nw_show "stderr" "$NW_TMP/denied.err"; fail "the message does not say what is needed"; }
+	grep -q 'perf_event_paranoid is' "$NW_TMP/denied.err" || fail "the message does not quote perf_event_paranoid"
+	((made == 0)) || fail "a measurement was written"
+	ok "$(head -n 1 "$NW_TMP/denied.err" | cut -c1-90)..."
+	kill "$APID"
+	wait "$APID" || true
+fi
+
 check "-p with a command, -p with a bad list: usage errors (exit 2)"
 for args in "-p 1 -- true" "-p 12,x" "-p 1 -t 2"; do
 	rc=0
