@@ -701,6 +701,13 @@ static int value_type(struct nw_pprof *b, const char *name, unsigned nevents,
 			if (nevents == 1)
 				type = "cpu";
 		}
+	} else if (kind && strcmp(kind + 1, "switches") == 0) {
+		/* off-cpu: context switches, and the time off the CPU after them */
+		snprintf(buf, sizeof(buf), "%s-switches", ev);
+		type = buf;
+	} else if (kind && strcmp(kind + 1, "nanoseconds") == 0) {
+		type = ev;
+		unit = "nanoseconds";
 	} else {
 		type = name;
 	}
@@ -716,7 +723,7 @@ static unsigned count_events(const struct nw_profile *p)
 	for (unsigned i = 0; i < p->nmetrics; i++) {
 		const char *k = strrchr(p->metric_names[i], ':');
 
-		n += k && strcmp(k + 1, "samples") == 0;
+		n += k && (strcmp(k + 1, "samples") == 0 || strcmp(k + 1, "switches") == 0);
 	}
 	return n ? n : 1;
 }
