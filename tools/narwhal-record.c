@@ -73,9 +73,12 @@ static void usage(FILE *f)
 		"                          where the CPU has no PMU)\n"
 		"  -F, --freq HZ           samples per second per thread (default 999)\n"
 		"  -c, --count PERIOD      sample every PERIOD events instead of -F\n"
-		"  -g, --call-graph MODE   fp (kernel frame-pointer callchains, default) or\n"
-		"                          dwarf[,SIZE] (CFI unwinding of a SIZE-byte stack\n"
-		"                          copy at record time; default 16384, at most 65528)\n"
+		"  -g, --call-graph MODE   dwarf[,SIZE] (default: CFI unwinding of a SIZE-byte\n"
+		"                          stack copy at record time; 16384, at most 65528),\n"
+		"                          fp (the kernel's frame-pointer chains: cheapest,\n"
+		"                          but broken by code without frame pointers), or\n"
+		"                          hybrid[,SIZE] (CFI over a small copy, 2048, spliced\n"
+		"                          onto the frame-pointer chain)\n"
 		"  -m, --mmap-pages N      data pages per CPU ring, a power of two (default\n"
 		"                          128, or 2048 with --call-graph dwarf)\n"
 		"  -p, --pid PID[,PID...]  attach to running processes (all their threads)\n"
@@ -829,7 +832,13 @@ static bool permission_error(int err)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .output = "narwhal.data", .freq = 999 };
+	/*
+	 * dwarf by default: complete stacks through code without frame pointers
+	 * (all of Debian's libraries) for about 7 us of recorder CPU per sample;
+	 * doc/UNWINDING.md has the measurements behind the choice.
+	 */
+	struct opts o = { .output = "narwhal.data", .freq = 999, .callgraph = NW_CALLGRAPH_DWARF,
+			  .stack_size = NW_DEFAULT_STACK_COPY };
 	struct nw_event evs[MAX_EVENTS];
 	struct nw_session_opts so;
 	struct nw_session s;

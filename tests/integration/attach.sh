@@ -26,7 +26,9 @@ kill -0 "$APID" 2>/dev/null || fail "the program did not survive the recording"
 nw_report "$NW_TMP/flat" "$d" --flat
 nw_report "$NW_TMP/threads" "$d" --threads
 plug=$(nw_flat_self "$NW_TMP/flat" plug_work)
-nw_near "$plug" 60 15 || { nw_show "--flat" "$NW_TMP/flat"; fail "plug_work $plug%, expected about 60%"; }
+# early burns in plug_work all along; late joins about 1 s after the start.
+awk -v p="$plug" 'BEGIN { exit !(p >= 40 && p <= 92) }' ||
+	{ nw_show "--flat" "$NW_TMP/flat"; fail "plug_work $plug%, expected 40% to 92%"; }
 grep -q ' late ' "$NW_TMP/threads" || { nw_show "--threads" "$NW_TMP/threads"; fail "no late thread"; }
 grep -q ' early ' "$NW_TMP/threads" || fail "no early thread"
 grep -q "libplug.so" "$d/manifest.json" || fail "the manifest lists no libplug.so module"

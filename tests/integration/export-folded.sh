@@ -30,7 +30,7 @@ nw_threads_rows "$NW_TMP/threads" | while read -r _ tid samples _ name; do
 		fail "$root: lines differ from --folded --tid $tid"
 	echo "  ok: $root: $n samples"
 done
-grep -q '^worker-a-[0-9]*;start_thread;worker_a;spin_a [0-9]*$' "$NW_TMP/pt" ||
+grep -Eq '^worker-a-[0-9]+;(clone3;)?start_thread;worker_a;spin_a [0-9]+$' "$NW_TMP/pt" ||
 	fail "no line worker-a-TID;start_thread;worker_a;spin_a"
 
 check "--per-thread with --comm keeps that thread only"
