@@ -4,7 +4,6 @@
  * A thin front end: options, launching the program at a gate, the poll
  * loop, signals, and messages for the user.  The work happens in src/.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -25,6 +24,7 @@
 #include "report/health.h"
 #include "sampler/event.h"
 #include "sampler/session.h"
+#include "sampler/target.h"
 #include "util/log.h"
 
 #define MAX_EVENTS 8
@@ -36,13 +36,6 @@
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t stop_count;
 
-/* The targets of an attach: processes (-p) or single threads (-t). */
-struct targets {
-	pid_t *ids;
-	size_t n;
-	bool threads;  /* -t */
-};
-
 struct opts {
 	const char *output;
 	char *event_list;
@@ -52,7 +45,7 @@ struct opts {
 	unsigned mmap_pages;
 	bool quiet;
 	const char *pprof, *flamegraph;  /* exports written at the end of the run */
-	struct targets targets;          /* -p / -t: attach instead of launching */
+	struct nw_targets targets;          /* -p / -t: attach instead of launching */
 	double duration;                 /* --duration: seconds, 0: until the end */
 	bool off_cpu;
 };
@@ -118,30 +111,6 @@ static int parse_u64(const char *s, uint64_t *ret)
 		return -EINVAL;
 	*ret = v;
 	return 0;
-}
-
-/* "-p 12,34": the numbers of a comma-separated list, all positive. */
-static int parse_ids(const char *arg, struct targets *t)
-{
-	const char *p = arg;
-
-	while (*p) {
-		char *end;
-		long v;
-		pid_t *ids;
-
-		errno = 0;
-		v = strtol(p, &end, 10);
-		if (errno || end == p || v <= 0 || v > INT32_MAX || (*end && *end != ','))
-			return -EINVAL;
-		ids = realloc(t->ids, (t->n + 1) * sizeof(*ids));
-		if (!ids)
-			return -ENOMEM;
-		t->ids = ids;
-		t->ids[t->n++] = (pid_t)v;
-		p = *end ? end + 1 : end;
-	}
-	return t->n ? 0 : -EINVAL;
 }
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -234,7 +203,7 @@ bad_mode:
 		case 'p':
 		case 't':
 			if ((o->targets.n && o->targets.threads != (c == 't')) ||
-			    parse_ids(optarg, &o->targets)) {
+			    nw_targets_parse(&o->targets, optarg)) {
 				fprintf(stderr, "narwhal-record: -%c wants a list of %s ids like 1234,5678 "
 						"(and -p and -t do not mix), not '%s'\n",
 					c, c == 'p' ? "process" : "thread", optarg);
@@ -384,46 +353,6 @@ static void explain_open_error(int err, const struct nw_event *evs, int nev)
 }
 
 /*
- * Forks the program and holds it at a gate until the events are open, so
- * that sampling starts at its first instruction (enable_on_exec).
- */
-struct launch {
-	pid_t pid;
-	int gate_w;   /* write a byte (or close) to let the child exec */
-	int err_r;    /* the child's errno when exec fails, EOF when it worked */
-};
-
-static int launch(char **argv, struct launch *l)
-{
-	int gate[2], err[2];
-
-	if (pipe2(gate, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
-		return -errno;
-	l->pid = fork();
-	if (l->pid < 0)
-		return -errno;
-	if (l->pid == 0) {
-		char c;
-		int e;
-
-		close(gate[1]);
-		close(err[0]);
-		if (read(gate[0], &c, 1) != 1)
-			_exit(127); /* the recorder gave up */
-		execvp(argv[0], argv);
-		e = errno;
-		if (write(err[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(e == ENOENT ? 127 : 126);
-	}
-	close(gate[0]);
-	close(err[1]);
-	l->gate_w = gate[1];
-	l->err_r = err[0];
-	return 0;
-}
-
-/*
  * Checks before the run that the measurement can be written: the parent
  * directory must exist and be writable.  0, or 1 after saying why.
  */
@@ -451,42 +380,6 @@ static int check_output_dir(const char *dir)
 		return 1;
 	}
 	return 0;
-}
-
-/*
- * Checks @cmd the way a shell would before anything is created: 0 when it
- * can run, else the shell's status (127 not found, 126 not executable)
- * after saying why.
- */
-static int check_command(const char *cmd)
-{
-	char path[PATH_MAX];
-	const char *env = getenv("PATH");
-	struct stat st;
-
-	if (strchr(cmd, '/')) {
-		if (stat(cmd, &st) < 0) {
-			fprintf(stderr, "narwhal-record: %s: %s\n", cmd, strerror(errno));
-			return errno == ENOENT || errno == ENOTDIR ? 127 : 126;
-		}
-		if (S_ISDIR(st.st_mode) || access(cmd, X_OK) < 0) {
-			fprintf(stderr, "narwhal-record: %s: %s\n", cmd,
-				S_ISDIR(st.st_mode) ? "Is a directory" : strerror(errno));
-			return 126;
-		}
-		return 0;
-	}
-	for (const char *p = env ? env : "/usr/local/bin:/usr/bin:/bin"; *p;) {
-		size_t len = strcspn(p, ":");
-
-		if (snprintf(path, sizeof(path), "%.*s/%s", (int)len, len ? p : ".", cmd) <
-			    (int)sizeof(path) &&
-		    stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0)
-			return 0;
-		p += len + (p[len] == ':');
-	}
-	fprintf(stderr, "narwhal-record: %s: command not found\n", cmd);
-	return 127;
 }
 
 static uint64_t now_ns(clockid_t clk)
@@ -699,132 +592,6 @@ static void print_summary(const struct opts *o, const struct nw_session *s, doub
 			(unsigned long long)(s->stats.bad_records + s->stats.ring_resyncs));
 }
 
-/* The process a thread belongs to (Tgid in /proc/TID/status), or -ESRCH. */
-static pid_t tgid_of(pid_t tid)
-{
-	char path[64], line[128];
-	pid_t tgid = -ESRCH;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", tid);
-	f = fopen(path, "r");
-	if (!f)
-		return -ESRCH;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Tgid: %d", &tgid) == 1)
-			break;
-	fclose(f);
-	return tgid;
-}
-
-static bool task_alive(pid_t pid, pid_t tid)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d", pid, tid);
-	return access(path, F_OK) == 0;
-}
-
-static bool tid_list_has(const struct targets *t, pid_t tid)
-{
-	for (size_t i = 0; i < t->n; i++)
-		if (t->ids[i] == tid)
-			return true;
-	return false;
-}
-
-static int tid_list_add(struct targets *t, pid_t tid)
-{
-	pid_t *ids = realloc(t->ids, (t->n + 1) * sizeof(*ids));
-
-	if (!ids)
-		return -ENOMEM;
-	t->ids = ids;
-	t->ids[t->n++] = tid;
-	return 0;
-}
-
-/*
- * Opens the events on every thread of process @pid, listing its threads
- * again until no new one appears (a thread created by one not yet opened
- * would be missed; the ones created after are inherited).
- */
-static int attach_process(struct nw_session *s, pid_t pid, struct targets *done)
-{
-	char path[64];
-	size_t opened = 0, before;
-	int ret;
-
-	do {
-		struct dirent *de;
-		DIR *dir;
-
-		before = opened;
-		snprintf(path, sizeof(path), "/proc/%d/task", pid);
-		dir = opendir(path);
-		if (!dir)
-			return -ESRCH;
-		while ((de = readdir(dir))) {
-			pid_t tid = atoi(de->d_name);
-
-			if (tid <= 0 || tid_list_has(done, tid))
-				continue;
-			ret = nw_session_attach(s, tid);
-			if (ret == -ESRCH)
-				continue; /* ended meanwhile */
-			if (ret) {
-				closedir(dir);
-				return ret;
-			}
-			if (tid_list_add(done, tid)) {
-				closedir(dir);
-				return -ENOMEM;
-			}
-			opened++;
-		}
-		closedir(dir);
-	} while (opened != before);
-	return opened ? 0 : -ESRCH;
-}
-
-/* Attaches to every target (-p or -t); the process tables start from /proc. */
-static int attach_targets(struct nw_session *s, const struct targets *t, struct targets *done)
-{
-	int ret;
-
-	for (size_t i = 0; i < t->n; i++) {
-		pid_t pid = t->threads ? tgid_of(t->ids[i]) : t->ids[i];
-
-		if (pid < 0)
-			return -ESRCH;
-		ret = nw_session_synthesize(s, pid);
-		if (ret)
-			return ret;
-		if (t->threads) {
-			ret = nw_session_attach(s, t->ids[i]);
-			if (ret == 0)
-				ret = tid_list_add(done, t->ids[i]);
-		} else {
-			ret = attach_process(s, pid, done);
-		}
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
-/* Whether any target of an attach still runs. */
-static bool targets_alive(const struct targets *t)
-{
-	for (size_t i = 0; i < t->n; i++) {
-		pid_t pid = t->threads ? tgid_of(t->ids[i]) : t->ids[i];
-
-		if (pid > 0 && task_alive(pid, t->ids[i]))
-			return true;
-	}
-	return false;
-}
-
 static bool permission_error(int err)
 {
 	return err == -EACCES || err == -EPERM;
@@ -842,14 +609,14 @@ int main(int argc, char **argv)
 	struct nw_event evs[MAX_EVENTS];
 	struct nw_session_opts so;
 	struct nw_session s;
-	struct launch l = { .pid = -1, .gate_w = -1, .err_r = -1 };
-	struct targets attached = { 0 };
+	struct nw_launch l = { .pid = -1, .gate_w = -1, .err_r = -1 };
+	struct nw_targets attached = { 0 };
 	struct sigaction sa;
 	uint64_t start_ns, deadline = 0;
 	double cpu_start, cpu_loop;
 	int nev, ret, status = 0, exit_status = 0, forwarded = 0, exec_errno = 0;
-	ssize_t nread;
 	bool done = false, ring_size_given, attach;
+	pid_t missing;
 	char **cmd;
 
 	ret = parse_opts(argc, argv, &o);
@@ -863,19 +630,17 @@ int main(int argc, char **argv)
 	if (!ring_size_given)
 		o.mmap_pages = default_ring_pages(o.callgraph);
 	if (!attach) {
-		ret = check_command(cmd[0]);
-		if (ret)
-			return ret;
-	} else {
-		for (size_t i = 0; i < o.targets.n; i++) {
-			pid_t pid = o.targets.threads ? tgid_of(o.targets.ids[i]) : o.targets.ids[i];
+		char why[PATH_MAX + 64];
 
-			if (pid < 0 || !task_alive(pid, o.targets.ids[i])) {
-				fprintf(stderr, "narwhal-record: no such %s: %d\n",
-					o.targets.threads ? "thread" : "process", o.targets.ids[i]);
-				return 1;
-			}
+		ret = nw_launch_check(cmd[0], why, sizeof(why));
+		if (ret) {
+			fprintf(stderr, "narwhal-record: %s\n", why);
+			return ret;
 		}
+	} else if ((missing = nw_targets_missing(&o.targets))) {
+		fprintf(stderr, "narwhal-record: no such %s: %d\n",
+			o.targets.threads ? "thread" : "process", missing);
+		return 1;
 	}
 	if (check_output_dir(o.output))
 		return 1;
@@ -909,7 +674,7 @@ int main(int argc, char **argv)
 
 	start_ns = now_ns(CLOCK_REALTIME);
 	if (!attach) {
-		ret = launch(cmd, &l);
+		ret = nw_launch_start(cmd, &l);
 		if (ret) {
 			fprintf(stderr, "narwhal-record: cannot start %s: %s\n", cmd[0],
 				strerror(-ret));
@@ -918,7 +683,8 @@ int main(int argc, char **argv)
 		}
 	}
 	for (;;) {
-		ret = attach ? attach_targets(&s, &o.targets, &attached) : nw_session_open(&s, l.pid);
+		ret = attach ? nw_targets_attach(&s, &o.targets, &attached)
+			     : nw_session_open(&s, l.pid);
 		if (!(ret && so.off_cpu && permission_error(ret)))
 			break;
 		/* Off-CPU needs kernel samples (the switch happens in the kernel). */
@@ -950,7 +716,7 @@ int main(int argc, char **argv)
 			waitpid(l.pid, NULL, 0);
 		}
 		nw_session_fini(&s);
-		free(attached.ids);
+		nw_targets_fini(&attached);
 		return 1;
 	}
 	if (s.opts.mmap_pages != o.mmap_pages && !o.quiet)
@@ -960,15 +726,8 @@ int main(int argc, char **argv)
 	o.mmap_pages = s.opts.mmap_pages;
 	if (!attach) {
 		/* Open the gate: the child execs, and the events enable at exec. */
-		if (write(l.gate_w, "x", 1) != 1) {
-			fprintf(stderr, "narwhal-record: cannot release the program: %s\n",
-				strerror(errno));
-			kill(l.pid, SIGKILL);
-		}
-		close(l.gate_w);
-		nread = read(l.err_r, &exec_errno, sizeof(exec_errno));
-		close(l.err_r);
-		if (nread == sizeof(exec_errno)) {
+		exec_errno = nw_launch_release(&l);
+		if (exec_errno) {
 			waitpid(l.pid, &status, 0);
 			fprintf(stderr, "narwhal-record: %s: %s\n", cmd[0], strerror(exec_errno));
 			nw_session_fini(&s);
@@ -989,7 +748,7 @@ int main(int argc, char **argv)
 		nw_session_read(&s);
 		if (attach) {
 			/* The program runs on, undisturbed: only the recording stops. */
-			done = stop_signal || timeout || !targets_alive(&o.targets);
+			done = stop_signal || timeout || !nw_targets_alive(&o.targets);
 			continue;
 		}
 		if ((stop_signal || timeout) && forwarded < stop_count + timeout) {
@@ -1025,7 +784,7 @@ int main(int argc, char **argv)
 				o.flamegraph ? o.flamegraph : "");
 	}
 	nw_session_fini(&s);
-	free(attached.ids);
-	free(o.targets.ids);
+	nw_targets_fini(&attached);
+	nw_targets_fini(&o.targets);
 	return ret < 0 ? 1 : exit_status;
 }
