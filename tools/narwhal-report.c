@@ -74,7 +74,7 @@ static void usage(FILE *f)
 	      "  --tid N              only thread N\n"
 	      "  --comm NAME          only threads named NAME (also --thread NAME)\n"
 	      "  --metric NAME        weigh by metric or event NAME (default: samples)\n"
-	      "  --percent-limit P    --tree: hide nodes below P%% inclusive (default 0.5)\n"
+	      "  --percent-limit P    --tree: hide nodes below P% inclusive (default 0.5)\n"
 	      "  --fold-recursion     one node per function on each path (recursion folded)\n"
 	      "  -o, --output FILE    write the view to FILE\n"
 	      "  -h, --help           this help\n"
