@@ -15,6 +15,9 @@ packages=(
 # /usr/lib/debug; tests/integration/split-debug.sh checks it when present).
 packages+=(libc6-dbg)
 
+# The demangling test builds a Rust program (and g++ one, from build-essential).
+packages+=(rustc)
+
 # ---- Exports (doc/EXPORTS.md): the tools the export tests check them with ----
 # protoc and Debian's profile.proto decode the pprof export, Go's pprof reads
 # it, xmllint and Chromium check the SVG flame graph, and node runs the npm

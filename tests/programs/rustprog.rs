@@ -4,7 +4,7 @@
 // it is installed; no cargo, no crates).
 mod narwhal {
     pub mod burner {
-        use std::hint::black_box;
+        use std::ptr::{read_volatile, write_volatile};
         use std::time::Instant;
 
         #[inline(never)]
@@ -13,7 +13,12 @@ mod narwhal {
             let mut x: u64 = 1;
             while start.elapsed().as_secs_f64() < seconds {
                 for _ in 0..20000 {
-                    x = black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                    // Volatile, so the loop is kept (std::hint::black_box
+                    // is not stable in Debian 12's rustc 1.63).
+                    unsafe {
+                        let v = read_volatile(&x);
+                        write_volatile(&mut x, v.wrapping_mul(6364136223846793005).wrapping_add(1));
+                    }
                 }
             }
             x
