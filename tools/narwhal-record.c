@@ -27,7 +27,12 @@
 #include "sampler/target.h"
 #include "util/log.h"
 
-#define MAX_EVENTS 8
+/*
+ * Two metrics per event; HPC_CSPROF readers take 2..15 metrics (the old
+ * reader mistakes a count whose low four bits are 0 or 1 for a tag), so
+ * at most 7 events, the off-cpu event included.
+ */
+#define MAX_EVENTS 7
 /* A sample record is at most 64 KiB: the stack copy's largest size. */
 #define NW_MAX_STACK_COPY 65528
 #define NW_DEFAULT_STACK_COPY 16384
@@ -292,8 +297,9 @@ static int resolve_events(const struct opts *o, struct nw_event *evs)
 	if (!list)
 		return -1;
 	for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
-		if (n == MAX_EVENTS) {
-			fprintf(stderr, "narwhal-record: at most %d events at once\n", MAX_EVENTS);
+		if (n == MAX_EVENTS - (o->off_cpu ? 1 : 0)) {
+			fprintf(stderr, "narwhal-record: at most %d events at once (%d with --off-cpu)\n",
+				MAX_EVENTS, MAX_EVENTS - 1);
 			n = -1;
 			break;
 		}
