@@ -79,6 +79,33 @@ static void test_module_intern(void **state)
 	nw_module_table_fini(&t);
 }
 
+/*
+ * Regression (found by UBSan, issue 5): a module without a build-id comes
+ * with build_id NULL and size 0 (/proc/PID/maps when attaching), and an
+ * address space gets its first epoch before any map; neither may pass
+ * NULL to memcpy/memcmp.  The sanitizer build (scripts/test.sh) checks it.
+ */
+static void test_no_build_id_empty_epoch(void **state)
+{
+	struct nw_module_table t;
+	struct nw_addrspace as;
+	const struct nw_epoch *e;
+
+	nw_module_table_init(&t);
+	assert_int_equal(nw_module_intern(&t, "//anon", NULL, 0), 0);
+	assert_int_equal(nw_module_intern(&t, "/a", NULL, 0), 1);
+	assert_int_equal(nw_module_intern(&t, "//anon", NULL, 0), 0);
+	assert_int_equal(t.v[1].build_id_size, 0);
+	nw_module_table_fini(&t);
+
+	nw_addrspace_init(&as);
+	e = nw_addrspace_epoch(&as);
+	assert_non_null(e);
+	assert_int_equal(e->n, 0);
+	assert_null(nw_epoch_find(e, 0x1000));
+	nw_addrspace_fini(&as);
+}
+
 static void test_fork_exec_exit(void **state)
 {
 	struct nw_task_table t;
@@ -153,6 +180,7 @@ int main(void)
 		cmocka_unit_test(test_epochs_begin_lazily),
 		cmocka_unit_test(test_overlap_replaces),
 		cmocka_unit_test(test_module_intern),
+		cmocka_unit_test(test_no_build_id_empty_epoch),
 		cmocka_unit_test(test_fork_exec_exit),
 		cmocka_unit_test(test_thread_cct_per_epoch),
 	};

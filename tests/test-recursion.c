@@ -317,7 +317,8 @@ static void test_merged_threads(void **state)
 	struct nw_profile *p = new_profile();
 	struct nw_prof_thread *th;
 	struct nw_cct *m, *fm, *fa, *acc;
-	static const uint64_t hi[] = {0x7fff0000, 0x7ffe0000, 0x7ffd0000, 0x7ffc0000};
+	/* One tag per frame: five for start;walk;walk;walk;leaf. */
+	static const uint64_t hi[] = {0x7fff0000, 0x7ffe0000, 0x7ffd0000, 0x7ffc0000, 0x7ffb0000};
 	static const uint64_t lo[] = {0x10000, 0x0f000, 0x0e000, 0x0d000};
 	char *a, *b;
 

@@ -29,8 +29,10 @@ int nw_module_intern(struct nw_module_table *t, const char *path, const uint8_t 
 	 * runs per MMAP2 record, never per sample. */
 	for (uint32_t i = 0; i < t->n; i++) {
 		m = &t->v[i];
+		/* build_id may be NULL when build_id_size is 0: no memcmp then. */
 		if (m->build_id_size == build_id_size &&
-		    !memcmp(m->build_id, build_id, build_id_size) && !strcmp(m->path, path))
+		    (!build_id_size || !memcmp(m->build_id, build_id, build_id_size)) &&
+		    !strcmp(m->path, path))
 			return (int)i;
 	}
 	if (t->n == t->cap) {
@@ -47,7 +49,8 @@ int nw_module_intern(struct nw_module_table *t, const char *path, const uint8_t 
 	m->path = strdup(path);
 	if (!m->path)
 		return -ENOMEM;
-	memcpy(m->build_id, build_id, build_id_size);
+	if (build_id_size)
+		memcpy(m->build_id, build_id, build_id_size);
 	m->build_id_size = (uint8_t)build_id_size;
 	return (int)t->n++;
 }
@@ -158,7 +161,8 @@ const struct nw_epoch *nw_addrspace_epoch(struct nw_addrspace *as)
 		return NULL;
 	e->index = as->nepochs;
 	e->n = as->n;
-	memcpy(e->maps, as->cur, as->n * sizeof(e->maps[0]));
+	if (as->n) /* as->cur is NULL before the first map */
+		memcpy(e->maps, as->cur, as->n * sizeof(e->maps[0]));
 	as->epochs[as->nepochs++] = e;
 	as->changed = false;
 	return e;
