@@ -43,6 +43,19 @@ setup_js() {
 }
 # ---- end of the exports' block ----
 
+# ---- Fuzzing and sanitizers (doc/TESTING.md) ----
+# clang with libFuzzer and its ASan/UBSan runtimes (libclang-rt-14-dev) for
+# scripts/fuzz.sh; valgrind for scripts/valgrind.sh.  gcc's own ASan and
+# UBSan (libasan, libubsan) come with build-essential's gcc.
+packages+=(clang-14 libclang-rt-14-dev valgrind)
+# ---- end of the fuzzing block ----
+
+# ---- Instrumented sections (doc/SECTIONS.md) ----
+# GCC's plugin headers build plugin/narwhal-plugin.so (#pragma narwhal), with
+# g++ of the same version; tests/integration/sections-plugin.sh needs both.
+packages+=(gcc-12-plugin-dev g++)
+# ---- end of the sections block ----
+
 missing=()
 for p in "${packages[@]}"; do
 	status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)

@@ -62,9 +62,18 @@ static int collect(const struct perf_event_header *hdr, const void *rec, size_t 
 	return 0;
 }
 
+/* Page-aligned; aligned_alloc() wants a size that is a multiple of the alignment. */
+static struct fake *alloc_fake(void)
+{
+	struct fake *f = aligned_alloc(4096, (sizeof(struct fake) + 4095) & ~(size_t)4095);
+
+	assert_non_null(f);
+	return f;
+}
+
 static struct fake *new_fake(struct nw_ring *r)
 {
-	struct fake *f = aligned_alloc(4096, sizeof(*f));
+	struct fake *f = alloc_fake();
 
 	memset(f, 0, sizeof(*f));
 	f->meta.data_offset = offsetof(struct fake, data);
@@ -169,7 +178,7 @@ static void test_callback_stop_keeps_record(void **state)
 static void test_init_rejects_bad_size(void **state)
 {
 	struct nw_ring r;
-	struct fake *f = aligned_alloc(4096, sizeof(*f));
+	struct fake *f = alloc_fake();
 
 	memset(f, 0, sizeof(*f));
 	f->meta.data_offset = offsetof(struct fake, data);

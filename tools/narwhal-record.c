@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "format/measurement.h"
+#include "format/sectionlog.h"
 #include "report/export.h"
 #include "report/health.h"
 #include "sampler/event.h"
@@ -624,10 +625,17 @@ int main(int argc, char **argv)
 	bool done = false, ring_size_given, attach;
 	pid_t missing;
 	char **cmd;
+	/* Instrumented sections (doc/SECTIONS.md): where libnarwhal in the program
+	 * writes its intervals, moved into the measurement at the end. */
+	char stage[PATH_MAX] = "";
+	struct nw_stimes_rec *stimes = NULL;
+	bool sections = false;
 
 	ret = parse_opts(argc, argv, &o);
-	if (ret)
+	if (ret) {
+		nw_targets_fini(&o.targets);
 		return ret;
+	}
 	if (o.quiet)
 		nw_log_level = NW_LOG_QUIET;
 	attach = o.targets.n > 0;
@@ -646,13 +654,18 @@ int main(int argc, char **argv)
 	} else if ((missing = nw_targets_missing(&o.targets))) {
 		fprintf(stderr, "narwhal-record: no such %s: %d\n",
 			o.targets.threads ? "thread" : "process", missing);
+		nw_targets_fini(&o.targets);
 		return 1;
 	}
-	if (check_output_dir(o.output))
+	if (check_output_dir(o.output)) {
+		nw_targets_fini(&o.targets);
 		return 1;
+	}
 	nev = resolve_events(&o, evs);
-	if (nev < 0)
+	if (nev < 0) {
+		nw_targets_fini(&o.targets);
 		return 2;
+	}
 	so = (struct nw_session_opts){
 		.events = evs,
 		.nevents = (unsigned)nev,
@@ -668,6 +681,7 @@ int main(int argc, char **argv)
 	if (ret) {
 		fprintf(stderr, "narwhal-record: cannot set up the session: %s\n", strerror(-ret));
 		nw_session_fini(&s);
+		nw_targets_fini(&o.targets);
 		return 1;
 	}
 
@@ -680,8 +694,12 @@ int main(int argc, char **argv)
 
 	start_ns = now_ns(CLOCK_REALTIME);
 	if (!attach) {
+		if (nw_seclog_stage_create(o.output, stage, sizeof(stage)) == 0 &&
+		    setenv(NW_SECLOG_ENV, stage, 1) == 0)
+			stimes = nw_stimes_rec_new();
 		ret = nw_launch_start(cmd, &l);
 		if (ret) {
+			nw_seclog_stage_remove(stage);
 			fprintf(stderr, "narwhal-record: cannot start %s: %s\n", cmd[0],
 				strerror(-ret));
 			nw_session_fini(&s);
@@ -720,9 +738,11 @@ int main(int argc, char **argv)
 		if (!attach) {
 			kill(l.pid, SIGKILL);
 			waitpid(l.pid, NULL, 0);
+			nw_seclog_stage_remove(stage);
 		}
 		nw_session_fini(&s);
 		nw_targets_fini(&attached);
+		nw_targets_fini(&o.targets);
 		return 1;
 	}
 	if (s.opts.mmap_pages != o.mmap_pages && !o.quiet)
@@ -730,12 +750,14 @@ int main(int argc, char **argv)
 				"per CPU, not %u (raise kernel.perf_event_mlock_kb for larger)\n",
 			s.opts.mmap_pages, o.mmap_pages);
 	o.mmap_pages = s.opts.mmap_pages;
+	s.stimes = stimes;
 	if (!attach) {
 		/* Open the gate: the child execs, and the events enable at exec. */
 		exec_errno = nw_launch_release(&l);
 		if (exec_errno) {
 			waitpid(l.pid, &status, 0);
 			fprintf(stderr, "narwhal-record: %s: %s\n", cmd[0], strerror(exec_errno));
+			nw_seclog_stage_remove(stage);
 			nw_session_fini(&s);
 			return exec_errno == ENOENT ? 127 : 126;
 		}
@@ -776,8 +798,23 @@ int main(int argc, char **argv)
 
 	ret = write_measurement(&o, &s, attach ? 0 : argc - optind, cmd, start_ns,
 				attach ? -1 : exit_status);
+	if (stage[0] && ret < 0) {
+		nw_seclog_stage_remove(stage);
+	} else if (stage[0]) {
+		char err[PATH_MAX + 128];
+
+		sections = nw_seclog_stage_used(stage);
+		ret = nw_seclog_stage_finish(stage, o.output, stimes, &s.tasks, err, sizeof(err));
+		if (ret < 0)
+			fprintf(stderr, "narwhal-record: %s\n", err);
+	}
+	nw_stimes_rec_free(stimes);
 	if (ret == 0 && !o.quiet)
 		print_summary(&o, &s, cpu_start, cpu_loop, cpu_seconds());
+	if (ret == 0 && !o.quiet && sections)
+		fprintf(stderr, "narwhal-record: instrumented sections in %s/%s (narwhal-report "
+				"--sections, --by-section)\n",
+			o.output, NW_SECLOG_SUBDIR);
 	if (ret == 0 && (o.pprof || o.flamegraph)) {
 		char err[512];
 

@@ -2,6 +2,7 @@
 /* narwhal-report: reads a measurement directory and prints one view of it. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +14,13 @@
 #include "report/pprof.h"
 #include "report/profile.h"
 #include "report/recursion.h"
+#include "report/sections.h"
 #include "report/speedscope.h"
 #include "report/views.h"
 
 /* VIEW_NONE: no view asked for; the tree, unless an export was asked for. */
-enum view { VIEW_TREE, VIEW_FLAT, VIEW_THREADS, VIEW_FOLDED, VIEW_HEALTH, VIEW_NONE };
+enum view { VIEW_TREE, VIEW_FLAT, VIEW_THREADS, VIEW_FOLDED, VIEW_HEALTH, VIEW_SECTIONS,
+	    VIEW_NONE };
 
 struct report_opts {
 	enum view view;
@@ -30,11 +33,15 @@ struct report_opts {
 	const char *diff_base;  /* --diff BASE: compare DIR with BASE */
 	struct nw_filter filter;
 	struct nw_view_opts view_opts;
+	bool by_section;        /* samples below [section NAME] frames (doc/SECTIONS.md) */
+	const char *shown_dir, *shown_base; /* --by-section: the names given, not the copies */
+	struct nw_sections *sections; /* --sections: DIR/sections, loaded */
 };
 
 enum { OPT_TREE = 256, OPT_FLAT, OPT_THREADS, OPT_FOLDED, OPT_TID, OPT_COMM, OPT_METRIC,
        OPT_PERCENT, OPT_VERSION, OPT_FOLD_RECURSION, OPT_STACK_HEALTH, OPT_PPROF,
-       OPT_SPEEDSCOPE, OPT_FLAMEGRAPH, OPT_PER_THREAD, OPT_DIFF };
+       OPT_SPEEDSCOPE, OPT_FLAMEGRAPH, OPT_PER_THREAD, OPT_DIFF, OPT_SECTIONS,
+       OPT_BY_SECTION };
 
 static const struct option long_opts[] = {
 	{ "tree", no_argument, NULL, OPT_TREE },
@@ -48,6 +55,8 @@ static const struct option long_opts[] = {
 	{ "flamegraph", required_argument, NULL, OPT_FLAMEGRAPH },
 	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
 	{ "diff", required_argument, NULL, OPT_DIFF },
+	{ "sections", no_argument, NULL, OPT_SECTIONS },
+	{ "by-section", no_argument, NULL, OPT_BY_SECTION },
 	{ "tid", required_argument, NULL, OPT_TID },
 	{ "comm", required_argument, NULL, OPT_COMM },
 	{ "thread", required_argument, NULL, OPT_COMM },
@@ -70,12 +79,16 @@ static void usage(FILE *f)
 	      "  --threads            one line per thread\n"
 	      "  --folded             folded stacks (flamegraph.pl input)\n"
 	      "  --stack-health       how many stacks are complete, where unwinding stops\n"
+	      "  --sections           instrumented sections (narwhal.h): tree with counts,\n"
+	      "                       times and the samples taken inside each\n"
 	      "Options:\n"
 	      "  --tid N              only thread N\n"
 	      "  --comm NAME          only threads named NAME (also --thread NAME)\n"
 	      "  --metric NAME        weigh by metric or event NAME (default: samples)\n"
 	      "  --percent-limit P    --tree: hide nodes below P% inclusive (default 0.5)\n"
 	      "  --fold-recursion     one node per function on each path (recursion folded)\n"
+	      "  --by-section         samples taken inside instrumented sections below\n"
+	      "                       [section NAME] frames (views, exports, --diff)\n"
 	      "  -o, --output FILE    write the view to FILE\n"
 	      "  -h, --help           this help\n"
 	      "      --version        print the version\n"
@@ -132,6 +145,12 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 			break;
 		case OPT_DIFF:
 			o->diff_base = optarg;
+			break;
+		case OPT_SECTIONS:
+			o->view = VIEW_SECTIONS;
+			break;
+		case OPT_BY_SECTION:
+			o->by_section = true;
 			break;
 		case OPT_TID:
 			errno = 0;
@@ -213,6 +232,8 @@ static int run_view(FILE *out, const struct report_opts *o, struct nw_profile *p
 
 	if (o->view == VIEW_THREADS)
 		return nw_view_threads(out, p, &o->filter);
+	if (o->view == VIEW_SECTIONS)
+		return nw_sections_view(out, o->sections, p, &o->filter, o->view_opts.metric);
 	if (o->view == VIEW_HEALTH) {
 		struct nw_health *h;
 
@@ -381,8 +402,9 @@ static int run_diff(const struct report_opts *o)
 						 .base_metric = NW_DIFF_BASE };
 		char *subtitle = NULL;
 
-		if (asprintf(&subtitle, "%s -> %s (%s): red grew, blue shrank", o->diff_base,
-			     o->dir, new->metric_names[nm]) < 0) {
+		if (asprintf(&subtitle, "%s -> %s (%s): red grew, blue shrank",
+			     o->shown_base ? o->shown_base : o->diff_base,
+			     o->shown_dir ? o->shown_dir : o->dir, new->metric_names[nm]) < 0) {
 			fprintf(stderr, "narwhal-report: %s: %s\n", o->flamegraph,
 				strerror(ENOMEM));
 			goto out;
@@ -406,7 +428,9 @@ static int run_diff(const struct report_opts *o)
 	}
 	ret = o->view == VIEW_FOLDED
 		      ? nw_diff_folded(out, d)
-		      : nw_diff_view(out, d, o->view_opts.percent_limit, o->diff_base, o->dir);
+		      : nw_diff_view(out, d, o->view_opts.percent_limit,
+				     o->shown_base ? o->shown_base : o->diff_base,
+				     o->shown_dir ? o->shown_dir : o->dir);
 	if (out != stdout)
 		ret = close_out(out, o->output, ret);
 	else if (ret)
@@ -429,7 +453,7 @@ int main(int argc, char **argv)
 		.view_opts = { .percent_limit = 0.5 },
 	};
 	struct nw_profile *p = NULL;
-	char err[1024];
+	char err[1024], split[PATH_MAX] = "", split_base[PATH_MAX] = "";
 	FILE *out = stdout;
 	int ret, metric, matched = 0;
 
@@ -437,8 +461,40 @@ int main(int argc, char **argv)
 	if (ret >= 0)
 		return ret;
 	o.view_opts.filter = &o.filter;
-	if (o.diff_base)
-		return run_diff(&o);
+	if (o.by_section) {
+		/* Every view and export then reads a copy split by section. */
+		if (o.view == VIEW_SECTIONS || o.view == VIEW_HEALTH) {
+			fprintf(stderr, "narwhal-report: --by-section does not apply to %s\n",
+				o.view == VIEW_SECTIONS ? "--sections" : "--stack-health");
+			return 2;
+		}
+		ret = nw_sections_split_tmp(o.dir, split, sizeof(split), err, sizeof(err));
+		if (!ret && o.diff_base)
+			ret = nw_sections_split_tmp(o.diff_base, split_base, sizeof(split_base), err,
+						    sizeof(err));
+		if (ret) {
+			fprintf(stderr, "narwhal-report: %s\n", err);
+			ret = 1;
+			goto out;
+		}
+		o.shown_dir = o.dir;
+		o.shown_base = o.diff_base;
+		o.dir = split;
+		if (o.diff_base)
+			o.diff_base = split_base;
+	}
+	if (o.diff_base) {
+		ret = run_diff(&o);
+		goto out;
+	}
+	if (o.view == VIEW_SECTIONS) {
+		ret = nw_sections_load(o.dir, &o.sections, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "narwhal-report: %s\n", err);
+			ret = 1;
+			goto out;
+		}
+	}
 
 	ret = nw_profile_load(o.dir, &p, err, sizeof(err));
 	if (ret) {
@@ -447,8 +503,8 @@ int main(int argc, char **argv)
 	}
 	metric = nw_profile_find_metric(p, o.metric);
 	if (metric < 0) {
-		fprintf(stderr, "narwhal-report: %s: no metric %s; the measurement has:", o.dir,
-			o.metric ? o.metric : "");
+		fprintf(stderr, "narwhal-report: %s: no metric %s; the measurement has:",
+			o.shown_dir ? o.shown_dir : o.dir, o.metric ? o.metric : "");
 		for (unsigned i = 0; i < p->nmetrics; i++)
 			fprintf(stderr, " %s", p->metric_names[i]);
 		fputc('\n', stderr);
@@ -461,7 +517,7 @@ int main(int argc, char **argv)
 	if (!matched && (o.filter.tid >= 0 || o.filter.comm)) {
 		fprintf(stderr, "narwhal-report: %s: no thread matches the filter; "
 				"see narwhal-report --threads\n",
-			o.dir);
+			o.shown_dir ? o.shown_dir : o.dir);
 		ret = 1;
 		goto out;
 	}
@@ -491,5 +547,10 @@ int main(int argc, char **argv)
 	}
 out:
 	nw_profile_free(p);
+	nw_sections_free(o.sections);
+	if (split[0])
+		nw_sections_remove_tmp(split);
+	if (split_base[0])
+		nw_sections_remove_tmp(split_base);
 	return ret;
 }

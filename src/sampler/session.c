@@ -15,11 +15,12 @@
 
 #include "util/log.h"
 
-/* Where one record of a read round sits in the batch, and when it happened. */
+/* Where one record of a read round is, and when it happened. */
 struct nw_batch_ref {
 	uint64_t time;
 	uint64_t seq;      /* arrival order: keeps a ring's own order on equal times */
-	size_t off;
+	const unsigned char *rec; /* in its ring, held until the round ends; NULL: in the batch */
+	size_t off;        /* where in the batch, when copied there */
 	uint32_t size;
 };
 
@@ -53,8 +54,10 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 	}
 
 	s->fmt.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
-			     PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN |
-			     PERF_SAMPLE_REGS_USER;
+			     PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD | PERF_SAMPLE_REGS_USER;
+	/* dwarf mode unwinds the stack copy alone: no frame-pointer walk in the kernel. */
+	if (opts->callgraph != NW_CALLGRAPH_DWARF)
+		s->fmt.sample_type |= PERF_SAMPLE_CALLCHAIN;
 	s->fmt.regs_mask = s->arch->regs_mask_fp;
 	if (opts->callgraph != NW_CALLGRAPH_FP) {
 		s->fmt.sample_type |= PERF_SAMPLE_STACK_USER;
@@ -135,7 +138,8 @@ static int alloc_cpus(struct nw_session *s)
 	s->maps = calloc(ncpus, sizeof(*s->maps));
 	s->pfds = calloc(ncpus, sizeof(*s->pfds));
 	s->ring_fd = malloc(ncpus * sizeof(*s->ring_fd));
-	if (!s->rings || !s->maps || !s->pfds || !s->ring_fd)
+	s->held = calloc(ncpus, sizeof(*s->held));
+	if (!s->rings || !s->maps || !s->pfds || !s->ring_fd || !s->held)
 		return -ENOMEM;
 	for (long i = 0; i < ncpus; i++) {
 		s->ring_fd[i] = -1;
@@ -297,6 +301,7 @@ void nw_session_fini(struct nw_session *s)
 	free(s->pfds);
 	free(s->batch);
 	free(s->refs);
+	free(s->held);
 	free(s->frames);
 	free(s->id_to_event);
 	memset(s, 0, sizeof(*s));
@@ -370,6 +375,10 @@ static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 		th->first_time = smp->sid.time;
 	th->last_time = smp->sid.time;
 	s->stats.samples++;
+	/* Off-CPU time is known only at switch-in: its period is not the sample's. */
+	if (s->stimes && nw_stimes_rec_add(s->stimes, th, epoch->index, node, e, smp->sid.time,
+					   e == s->offcpu ? 0 : smp->period))
+		s->stats.alloc_failures++;
 }
 
 static void process_mmap2(struct nw_session *s, const struct nw_mmap2 *m)
@@ -536,15 +545,75 @@ int nw_session_process(struct nw_session *s, const void *buf, size_t size)
 	return 0;
 }
 
-/* Ring callback: copy the record into the round's batch. */
+/* Bytes of the sample_id trailer of non-sample records. */
+static size_t trailer_size(uint64_t t)
+{
+	return 8 * (!!(t & PERF_SAMPLE_TID) + !!(t & PERF_SAMPLE_TIME) + !!(t & PERF_SAMPLE_ID) +
+		    !!(t & PERF_SAMPLE_STREAM_ID) + !!(t & PERF_SAMPLE_CPU) +
+		    !!(t & PERF_SAMPLE_IDENTIFIER));
+}
+
+/*
+ * A record's time, read straight from its bytes for the round's sort; 0
+ * for the records nw_record_decode() gives no time.  A malformed record is
+ * counted when it is processed.
+ */
+static uint64_t record_time(const struct nw_sample_format *fmt, const unsigned char *rec,
+			    size_t size)
+{
+	uint64_t t = fmt->sample_type, time;
+	struct perf_event_header hdr;
+	size_t off;
+
+	if (!(t & PERF_SAMPLE_TIME) || size < sizeof(hdr))
+		return 0;
+	memcpy(&hdr, rec, sizeof(hdr));
+	switch (hdr.type) {
+	case PERF_RECORD_SAMPLE:
+		off = sizeof(hdr) + 8 * (!!(t & PERF_SAMPLE_IDENTIFIER) + !!(t & PERF_SAMPLE_IP) +
+					 !!(t & PERF_SAMPLE_TID));
+		break;
+	case PERF_RECORD_MMAP2:
+	case PERF_RECORD_COMM:
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+	case PERF_RECORD_SWITCH:
+	case PERF_RECORD_LOST:
+	case PERF_RECORD_THROTTLE:
+	case PERF_RECORD_UNTHROTTLE:
+		if (!fmt->sample_id_all || size < sizeof(hdr) + trailer_size(t))
+			return 0;
+		off = size - trailer_size(t) + 8 * !!(t & PERF_SAMPLE_TID);
+		break;
+	default:
+		return 0;
+	}
+	if (off + 8 > size)
+		return 0;
+	memcpy(&time, rec + off, 8);
+	return time;
+}
+
+/* A round's ring being read, for batch_add. */
+struct batch_ctx {
+	struct nw_session *s;
+	const struct nw_ring *ring;
+};
+
+/*
+ * Ring callback: note where the record is and when it happened.  It stays
+ * in the ring until the round is processed; only a record that wraps the
+ * end of the ring (handed over in the ring's bounce buffer) is copied.
+ */
 static int batch_add(const struct perf_event_header *hdr, const void *rec, size_t size, void *arg)
 {
-	struct nw_session *s = arg;
-	struct nw_record r;
+	struct batch_ctx *c = arg;
+	struct nw_session *s = c->s;
 	struct nw_batch_ref *ref;
+	bool copy = rec == c->ring->bounce;
 
-	if (s->batch_len + size > s->batch_cap) {
-		size_t cap = s->batch_cap ? s->batch_cap : 1 << 20;
+	if (copy && s->batch_len + size > s->batch_cap) {
+		size_t cap = s->batch_cap ? s->batch_cap : 1 << 16;
 		unsigned char *b;
 
 		while (cap < s->batch_len + size)
@@ -564,15 +633,26 @@ static int batch_add(const struct perf_event_header *hdr, const void *rec, size_
 		s->refs = v;
 		s->cap_refs = cap;
 	}
-	memcpy(s->batch + s->batch_len, rec, size);
 	ref = &s->refs[s->nrefs];
-	/* A record that does not decode keeps time 0 and is counted when processed. */
-	ref->time = nw_record_decode(&s->fmt, rec, size, &r) ? 0 : r.sid.time;
+	ref->time = record_time(&s->fmt, rec, size);
 	ref->seq = s->nrefs;
-	ref->off = s->batch_len;
 	ref->size = hdr->size;
-	s->batch_len += size;
+	ref->rec = copy ? NULL : rec;
+	ref->off = s->batch_len;
+	if (copy) {
+		memcpy(s->batch + s->batch_len, rec, size);
+		s->batch_len += size;
+	}
 	s->nrefs++;
+	return 0;
+}
+
+/* Ring callback of a round where one ring alone has records: process them in place. */
+static int process_in_place(const struct perf_event_header *hdr, const void *rec, size_t size,
+			    void *arg)
+{
+	(void)hdr;
+	nw_session_process(arg, rec, size); /* a malformed record is counted there */
 	return 0;
 }
 
@@ -587,27 +667,45 @@ static int cmp_ref(const void *a, const void *b)
 
 int nw_session_read(struct nw_session *s)
 {
-	int rings_with_data = 0, ret;
+	int rings_with_data = 0, last = -1, ret = 0, cpu;
 	uint64_t bad = 0;
 
 	s->batch_len = 0;
 	s->nrefs = 0;
-	for (int cpu = 0; cpu < s->ncpus; cpu++) {
-		size_t before = s->nrefs;
-
-		if (!s->maps[cpu])
-			continue;
-		ret = nw_ring_read(&s->rings[cpu], batch_add, s);
-		if (ret < 0)
-			return ret;
-		rings_with_data += s->nrefs > before;
-		bad += s->rings[cpu].bad_records;
+	for (cpu = 0; cpu < s->ncpus; cpu++) {
+		if (s->maps[cpu] &&
+		    nw_ring_pending(&s->rings[cpu]) >= sizeof(struct perf_event_header)) {
+			rings_with_data++;
+			last = cpu;
+		}
 	}
-	/* Each ring is in time order already; interleave them when several had data. */
-	if (rings_with_data > 1)
-		qsort(s->refs, s->nrefs, sizeof(*s->refs), cmp_ref);
-	for (size_t i = 0; i < s->nrefs; i++)
-		nw_session_process(s, s->batch + s->refs[i].off, s->refs[i].size);
+	if (rings_with_data == 1) {
+		/* Nothing to interleave: records are processed where they lie. */
+		ret = nw_ring_read(&s->rings[last], process_in_place, s);
+	} else if (rings_with_data > 1) {
+		for (cpu = 0; cpu < s->ncpus && ret >= 0; cpu++) {
+			struct batch_ctx c = { .s = s, .ring = &s->rings[cpu] };
+
+			if (s->maps[cpu])
+				ret = nw_ring_peek(&s->rings[cpu], batch_add, &c, &s->held[cpu]);
+		}
+		/* On failure nothing is released: the records are read again next round. */
+		if (ret >= 0) {
+			/* Each ring is in time order already; interleave them. */
+			qsort(s->refs, s->nrefs, sizeof(*s->refs), cmp_ref);
+			for (size_t i = 0; i < s->nrefs; i++)
+				nw_session_process(s, s->refs[i].rec ? s->refs[i].rec
+								      : s->batch + s->refs[i].off,
+						   s->refs[i].size);
+			for (cpu = 0; cpu < s->ncpus; cpu++)
+				if (s->maps[cpu])
+					nw_ring_release(&s->rings[cpu], s->held[cpu]);
+			ret = (int)s->nrefs;
+		}
+	}
+	for (cpu = 0; cpu < s->ncpus; cpu++)
+		if (s->maps[cpu])
+			bad += s->rings[cpu].bad_records;
 	s->stats.ring_resyncs = bad;
-	return (int)s->nrefs;
+	return ret;
 }

@@ -5,7 +5,8 @@
  * dispatch of every record: MMAP2 to address maps, COMM/FORK/EXIT to the
  * task table, SAMPLE through the unwinder into the CCT of (thread, epoch),
  * LOST/THROTTLE to counters.  Records of one read round are processed in
- * time order across the rings.
+ * time order across the rings, where they lie in the rings (only a record
+ * that wraps the end of a ring is copied).
  */
 #ifndef NW_SESSION_H
 #define NW_SESSION_H
@@ -18,6 +19,7 @@
 #include "arch/arch.h"
 #include "cct/epoch.h"
 #include "cct/thread.h"
+#include "format/sectionlog.h"
 #include "sampler/event.h"
 #include "sampler/record.h"
 #include "sampler/ring.h"
@@ -83,9 +85,13 @@ struct nw_session {
 	size_t batch_len, batch_cap;
 	struct nw_batch_ref *refs;
 	size_t nrefs, cap_refs;
+	uint64_t *held;            /* per CPU: the ring's read position, released after the round */
 	struct nw_frame *frames;
 	uint64_t *id_to_event;     /* sorted pairs (id, event index) */
 	size_t nid_to_event;
+	/* When set (by the caller, who owns it): every folded sample's time and
+	 * CCT leaf, for the sections join (format/sectionlog.h). */
+	struct nw_stimes_rec *stimes;
 };
 
 /* Fills @s and checks @opts.  -EINVAL, -ENOMEM. */

@@ -1,0 +1,537 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sections files (format/sectionlog.h): interval logs built here byte
+ * by byte (nested intervals, two program images in one file, a block of a
+ * later version, a file cut short, corrupt fields), sample times written
+ * from a task table and read back against the thread files the csprof
+ * writer makes of the same trees, and the staging directory.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cct/cct.h"
+#include "cct/epoch.h"
+#include "cct/thread.h"
+#include "format/csprof.h"
+#include "format/sectionlog.h"
+
+/* ---- a little-endian log builder ---- */
+
+struct buf {
+	uint8_t b[8192];
+	size_t n;
+	size_t block; /* where the open block's header is */
+};
+
+static void u32(struct buf *b, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		b->b[b->n++] = (uint8_t)(v >> (8 * i));
+}
+
+static void u64(struct buf *b, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		b->b[b->n++] = (uint8_t)(v >> (8 * i));
+}
+
+static void varint(struct buf *b, uint64_t v)
+{
+	while (v >= 0x80) {
+		b->b[b->n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	b->b[b->n++] = (uint8_t)v;
+}
+
+static void open_block(struct buf *b, uint32_t type)
+{
+	b->block = b->n;
+	u32(b, type);
+	u32(b, 0);
+}
+
+static void close_block(struct buf *b)
+{
+	uint32_t len = (uint32_t)(b->n - b->block - NW_SECLOG_BLOCK_HEADER);
+
+	for (int i = 0; i < 4; i++)
+		b->b[b->block + 4 + i] = (uint8_t)(len >> (8 * i));
+}
+
+static void start(struct buf *b, uint32_t pid, uint64_t t)
+{
+	open_block(b, NW_SECLOG_START);
+	memcpy(b->b + b->n, NW_SECLOG_MAGIC, 8);
+	b->n += 8;
+	u32(b, NW_SECLOG_VERSION);
+	u32(b, pid);
+	u64(b, t);
+	u32(b, 1);
+	u32(b, 128);
+	close_block(b);
+}
+
+static void name(struct buf *b, uint32_t id, const char *n, const char *file, uint32_t line)
+{
+	open_block(b, NW_SECLOG_NAME);
+	u32(b, id);
+	u32(b, line);
+	u32(b, (uint32_t)strlen(n));
+	u32(b, (uint32_t)strlen(file));
+	memcpy(b->b + b->n, n, strlen(n));
+	b->n += strlen(n);
+	memcpy(b->b + b->n, file, strlen(file));
+	b->n += strlen(file);
+	close_block(b);
+}
+
+struct iv {
+	uint32_t id, depth, flags;
+	uint64_t start, end;
+};
+
+static void intervals(struct buf *b, uint32_t tid, const struct iv *v, uint32_t n)
+{
+	uint64_t prev = v[0].start;
+
+	open_block(b, NW_SECLOG_INTERVALS);
+	u32(b, tid);
+	u32(b, n);
+	u64(b, prev);
+	for (uint32_t i = 0; i < n; i++) {
+		int64_t d = (int64_t)(v[i].start - prev);
+
+		varint(b, v[i].id);
+		varint(b, v[i].depth);
+		varint(b, v[i].flags);
+		varint(b, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
+		varint(b, v[i].end - v[i].start);
+		prev = v[i].start;
+	}
+	close_block(b);
+}
+
+static void end(struct buf *b, uint64_t t, uint64_t overflow, uint64_t unbalanced)
+{
+	open_block(b, NW_SECLOG_END);
+	u64(b, t);
+	u64(b, overflow);
+	u64(b, unbalanced);
+	u64(b, 5);
+	u64(b, 0);
+	u32(b, 0);
+	u32(b, 0);
+	close_block(b);
+}
+
+/* A log of pid 100: "outer" [1000, 5000) holding "inner" [2000, 3000) on tid
+ * 100, then, recorded by exit order (inner first), on tid 101 "inner"
+ * [1500, 1600), "outer" [1400, 1700) open at the end. */
+static void good_log(struct buf *b)
+{
+	const struct iv t100[] = { { 1, 1, 0, 2000, 3000 }, { 0, 0, 0, 1000, 5000 } };
+	const struct iv t101[] = { { 1, 1, 0, 1500, 1600 }, { 0, 0, NW_SECLOG_OPEN, 1400, 1700 } };
+
+	memset(b, 0, sizeof(*b));
+	start(b, 100, 900);
+	name(b, 0, "outer", "prog.c", 10);
+	name(b, 1, "inner", "prog.c", 12);
+	intervals(b, 100, t100, 2);
+	intervals(b, 101, t101, 2);
+	end(b, 6000, 2, 3);
+}
+
+static void test_parse_log(void **state)
+{
+	struct nw_seclog *log = nw_seclog_new();
+	const struct nw_secthread *th;
+	struct buf b;
+	char err[256] = "";
+
+	good_log(&b);
+	assert_int_equal(nw_seclog_parse(log, b.b, b.n, "x", err, sizeof(err)), 0);
+	nw_seclog_sort(log);
+	assert_int_equal(log->nnames, 2);
+	assert_string_equal(log->names[0].name, "outer");
+	assert_string_equal(log->names[1].file, "prog.c");
+	assert_int_equal(log->names[1].line, 12);
+	assert_int_equal(log->nthreads, 2);
+	assert_int_equal(log->nintervals, 4);
+	assert_int_equal(log->overflow, 2);
+	assert_int_equal(log->unbalanced, 3);
+	assert_int_equal(log->dropped, 5);
+	assert_int_equal(log->start_ns, 900);
+	assert_int_equal(log->end_ns, 6000);
+	assert_int_equal(log->unended, 0);
+	assert_int_equal(log->truncated, 0);
+	th = nw_seclog_thread(log, 100, 100);
+	assert_non_null(th);
+	assert_int_equal(th->n, 2);
+	/* Sorted by start: outer first. */
+	assert_int_equal(th->v[0].name, 0);
+	assert_int_equal(th->v[0].start, 1000);
+	assert_int_equal(th->v[0].end, 5000);
+	assert_int_equal(th->v[1].name, 1);
+	assert_int_equal(th->v[1].depth, 1);
+	assert_int_equal(th->v[1].start, 2000);
+	assert_int_equal(th->v[1].end, 3000);
+	th = nw_seclog_thread(log, 100, 101);
+	assert_non_null(th);
+	assert_int_equal(th->v[0].start, 1400);
+	assert_int_equal(th->v[0].flags, NW_SECLOG_OPEN);
+	assert_int_equal(th->v[1].start, 1500);
+	assert_null(nw_seclog_thread(log, 100, 102));
+	nw_seclog_free(log);
+}
+
+/* Every cut of a valid log: never an error, never more than was there. */
+static void test_truncated(void **state)
+{
+	struct buf b;
+
+	good_log(&b);
+	for (size_t cut = NW_SECLOG_BLOCK_HEADER + NW_SECLOG_START_SIZE; cut < b.n; cut++) {
+		struct nw_seclog *log = nw_seclog_new();
+		char err[256] = "";
+
+		assert_int_equal(nw_seclog_parse(log, b.b, cut, "x", err, sizeof(err)), 0);
+		assert_true(log->nintervals <= 4);
+		assert_true(log->truncated + log->unended >= 1);
+		nw_seclog_free(log);
+	}
+}
+
+/* exec: a second image in the same file, with its own section ids. */
+static void test_two_images(void **state)
+{
+	const struct iv a[] = { { 0, 0, 0, 100, 200 } };
+	const struct iv c[] = { { 0, 0, 0, 300, 400 }, { 7, 0, 0, 500, 600 } };
+	struct nw_seclog *log = nw_seclog_new();
+	const struct nw_secthread *th;
+	struct buf b = { 0 };
+	char err[256] = "";
+
+	start(&b, 5, 50);
+	name(&b, 0, "before_exec", "a.c", 1);
+	intervals(&b, 5, a, 1);
+	/* killed image: no END; a later block of an unknown type is skipped */
+	start(&b, 5, 250);
+	open_block(&b, 99);
+	u64(&b, 1);
+	close_block(&b);
+	name(&b, 0, "after_exec", "b.c", 2);
+	name(&b, 7, "before_exec", "b.c", 3);
+	intervals(&b, 5, c, 2);
+	end(&b, 700, 0, 0);
+	assert_int_equal(nw_seclog_parse(log, b.b, b.n, "x", err, sizeof(err)), 0);
+	assert_int_equal(log->nimages, 2);
+	assert_int_equal(log->unended, 1);
+	assert_int_equal(log->nnames, 2); /* before_exec is one section in both images */
+	th = nw_seclog_thread(log, 5, 5);
+	assert_int_equal(th->n, 3);
+	assert_string_equal(log->names[th->v[0].name].name, "before_exec");
+	assert_string_equal(log->names[th->v[1].name].name, "after_exec");
+	assert_string_equal(log->names[th->v[2].name].name, "before_exec");
+	nw_seclog_free(log);
+}
+
+static void expect_bad(const struct buf *b, const char *what)
+{
+	struct nw_seclog *log = nw_seclog_new();
+	char err[256] = "";
+
+	assert_int_equal(nw_seclog_parse(log, b->b, b->n, "bad.bin", err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "bad.bin"));
+	assert_non_null(strstr(err, what));
+	nw_seclog_free(log);
+}
+
+static void test_corrupt(void **state)
+{
+	const struct iv one[] = { { 3, 0, 0, 10, 20 } };
+	struct buf b;
+
+	/* Not a log: no START first. */
+	memset(&b, 0, sizeof(b));
+	name(&b, 0, "x", "", 0);
+	expect_bad(&b, "not a sections log");
+	/* An interval of a section no NAME block introduced. */
+	memset(&b, 0, sizeof(b));
+	start(&b, 1, 0);
+	intervals(&b, 1, one, 1);
+	expect_bad(&b, "without a name");
+	/* A count the block cannot hold. */
+	good_log(&b);
+	{
+		size_t at = 0;
+		uint32_t type;
+
+		/* Find the first INTERVALS block and raise its count. */
+		while (at < b.n) {
+			uint32_t len = (uint32_t)b.b[at + 4] | (uint32_t)b.b[at + 5] << 8;
+
+			type = b.b[at];
+			if (type == NW_SECLOG_INTERVALS) {
+				b.b[at + 8 + 4] = 0xff;
+				b.b[at + 8 + 5] = 0xff;
+				break;
+			}
+			at += NW_SECLOG_BLOCK_HEADER + len;
+		}
+	}
+	expect_bad(&b, "claims");
+	/* A wrong version. */
+	good_log(&b);
+	b.b[NW_SECLOG_BLOCK_HEADER + 8] = 9;
+	expect_bad(&b, "version");
+	/* A varint longer than 64 bits inside an interval. */
+	memset(&b, 0, sizeof(b));
+	start(&b, 1, 0);
+	name(&b, 0, "x", "", 0);
+	open_block(&b, NW_SECLOG_INTERVALS);
+	u32(&b, 1);
+	u32(&b, 1);
+	u64(&b, 0);
+	for (int i = 0; i < 11; i++)
+		b.b[b.n++] = 0xff;
+	b.b[b.n++] = 0;
+	close_block(&b);
+	expect_bad(&b, "runs past");
+	/* A NAME whose lengths overrun the block. */
+	memset(&b, 0, sizeof(b));
+	start(&b, 1, 0);
+	open_block(&b, NW_SECLOG_NAME);
+	u32(&b, 0);
+	u32(&b, 0);
+	u32(&b, 100);
+	u32(&b, 0);
+	close_block(&b);
+	expect_bad(&b, "bad NAME");
+}
+
+/* ---- sample times ---- */
+
+struct fixture {
+	struct nw_task_table tasks;
+	struct nw_cct *ccts[3];
+};
+
+/* Inserts the path @ips (root first) into @cct; returns the leaf. */
+static uint32_t path(struct nw_cct *cct, const uint64_t *ips, size_t n)
+{
+	struct nw_frame f[8];
+
+	for (size_t i = 0; i < n; i++)
+		f[i] = (struct nw_frame){ ips[n - 1 - i], 0 };
+	return nw_cct_insert(cct, f, n);
+}
+
+static void test_sample_times(void **state)
+{
+	struct nw_task_table t;
+	struct nw_thread *th, *idle, *reused, *first9;
+	struct nw_process *p;
+	const struct nw_epoch *e0, *e1;
+	struct nw_stimes_rec *r = nw_stimes_rec_new();
+	struct nw_stimes *st = NULL;
+	struct nw_csprof *cp = NULL;
+	struct nw_csprof_error cerr;
+	char dir[] = "/tmp/narwhal-test-sectionlog.XXXXXX", path_st[PATH_MAX], path_cp[PATH_MAX];
+	char err[256];
+	uint64_t a[] = { 0x1000, 0x1100, 0x1200 }, b[] = { 0x1000, 0x1300 }, c[] = { 0x1000 };
+	uint32_t na, nb, nc, n1;
+
+	assert_non_null(mkdtemp(dir));
+	nw_tasks_init(&t);
+	p = nw_tasks_process(&t, 7);
+	assert_int_equal(nw_addrspace_map(&p->as, 0x1000, 0x1000, 0, 0), 0);
+	e0 = nw_addrspace_epoch(&p->as);
+	th = nw_tasks_thread(&t, 7, 7);
+	idle = nw_tasks_thread(&t, 7, 8); /* no samples: not in the manifest */
+	assert_non_null(th);
+	assert_non_null(idle);
+	/* Epoch 0: nodes made in an order that is not preorder. */
+	struct nw_cct *cct0 = nw_thread_cct(th, e0, 2);
+	na = path(cct0, a, 3);
+	nb = path(cct0, b, 2);
+	nc = path(cct0, c, 1);
+	/* A dlopen: epoch 1 (the file's epoch 0, the newest). */
+	assert_int_equal(nw_addrspace_map(&p->as, 0x8000, 0x1000, 0, 1), 0);
+	e1 = nw_addrspace_epoch(&p->as);
+	assert_int_equal(e1->index, 1);
+	struct nw_cct *cct1 = nw_thread_cct(th, e1, 2);
+	n1 = path(cct1, (uint64_t[]){ 0x1000, 0x8010 }, 2);
+	/* Out of time order on purpose: the writer sorts. */
+	assert_int_equal(nw_stimes_rec_add(r, th, 0, nb, 0, 300, 11), 0);
+	assert_int_equal(nw_stimes_rec_add(r, th, 0, na, 0, 100, 12), 0);
+	assert_int_equal(nw_stimes_rec_add(r, th, 1, n1, 1, 400, 13), 0);
+	assert_int_equal(nw_stimes_rec_add(r, th, 0, nc, 0, 200, 14), 0);
+	th->samples = 4;
+	/* Thread 9 samples once and ends; a new thread reuses tid 9. */
+	first9 = nw_tasks_thread(&t, 7, 9);
+	assert_int_equal(nw_stimes_rec_add(r, first9, 1, path(nw_thread_cct(first9, e1, 2), c, 1), 0,
+					   450, 16),
+			 0);
+	first9->samples = 1;
+	nw_tasks_exit(&t, 7, 9, 500);
+	reused = nw_tasks_thread(&t, 7, 9);
+	assert_ptr_not_equal(reused, first9);
+	struct nw_cct *cct2 = nw_thread_cct(reused, e1, 2);
+	assert_int_equal(nw_stimes_rec_add(r, reused, 1, path(cct2, b, 2), 0, 600, 15), 0);
+	reused->samples = 1;
+
+	snprintf(path_st, sizeof(path_st), "%s/samples.bin", dir);
+	assert_int_equal(nw_stimes_write(path_st, r, &t), 0);
+	assert_int_equal(nw_stimes_read(path_st, &st, err, sizeof(err)), 0);
+	/* Manifest order; the thread without samples is left out. */
+	assert_int_equal(st->nthreads, 3);
+	assert_int_equal(st->threads[0].tid, 7);
+	assert_int_equal(st->threads[1].tid, 9);
+	assert_int_equal(st->threads[2].tid, 9);
+	assert_int_equal(st->threads[0].occurrence, 0);
+	assert_int_equal(st->threads[1].occurrence, 0);
+	assert_int_equal(st->threads[2].occurrence, 1);
+	assert_int_equal(st->threads[0].n, 4);
+	assert_int_equal(st->threads[1].n, 1);
+	assert_int_equal(st->threads[2].n, 1);
+	assert_int_equal(st->threads[1].v[0].time, 450);
+	assert_int_equal(st->threads[2].v[0].time, 600);
+	assert_int_equal(st->threads[2].v[0].epoch, 0);
+
+	/* The node ids are those of the thread's file, as the csprof writer numbers them. */
+	{
+		struct nw_csprof_metric m[2] = { { "s", 0, 0 }, { "p", 0, 0 } };
+		struct nw_csprof_module mods0[] = { { "a", 0, 0x1000 } };
+		struct nw_csprof_module mods1[] = { { "a", 0, 0x1000 }, { "b", 0, 0x8000 } };
+		struct nw_csprof_epoch eps[2] = { { 2, mods1 }, { 1, mods0 } };
+		struct nw_csprof_tree trees[2] = { { 1, cct0 }, { 0, cct1 } };
+		struct nw_csprof out = { "x", 2, m, 2, eps, 2, trees };
+		const uint64_t leaf_ip[4] = { 0x1200, 0x1000, 0x1300, 0x8010 }; /* by time */
+		const uint16_t epoch[4] = { 1, 1, 1, 0 };
+
+		snprintf(path_cp, sizeof(path_cp), "%s/t.csprof", dir);
+		assert_int_equal(nw_csprof_write_file(path_cp, &out), 0);
+		assert_int_equal(nw_csprof_read_file(path_cp, &cp, &cerr), 0);
+		for (int k = 0; k < 4; k++) {
+			const struct nw_stime *s = &st->threads[0].v[k];
+			const struct nw_csprof_tree *tr = s->epoch == cp->trees[0].epoch
+								  ? &cp->trees[0]
+								  : &cp->trees[1];
+
+			assert_int_equal(s->time, 100 * (k + 1));
+			assert_int_equal(s->epoch, epoch[k]);
+			assert_true(s->node < tr->cct->n);
+			assert_int_equal(tr->cct->nodes[s->node].ip, leaf_ip[k]);
+		}
+		assert_int_equal(st->threads[0].v[3].event, 1);
+		assert_int_equal(st->threads[0].v[3].period, 13);
+		assert_int_equal(st->threads[0].v[0].period, 12);
+	}
+	nw_csprof_free(cp);
+	nw_stimes_free(st);
+	nw_stimes_rec_free(r);
+	nw_tasks_fini(&t);
+	nw_seclog_stage_remove(dir);
+}
+
+static void test_sample_times_corrupt(void **state)
+{
+	uint8_t b[16 + 24 + 48];
+	struct nw_stimes *st = NULL;
+	char err[256];
+
+	memset(b, 0, sizeof(b));
+	memcpy(b, NW_STIMES_MAGIC, 8);
+	b[8] = NW_STIMES_VERSION;
+	b[12] = 1;                          /* one thread */
+	b[16 + 16] = 2;                     /* two samples */
+	b[16 + 24 + 0] = 50;                /* times 50, then 10: out of order */
+	b[16 + 24 + 24] = 10;
+	assert_int_equal(nw_stimes_parse(b, sizeof(b), &st, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "order"));
+	b[16 + 24 + 24] = 60;
+	assert_int_equal(nw_stimes_parse(b, sizeof(b), &st, err, sizeof(err)), 0);
+	assert_int_equal(st->threads[0].n, 2);
+	nw_stimes_free(st);
+	/* More samples than bytes. */
+	b[16 + 16] = 3;
+	assert_int_equal(nw_stimes_parse(b, sizeof(b), &st, err, sizeof(err)), -EBADMSG);
+	b[16 + 16] = 2;
+	assert_int_equal(nw_stimes_parse(b, sizeof(b) - 1, &st, err, sizeof(err)), -EBADMSG);
+	assert_int_equal(nw_stimes_parse(b, 8, &st, err, sizeof(err)), -EBADMSG);
+}
+
+/* ---- the staging directory ---- */
+
+static void test_stage(void **state)
+{
+	char base[] = "/tmp/narwhal-test-stage.XXXXXX", cwd[PATH_MAX], stage[PATH_MAX];
+	char dir[PATH_MAX], file[PATH_MAX + 32], err[256];
+	struct nw_task_table t;
+	struct stat sb;
+	FILE *f;
+
+	assert_non_null(mkdtemp(base));
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(base), 0);
+	nw_tasks_init(&t);
+	/* Relative output: an absolute stage next to it. */
+	assert_int_equal(nw_seclog_stage_create("m.data/", stage, sizeof(stage)), 0);
+	assert_int_equal(strncmp(stage, base, strlen(base)), 0);
+	assert_non_null(strstr(stage, "/m.data.sections-"));
+	assert_false(nw_seclog_stage_used(stage));
+	/* Unused: removed at the end. */
+	assert_int_equal(mkdir("m.data", 0777), 0);
+	assert_int_equal(nw_seclog_stage_finish(stage, "m.data", NULL, &t, err, sizeof(err)), 0);
+	assert_int_equal(stat(stage, &sb), -1);
+	assert_int_equal(stat("m.data/sections", &sb), -1);
+	/* Used: moved into the measurement, sample times written. */
+	assert_int_equal(nw_seclog_stage_create("m.data", stage, sizeof(stage)), 0);
+	snprintf(file, sizeof(file), "%s/sections-42.bin", stage);
+	f = fopen(file, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_true(nw_seclog_stage_used(stage));
+	{
+		struct nw_stimes_rec *r = nw_stimes_rec_new();
+
+		assert_int_equal(nw_seclog_stage_finish(stage, "m.data", r, &t, err, sizeof(err)), 0);
+		nw_stimes_rec_free(r);
+	}
+	assert_int_equal(stat(stage, &sb), -1);
+	assert_int_equal(stat("m.data/sections/sections-42.bin", &sb), 0);
+	assert_int_equal(stat("m.data/sections/samples.bin", &sb), 0);
+	assert_int_equal(sb.st_size, NW_STIMES_HEADER);
+	snprintf(dir, sizeof(dir), "%s", base);
+	nw_tasks_fini(&t);
+	assert_int_equal(chdir(cwd), 0);
+	nw_seclog_stage_remove(dir);
+	assert_int_equal(stat(dir, &sb), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_log),
+		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_two_images),
+		cmocka_unit_test(test_corrupt),
+		cmocka_unit_test(test_sample_times),
+		cmocka_unit_test(test_sample_times_corrupt),
+		cmocka_unit_test(test_stage),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
