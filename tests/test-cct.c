@@ -51,6 +51,68 @@ static void test_insert_shares_prefixes(void **state)
 	nw_cct_free(t);
 }
 
+/* The leaf node of @ips (leaf first) found by lookups alone, or NW_CCT_NONE. */
+static uint32_t lookup(const struct nw_cct *t, const uint64_t *ips, size_t n)
+{
+	uint32_t node = NW_CCT_ROOT;
+
+	while (n-- > 0 && node != NW_CCT_NONE)
+		node = nw_cct_find(t, node, ips[n]);
+	return node;
+}
+
+/*
+ * nw_cct_insert follows the previous insert's path while it matches: paths
+ * that share a prefix, stop inside it, go deeper, recurse, or come back to
+ * an older path must land on the same nodes as a walk of nw_cct_child.
+ */
+static void test_insert_follows_last_path(void **state)
+{
+	static const uint64_t paths[][6] = {
+		{ 0x30, 0x20, 0x10 },
+		{ 0x31, 0x20, 0x10 },
+		{ 0x20, 0x10 },                   /* ends inside the last path */
+		{ 0x40, 0x31, 0x20, 0x10 },       /* goes deeper */
+		{ 0x20, 0x20, 0x20, 0x10 },       /* recursion: same ip, new nodes */
+		{ 0x20, 0x20, 0x10 },
+		{ 0x30, 0x20, 0x10 },             /* an older path again */
+		{ 0x30, 0x21, 0x10 },             /* differs in the middle */
+		{ 0x10 },
+		{ 0x30, 0x20, 0x11 },             /* differs at the root */
+	};
+	static const size_t lens[] = { 3, 3, 2, 4, 4, 3, 3, 3, 1, 3 };
+	struct nw_cct *t = nw_cct_new(2), *ref = nw_cct_new(2);
+	struct nw_frame f[6];
+
+	for (int round = 0; round < 2; round++) {
+		for (size_t p = 0; p < sizeof(lens) / sizeof(lens[0]); p++) {
+			uint32_t node, want = NW_CCT_ROOT;
+
+			for (size_t i = 0; i < lens[p]; i++)
+				f[i] = (struct nw_frame){ .ip = paths[p][i] };
+			node = nw_cct_insert(t, f, lens[p]);
+			for (size_t i = lens[p]; i-- > 0;)
+				want = nw_cct_child(ref, want, paths[p][i], 0);
+			assert_int_not_equal(node, NW_CCT_NONE);
+			assert_int_equal(node, lookup(t, paths[p], lens[p]));
+			assert_int_equal(t->n, ref->n);
+			assert_int_equal(node, want); /* same creation order, same indexes */
+		}
+	}
+	assert_int_equal(t->n, 13); /* root and 12 distinct prefixes */
+	/* A zero sp tag is filled in by a later sp, also on the followed path. */
+	for (size_t i = 0; i < 3; i++)
+		f[i] = (struct nw_frame){ .ip = paths[0][i], .sp = 0x7000 + i };
+	nw_cct_insert(t, f, 3);
+	assert_int_equal(t->nodes[lookup(t, paths[0] + 2, 1)].sp, 0x7002);
+	assert_int_equal(t->nodes[lookup(t, paths[0], 3)].sp, 0x7000);
+	f[0].sp = 0x9000; /* a set tag stays */
+	nw_cct_insert(t, f, 3);
+	assert_int_equal(t->nodes[lookup(t, paths[0], 3)].sp, 0x7000);
+	nw_cct_free(t);
+	nw_cct_free(ref);
+}
+
 static void test_recursion_nests(void **state)
 {
 	struct nw_cct *t = nw_cct_new(2);
@@ -158,6 +220,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_insert_shares_prefixes),
+		cmocka_unit_test(test_insert_follows_last_path),
 		cmocka_unit_test(test_recursion_nests),
 		cmocka_unit_test(test_many_siblings_and_growth),
 		cmocka_unit_test(test_preorder),

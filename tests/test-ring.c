@@ -175,6 +175,49 @@ static void test_callback_stop_keeps_record(void **state)
 	free(f);
 }
 
+/* Records the pointer each record was handed out at. */
+static int note_ptr(const struct perf_event_header *hdr, const void *rec, size_t size, void *arg)
+{
+	const void **ptrs = arg;
+
+	(void)size;
+	ptrs[hdr->type] = rec;
+	return 0;
+}
+
+static void test_peek_holds_until_release(void **state)
+{
+	struct nw_ring r;
+	struct fake *f = new_fake(&r);
+	const void *ptrs[16] = { 0 };
+	struct seen s = { 0 };
+	uint64_t tail = 0;
+
+	put(f, 1, 200, 1);
+	assert_int_equal(nw_ring_read(&r, collect, &s), 1);
+	put(f, 2, 24, 2);  /* 200..224: in place */
+	put(f, 3, 48, 3);  /* 224..272: wraps, handed out in the bounce buffer */
+	assert_int_equal(nw_ring_peek(&r, note_ptr, ptrs, &tail), 2);
+	assert_ptr_equal(ptrs[2], f->data + 200);
+	assert_ptr_equal(ptrs[3], r.bounce);
+	assert_int_equal(tail, 272);
+	/* Nothing given back yet: the kernel may not write over them. */
+	assert_int_equal(f->meta.data_tail, 200);
+	assert_int_equal(nw_ring_pending(&r), 72);
+	nw_ring_release(&r, tail);
+	assert_int_equal(f->meta.data_tail, 272);
+	assert_int_equal(nw_ring_pending(&r), 0);
+	/* A failing callback: the walk stops before the record it refused. */
+	s = (struct seen){ .stop_at = 1 };
+	put(f, 4, 16, 4);
+	put(f, 5, 16, 5);
+	assert_int_equal(nw_ring_peek(&r, collect, &s, &tail), -42);
+	assert_int_equal(tail, 288);
+	assert_int_equal(f->meta.data_tail, 272);
+	nw_ring_fini(&r);
+	free(f);
+}
+
 static void test_init_rejects_bad_size(void **state)
 {
 	struct nw_ring r;
@@ -196,6 +239,7 @@ int main(void)
 		cmocka_unit_test(test_wrap_and_split),
 		cmocka_unit_test(test_bad_size_resyncs),
 		cmocka_unit_test(test_callback_stop_keeps_record),
+		cmocka_unit_test(test_peek_holds_until_release),
 		cmocka_unit_test(test_init_rejects_bad_size),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -80,6 +80,7 @@ void nw_cct_free(struct nw_cct *cct)
 	free(cct->nodes);
 	free(cct->metrics);
 	free(cct->slots);
+	free(cct->path);
 	free(cct);
 }
 
@@ -142,12 +143,39 @@ uint32_t nw_cct_child(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t
 uint32_t nw_cct_insert(struct nw_cct *cct, const struct nw_frame *frames, size_t n)
 {
 	uint32_t node = NW_CCT_ROOT;
+	size_t k = 0;
 
-	while (n-- > 0) {
-		node = nw_cct_child(cct, node, frames[n].ip, frames[n].sp);
-		if (node == NW_CCT_NONE)
-			return NW_CCT_NONE;
+	/*
+	 * Consecutive samples of a thread mostly share the top of their stacks:
+	 * follow the previous path while it matches, each node checked against
+	 * its parent and ip, which no other node of the tree has together.
+	 */
+	for (; k < n && k < cct->npath; k++) {
+		const struct nw_frame *f = &frames[n - 1 - k];
+		uint32_t c = cct->path[k];
+
+		if (c >= cct->n || cct->nodes[c].parent != node || cct->nodes[c].ip != f->ip)
+			break;
+		if (!cct->nodes[c].sp)
+			cct->nodes[c].sp = f->sp;
+		node = c;
 	}
+	if (n > cct->cap_path && n <= NW_CCT_NONE) {
+		uint32_t *path = realloc(cct->path, n * sizeof(*path));
+
+		if (path) {
+			cct->path = path;
+			cct->cap_path = (uint32_t)n;
+		}
+	}
+	for (; k < n; k++) {
+		node = nw_cct_child(cct, node, frames[n - 1 - k].ip, frames[n - 1 - k].sp);
+		if (node == NW_CCT_NONE)
+			break;
+		if (k < cct->cap_path)
+			cct->path[k] = node;
+	}
+	cct->npath = (uint32_t)(k < cct->cap_path ? k : cct->cap_path);
 	return node;
 }
 

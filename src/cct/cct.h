@@ -36,6 +36,8 @@ struct nw_cct {
 	uint64_t *metrics;     /* n * nmetrics, node-major */
 	uint32_t *slots;       /* open-addressing index over (parent, ip) */
 	uint32_t nslots;       /* power of two */
+	uint32_t *path;        /* nw_cct_insert: the last path's nodes, root's child first */
+	uint32_t npath, cap_path;
 };
 
 /* A tree holding only the root.  NULL on allocation failure. */
@@ -54,7 +56,8 @@ uint32_t nw_cct_find(const struct nw_cct *cct, uint32_t parent, uint64_t ip);
 
 /*
  * Walks @n frames (leaf first) from the root and returns the leaf's node,
- * or NW_CCT_NONE on allocation failure (the tree stays valid).
+ * or NW_CCT_NONE on allocation failure (the tree stays valid).  The part
+ * shared with the previous insert's path is followed without hashing.
  */
 uint32_t nw_cct_insert(struct nw_cct *cct, const struct nw_frame *frames, size_t n);
 

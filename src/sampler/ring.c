@@ -42,7 +42,7 @@ uint64_t nw_ring_pending(const struct nw_ring *ring)
 	return head - ring->meta->data_tail;
 }
 
-int nw_ring_read(struct nw_ring *ring, nw_ring_fn fn, void *arg)
+int nw_ring_peek(struct nw_ring *ring, nw_ring_fn fn, void *arg, uint64_t *tailp)
 {
 	uint64_t head = __atomic_load_n(&ring->meta->data_head, __ATOMIC_ACQUIRE);
 	uint64_t tail = ring->meta->data_tail;
@@ -89,6 +89,20 @@ int nw_ring_read(struct nw_ring *ring, nw_ring_fn fn, void *arg)
 		tail += hdr.size;
 		n++;
 	}
-	__atomic_store_n(&ring->meta->data_tail, tail, __ATOMIC_RELEASE);
+	*tailp = tail;
 	return ret < 0 ? ret : n;
+}
+
+void nw_ring_release(struct nw_ring *ring, uint64_t tail)
+{
+	__atomic_store_n(&ring->meta->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+int nw_ring_read(struct nw_ring *ring, nw_ring_fn fn, void *arg)
+{
+	uint64_t tail;
+	int ret = nw_ring_peek(ring, fn, arg, &tail);
+
+	nw_ring_release(ring, tail);
+	return ret;
 }

@@ -47,6 +47,18 @@ void nw_ring_fini(struct nw_ring *ring);
  */
 int nw_ring_read(struct nw_ring *ring, nw_ring_fn fn, void *arg);
 
+/*
+ * nw_ring_read() without the release: the records stay in the ring, so the
+ * bytes handed to @fn stay valid (the kernel does not write over them) until
+ * nw_ring_release(@ring, *@tail), except a record that wraps the end of the
+ * data area, which @fn gets in ring->bounce, valid only during the call.
+ * *@tail is where the walk stopped (after the last record handed out when
+ * @fn never failed).  Returns as nw_ring_read().
+ */
+int nw_ring_peek(struct nw_ring *ring, nw_ring_fn fn, void *arg, uint64_t *tail);
+/* Gives the kernel back everything before @tail (from nw_ring_peek()). */
+void nw_ring_release(struct nw_ring *ring, uint64_t tail);
+
 /* Bytes written by the kernel and not yet consumed. */
 uint64_t nw_ring_pending(const struct nw_ring *ring);
 
