@@ -216,6 +216,28 @@ static void test_merge(void **state)
 	nw_cct_free(y);
 }
 
+static void test_merge_at(void **state)
+{
+	struct nw_cct *dst = nw_cct_new(2), *src = nw_cct_new(2);
+	const uint64_t a[] = { 0x30, 0x20 }, top[] = { 0x99 };
+	uint32_t at, n;
+
+	add(src, a, 2, 10);
+	add(src, a, 2, 5);
+	at = add(dst, top, 1, 1);
+	assert_int_equal(nw_cct_merge_at(dst, at, src, NULL, NULL), 0);
+	/* src's root lands on node 0x99: its paths hang below it. */
+	n = nw_cct_find(dst, nw_cct_find(dst, at, 0x20), 0x30);
+	assert_int_not_equal(n, NW_CCT_NONE);
+	assert_int_equal(nw_cct_metrics(dst, n)[0], 2);
+	assert_int_equal(nw_cct_metrics(dst, n)[1], 15);
+	assert_int_equal(nw_cct_find(dst, NW_CCT_ROOT, 0x20), NW_CCT_NONE);
+	assert_int_equal(nw_cct_metrics(dst, at)[0], 1);
+	assert_int_equal(dst->n, 4);
+	nw_cct_free(dst);
+	nw_cct_free(src);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -225,6 +247,7 @@ int main(void)
 		cmocka_unit_test(test_many_siblings_and_growth),
 		cmocka_unit_test(test_preorder),
 		cmocka_unit_test(test_merge),
+		cmocka_unit_test(test_merge_at),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

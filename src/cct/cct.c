@@ -201,6 +201,12 @@ uint32_t nw_cct_preorder(const struct nw_cct *cct, uint32_t *order)
 
 int nw_cct_merge(struct nw_cct *dst, const struct nw_cct *src, nw_cct_map_fn map, void *arg)
 {
+	return nw_cct_merge_at(dst, NW_CCT_ROOT, src, map, arg);
+}
+
+int nw_cct_merge_at(struct nw_cct *dst, uint32_t at, const struct nw_cct *src, nw_cct_map_fn map,
+		    void *arg)
+{
 	unsigned nm = dst->nmetrics < src->nmetrics ? dst->nmetrics : src->nmetrics;
 	uint32_t *to = malloc((size_t)src->n * sizeof(*to));
 	uint32_t *order = malloc((size_t)src->n * sizeof(*order));
@@ -212,14 +218,14 @@ int nw_cct_merge(struct nw_cct *dst, const struct nw_cct *src, nw_cct_map_fn map
 		goto out;
 	}
 	n = nw_cct_preorder(src, order);
-	to[NW_CCT_ROOT] = NW_CCT_ROOT;
+	to[NW_CCT_ROOT] = at;
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t s = order[k], d;
 		const uint64_t *sm = nw_cct_metrics(src, s);
 		uint64_t *dm;
 
 		if (s == NW_CCT_ROOT) {
-			d = NW_CCT_ROOT;
+			d = at;
 		} else {
 			uint64_t ip = map ? map(src, s, arg) : src->nodes[s].ip;
 

@@ -81,5 +81,8 @@ uint32_t nw_cct_preorder(const struct nw_cct *cct, uint32_t *order);
  */
 typedef uint64_t (*nw_cct_map_fn)(const struct nw_cct *src, uint32_t node, void *arg);
 int nw_cct_merge(struct nw_cct *dst, const struct nw_cct *src, nw_cct_map_fn map, void *arg);
+/* The same with @src's root landing on node @at of @dst (its subtrees below @at). */
+int nw_cct_merge_at(struct nw_cct *dst, uint32_t at, const struct nw_cct *src, nw_cct_map_fn map,
+		    void *arg);
 
 #endif

@@ -11,43 +11,6 @@
 #include "report/flamegraph.h"
 #include "report/pprof.h"
 
-/* Adds every node of @src below @at in @dst (same paths), summing metrics. */
-static int graft(struct nw_cct *dst, uint32_t at, const struct nw_cct *src)
-{
-	unsigned nm = src->nmetrics < dst->nmetrics ? src->nmetrics : dst->nmetrics;
-	uint32_t *order = malloc((size_t)src->n * sizeof(*order));
-	uint32_t *to = malloc((size_t)src->n * sizeof(*to));
-	uint32_t n;
-	int ret = 0;
-
-	if (!order || !to) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	n = nw_cct_preorder(src, order);
-	for (uint32_t k = 0; k < n; k++) {
-		uint32_t s = order[k], d;
-		const uint64_t *sm = nw_cct_metrics(src, s);
-		uint64_t *dm;
-
-		d = s == NW_CCT_ROOT ? at
-				     : nw_cct_child(dst, to[src->nodes[s].parent], src->nodes[s].ip,
-						    src->nodes[s].sp);
-		if (d == NW_CCT_NONE) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		to[s] = d;
-		dm = nw_cct_metrics(dst, d);
-		for (unsigned i = 0; i < nm; i++)
-			dm[i] += sm[i];
-	}
-out:
-	free(order);
-	free(to);
-	return ret;
-}
-
 struct nw_cct *nw_export_thread_tree(struct nw_profile *p, const struct nw_filter *f)
 {
 	struct nw_cct *dst = nw_cct_new(p->nmetrics);
@@ -73,7 +36,7 @@ struct nw_cct *nw_export_thread_tree(struct nw_profile *p, const struct nw_filte
 			goto fail;
 		/* p->threads may not move: nw_profile_intern only touches funcs. */
 		node = nw_cct_child(dst, NW_CCT_ROOT, (uint64_t)fi, 0);
-		if (node == NW_CCT_NONE || graft(dst, node, th->tree))
+		if (node == NW_CCT_NONE || nw_cct_merge_at(dst, node, th->tree, NULL, NULL))
 			goto fail;
 	}
 	return dst;
