@@ -10,7 +10,8 @@
  * The fast path does not run libdwfl per sample: for each PC it asks
  * libdw once for the CFI row (dwarf_cfi_addrframe) and compiles it into a
  * small rule -- CFA = SP or FP + offset; return address and FP undefined,
- * unchanged, or saved at CFA + offset -- kept in a per-process cache.  A
+ * unchanged, or saved at CFA + offset -- kept in a cache shared by every
+ * process (keyed by module and file offset).  A
  * frame then costs one hash lookup and one or two reads of the stack
  * copy.  A row the rule cannot express (CFA expressions, signal frames,
  * registers saved in other registers) sends the whole sample to
