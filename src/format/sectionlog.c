@@ -23,20 +23,9 @@
 
 #include "cct/cct.h"
 #include "cct/thread.h"
+#include "util/log.h"
 
 #define MAX_SECTION_ID (1u << 20)
-
-__attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen,
-							  const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static uint32_t get_u32(const uint8_t *b)
 {
@@ -264,7 +253,7 @@ static int parse_intervals(struct nw_seclog *log, const struct image *im, const 
 	pos += NW_SECLOG_INTERVALS_FIXED;
 	/* Five varints of at least one byte each per record. */
 	if (count > (end - pos) / 5) {
-		set_err(err, errlen, "%s: interval block at offset %zu claims %u intervals in %zu "
+		nw_set_err(err, errlen, "%s: interval block at offset %zu claims %u intervals in %zu "
 				     "bytes",
 			path, at - NW_SECLOG_BLOCK_HEADER, count, end - pos);
 		return -EBADMSG;
@@ -292,20 +281,20 @@ static int parse_intervals(struct nw_seclog *log, const struct image *im, const 
 		if (get_varint(buf, &pos, end, &id) || get_varint(buf, &pos, end, &depth) ||
 		    get_varint(buf, &pos, end, &flags) || get_varint(buf, &pos, end, &zz) ||
 		    get_varint(buf, &pos, end, &dur)) {
-			set_err(err, errlen, "%s: interval %u of the block at offset %zu runs past "
+			nw_set_err(err, errlen, "%s: interval %u of the block at offset %zu runs past "
 					     "it (offset %zu)",
 				path, i, at - NW_SECLOG_BLOCK_HEADER, rec);
 			return -EBADMSG;
 		}
 		if (id >= im->nids || im->ids[id] < 0 || depth > UINT16_MAX || flags > UINT16_MAX) {
-			set_err(err, errlen, "%s: interval at offset %zu: %s", path, rec,
+			nw_set_err(err, errlen, "%s: interval at offset %zu: %s", path, rec,
 				id >= im->nids || im->ids[id] < 0 ? "section id without a name"
 								  : "depth or flags out of range");
 			return -EBADMSG;
 		}
 		iv->start = prev + (uint64_t)((int64_t)(zz >> 1) ^ -(int64_t)(zz & 1));
 		if (iv->start + dur < iv->start) {
-			set_err(err, errlen, "%s: interval at offset %zu ends past 2^64 ns", path,
+			nw_set_err(err, errlen, "%s: interval at offset %zu ends past 2^64 ns", path,
 				rec);
 			return -EBADMSG;
 		}
@@ -346,7 +335,7 @@ int nw_seclog_parse(struct nw_seclog *log, const void *data, size_t size, const 
 			break;
 		}
 		if (!im.started && type != NW_SECLOG_START) {
-			set_err(err, errlen, "%s: not a sections log (no START block at offset %zu)",
+			nw_set_err(err, errlen, "%s: not a sections log (no START block at offset %zu)",
 				path, at);
 			ret = -EBADMSG;
 			goto out;
@@ -355,12 +344,12 @@ int nw_seclog_parse(struct nw_seclog *log, const void *data, size_t size, const 
 		case NW_SECLOG_START:
 			if (len < NW_SECLOG_START_SIZE ||
 			    memcmp(buf + body, NW_SECLOG_MAGIC, 8) != 0) {
-				set_err(err, errlen, "%s: bad START block at offset %zu", path, at);
+				nw_set_err(err, errlen, "%s: bad START block at offset %zu", path, at);
 				ret = -EBADMSG;
 				goto out;
 			}
 			if (get_u32(buf + body + 8) != NW_SECLOG_VERSION) {
-				set_err(err, errlen, "%s: sections log version %u, this narwhal reads %u",
+				nw_set_err(err, errlen, "%s: sections log version %u, this narwhal reads %u",
 					path, get_u32(buf + body + 8), NW_SECLOG_VERSION);
 				ret = -EBADMSG;
 				goto out;
@@ -381,7 +370,7 @@ int nw_seclog_parse(struct nw_seclog *log, const void *data, size_t size, const 
 			int64_t name;
 
 			if (len < NW_SECLOG_NAME_FIXED) {
-				set_err(err, errlen, "%s: NAME block at offset %zu too short", path, at);
+				nw_set_err(err, errlen, "%s: NAME block at offset %zu too short", path, at);
 				ret = -EBADMSG;
 				goto out;
 			}
@@ -391,7 +380,7 @@ int nw_seclog_parse(struct nw_seclog *log, const void *data, size_t size, const 
 			fl = get_u32(buf + body + 12);
 			if ((uint64_t)nl + fl > len - NW_SECLOG_NAME_FIXED || id >= MAX_SECTION_ID ||
 			    !nl || memchr(buf + body + 16, 0, (size_t)nl + fl)) {
-				set_err(err, errlen, "%s: bad NAME block at offset %zu", path, at);
+				nw_set_err(err, errlen, "%s: bad NAME block at offset %zu", path, at);
 				ret = -EBADMSG;
 				goto out;
 			}
@@ -404,7 +393,7 @@ int nw_seclog_parse(struct nw_seclog *log, const void *data, size_t size, const 
 		}
 		case NW_SECLOG_INTERVALS:
 			if (len < NW_SECLOG_INTERVALS_FIXED) {
-				set_err(err, errlen, "%s: INTERVALS block at offset %zu too short", path,
+				nw_set_err(err, errlen, "%s: INTERVALS block at offset %zu too short", path,
 					at);
 				ret = -EBADMSG;
 				goto out;
@@ -415,7 +404,7 @@ int nw_seclog_parse(struct nw_seclog *log, const void *data, size_t size, const 
 			break;
 		case NW_SECLOG_END:
 			if (len < NW_SECLOG_END_SIZE) {
-				set_err(err, errlen, "%s: END block at offset %zu too short", path, at);
+				nw_set_err(err, errlen, "%s: END block at offset %zu too short", path, at);
 				ret = -EBADMSG;
 				goto out;
 			}
@@ -483,7 +472,7 @@ int nw_seclog_read_dir(const char *dir, struct nw_seclog **ret, char *err, size_
 	d = opendir(dir);
 	if (!d) {
 		rc = -errno;
-		set_err(err, errlen, "%s: %s", dir, strerror(-rc));
+		nw_set_err(err, errlen, "%s: %s", dir, strerror(-rc));
 		return rc;
 	}
 	while ((de = readdir(d))) {
@@ -508,7 +497,7 @@ int nw_seclog_read_dir(const char *dir, struct nw_seclog **ret, char *err, size_
 		n++;
 	}
 	if (!n) {
-		set_err(err, errlen, "%s: no sections-*.bin", dir);
+		nw_set_err(err, errlen, "%s: no sections-*.bin", dir);
 		rc = -ENOENT;
 		goto out_names;
 	}
@@ -526,7 +515,7 @@ int nw_seclog_read_dir(const char *dir, struct nw_seclog **ret, char *err, size_
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 		rc = read_file(path, &buf, &size);
 		if (rc) {
-			set_err(err, errlen, "%s: %s", path, strerror(-rc));
+			nw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
 			break;
 		}
 		rc = nw_seclog_parse(log, buf, size, path, err, errlen);
@@ -534,7 +523,7 @@ int nw_seclog_read_dir(const char *dir, struct nw_seclog **ret, char *err, size_
 	}
 	if (rc) {
 		if (rc == -ENOMEM)
-			set_err(err, errlen, "%s: out of memory", dir);
+			nw_set_err(err, errlen, "%s: out of memory", dir);
 		nw_seclog_free(log);
 	} else {
 		nw_seclog_sort(log);
@@ -812,17 +801,17 @@ int nw_stimes_parse(const void *data, size_t size, struct nw_stimes **ret, char 
 	size_t pos = NW_STIMES_HEADER;
 
 	if (size < NW_STIMES_HEADER || memcmp(buf, NW_STIMES_MAGIC, 8) != 0) {
-		set_err(err, errlen, "not a sample times file");
+		nw_set_err(err, errlen, "not a sample times file");
 		return -EBADMSG;
 	}
 	if (get_u32(buf + 8) != NW_STIMES_VERSION) {
-		set_err(err, errlen, "sample times version %u, this narwhal reads %u",
+		nw_set_err(err, errlen, "sample times version %u, this narwhal reads %u",
 			get_u32(buf + 8), NW_STIMES_VERSION);
 		return -EBADMSG;
 	}
 	nthreads = get_u32(buf + 12);
 	if (nthreads > (size - pos) / NW_STIMES_THREAD) {
-		set_err(err, errlen, "%u threads do not fit in %zu bytes", nthreads, size - pos);
+		nw_set_err(err, errlen, "%u threads do not fit in %zu bytes", nthreads, size - pos);
 		return -EBADMSG;
 	}
 	s = calloc(1, sizeof(*s));
@@ -838,7 +827,7 @@ int nw_stimes_parse(const void *data, size_t size, struct nw_stimes **ret, char 
 		uint64_t n;
 
 		if (size - pos < NW_STIMES_THREAD) {
-			set_err(err, errlen, "thread %u: header cut short at offset %zu", i, pos);
+			nw_set_err(err, errlen, "thread %u: header cut short at offset %zu", i, pos);
 			goto bad;
 		}
 		t->pid = get_u32(buf + pos);
@@ -847,7 +836,7 @@ int nw_stimes_parse(const void *data, size_t size, struct nw_stimes **ret, char 
 		n = get_u64(buf + pos + 16);
 		pos += NW_STIMES_THREAD;
 		if (n > (size - pos) / NW_STIMES_RECORD) {
-			set_err(err, errlen, "thread %u: %llu samples do not fit in the %zu bytes left "
+			nw_set_err(err, errlen, "thread %u: %llu samples do not fit in the %zu bytes left "
 					     "at offset %zu",
 				i, (unsigned long long)n, size - pos, pos);
 			goto bad;
@@ -869,7 +858,7 @@ int nw_stimes_parse(const void *data, size_t size, struct nw_stimes **ret, char 
 			t->v[k].event = (uint16_t)(r[22] | r[23] << 8);
 			pos += NW_STIMES_RECORD;
 			if (k && t->v[k].time < t->v[k - 1].time) {
-				set_err(err, errlen, "thread %u: samples out of time order at offset "
+				nw_set_err(err, errlen, "thread %u: samples out of time order at offset "
 						     "%zu",
 					i, pos - NW_STIMES_RECORD);
 				goto bad;
@@ -877,7 +866,7 @@ int nw_stimes_parse(const void *data, size_t size, struct nw_stimes **ret, char 
 		}
 	}
 	if (pos != size) {
-		set_err(err, errlen, "%zu bytes after the last thread", size - pos);
+		nw_set_err(err, errlen, "%zu bytes after the last thread", size - pos);
 		goto bad;
 	}
 	*ret = s;
@@ -895,12 +884,12 @@ int nw_stimes_read(const char *path, struct nw_stimes **ret, char *err, size_t e
 	int rc = read_file(path, &buf, &size);
 
 	if (rc) {
-		set_err(err, errlen, "%s: %s", path, strerror(-rc));
+		nw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
 	rc = nw_stimes_parse(buf, size, ret, msg, sizeof(msg));
 	if (rc)
-		set_err(err, errlen, "%s: %s", path, msg[0] ? msg : strerror(-rc));
+		nw_set_err(err, errlen, "%s: %s", path, msg[0] ? msg : strerror(-rc));
 	free(buf);
 	return rc;
 }
@@ -969,12 +958,12 @@ int nw_seclog_stage_finish(const char *stage, const char *dir, const struct nw_s
 	if (snprintf(target, sizeof(target), "%s/%s", dir, NW_SECLOG_SUBDIR) >=
 		    (int)sizeof(target) ||
 	    snprintf(path, sizeof(path), "%s/%s", target, NW_STIMES_FILE) >= (int)sizeof(path)) {
-		set_err(err, errlen, "%s: path too long", dir);
+		nw_set_err(err, errlen, "%s: path too long", dir);
 		return -ENAMETOOLONG;
 	}
 	if (rename(stage, target) < 0) {
 		rc = -errno;
-		set_err(err, errlen, "cannot move the sections %s to %s: %s", stage, target,
+		nw_set_err(err, errlen, "cannot move the sections %s to %s: %s", stage, target,
 			strerror(-rc));
 		return rc;
 	}
@@ -982,6 +971,6 @@ int nw_seclog_stage_finish(const char *stage, const char *dir, const struct nw_s
 		return 0;
 	rc = nw_stimes_write(path, r, tasks);
 	if (rc)
-		set_err(err, errlen, "cannot write %s: %s", path, strerror(-rc));
+		nw_set_err(err, errlen, "cannot write %s: %s", path, strerror(-rc));
 	return rc;
 }

@@ -10,6 +10,7 @@
 
 #include "report/flamegraph.h"
 #include "report/pprof.h"
+#include "util/log.h"
 
 struct nw_cct *nw_export_thread_tree(struct nw_profile *p, const struct nw_filter *f)
 {
@@ -167,18 +168,6 @@ char *nw_export_subtitle(const struct nw_profile *p, const struct nw_cct *tree, 
 	return s;
 }
 
-__attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen,
-							  const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static int write_svg(const char *path, struct nw_profile *p)
 {
 	struct nw_flamegraph_opts o = { .title = "Flame Graph", .base_metric = -1 };
@@ -217,7 +206,7 @@ int nw_export_measurement(const char *dir, const char *pprof_path, const char *s
 	struct nw_profile *p = NULL;
 	int ret;
 
-	set_err(err, errlen, "%s", "");
+	nw_set_err(err, errlen, "%s", "");
 	if (!pprof_path && !svg_path)
 		return 0;
 	ret = nw_profile_load(dir, &p, err, errlen);
@@ -231,7 +220,7 @@ int nw_export_measurement(const char *dir, const char *pprof_path, const char *s
 	if (svg_path) {
 		ret = write_svg(svg_path, p);
 		if (ret)
-			set_err(err, errlen, "%s: %s", svg_path,
+			nw_set_err(err, errlen, "%s: %s", svg_path,
 				ret == -ENOENT ? "the measurement has no metric" : strerror(-ret));
 	}
 out:

@@ -27,6 +27,7 @@
 #include "report/export.h"
 #include "report/profile.pb-c.h"
 #include "symbol/symbol.h"
+#include "util/log.h"
 
 #define EMPTY UINT32_MAX
 #define PAGE 4096u
@@ -1053,18 +1054,6 @@ out:
 
 /* ---- the export ---- */
 
-__attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen,
-							  const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static int write_gzip(const char *path, const uint8_t *buf, size_t len)
 {
 	gzFile gz;
@@ -1108,17 +1097,17 @@ int nw_pprof_export(const char *path, const char *dir, struct nw_profile *p,
 	size_t len;
 	int ret;
 
-	set_err(err, errlen, "%s", "");
+	nw_set_err(err, errlen, "%s", "");
 	file = join_path(dir, "symbols.json");
 	if (!file)
 		return -ENOMEM;
 	ret = nw_symtab_read(file, &st, err, errlen);
 	if (ret == -ENOENT) {
-		set_err(err, errlen, "%s", "");
+		nw_set_err(err, errlen, "%s", "");
 		st = nw_symtab_new();
 		ret = st ? 0 : -ENOMEM;
 	} else if (ret && (!err || !err[0])) {
-		set_err(err, errlen, "%s: %s", file, strerror(-ret));
+		nw_set_err(err, errlen, "%s: %s", file, strerror(-ret));
 	}
 	free(file);
 	if (ret)
@@ -1140,7 +1129,7 @@ int nw_pprof_export(const char *path, const char *dir, struct nw_profile *p,
 		}
 		ret = nw_csprof_read_file(file, &cp, &cerr);
 		if (ret) {
-			set_err(err, errlen, "%s: %s", file,
+			nw_set_err(err, errlen, "%s: %s", file,
 				cerr.msg[0] ? cerr.msg : strerror(-ret));
 			free(file);
 			goto out;
@@ -1148,7 +1137,7 @@ int nw_pprof_export(const char *path, const char *dir, struct nw_profile *p,
 		ret = nw_pprof_add(b, cp, st, mt->pid, mt->tid, mt->comm);
 		nw_csprof_free(cp);
 		if (ret) {
-			set_err(err, errlen, "%s: %s", file,
+			nw_set_err(err, errlen, "%s: %s", file,
 				ret == -EBADMSG ? "tree with a bad epoch index" : strerror(-ret));
 			free(file);
 			goto out;
@@ -1157,15 +1146,15 @@ int nw_pprof_export(const char *path, const char *dir, struct nw_profile *p,
 	}
 	ret = nw_pprof_pack(b, &buf, &len);
 	if (ret) {
-		set_err(err, errlen, "%s: %s", path, strerror(-ret));
+		nw_set_err(err, errlen, "%s: %s", path, strerror(-ret));
 		goto out;
 	}
 	ret = write_gzip(path, buf, len);
 	if (ret)
-		set_err(err, errlen, "%s: %s", path, strerror(-ret));
+		nw_set_err(err, errlen, "%s: %s", path, strerror(-ret));
 out:
 	if (ret == -ENOMEM && err && !err[0])
-		set_err(err, errlen, "%s: out of memory", path);
+		nw_set_err(err, errlen, "%s: out of memory", path);
 	free(buf);
 	nw_pprof_free(b);
 	nw_symtab_free(st);

@@ -19,6 +19,7 @@
 
 #include "format/csprof.h"
 #include "format/symtab.h"
+#include "util/log.h"
 
 #define SLOT_EMPTY UINT32_MAX
 
@@ -515,18 +516,6 @@ static uint64_t tree_samples(const struct nw_cct *t)
 
 /* ---- loading ---- */
 
-__attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen,
-							  const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* Makes sure a reader's message names @path. */
 static void name_file(char *err, size_t errlen, const char *path, int rc)
 {
@@ -535,10 +524,10 @@ static void name_file(char *err, size_t errlen, const char *path, int rc)
 	if (!err || !errlen)
 		return;
 	if (!err[0]) {
-		set_err(err, errlen, "%s: %s", path, strerror(-rc));
+		nw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
 	} else if (!strstr(err, path)) {
 		snprintf(msg, sizeof(msg), "%s", err);
-		set_err(err, errlen, "%s: %s", path, msg);
+		nw_set_err(err, errlen, "%s: %s", path, msg);
 	}
 }
 
@@ -606,11 +595,11 @@ static int load_thread(struct nw_profile *p, const char *dir, const struct nw_sy
 		return -ENOMEM;
 	ret = nw_csprof_read_file(path, &cp, &cerr);
 	if (ret == -EBADMSG) {
-		set_err(err, errlen, "%s: %s at offset %llu", path, cerr.msg,
+		nw_set_err(err, errlen, "%s: %s at offset %llu", path, cerr.msg,
 			(unsigned long long)cerr.offset);
 		goto out;
 	} else if (ret) {
-		set_err(err, errlen, "%s", cerr.msg);
+		nw_set_err(err, errlen, "%s", cerr.msg);
 		name_file(err, errlen, path, ret);
 		goto out;
 	}
@@ -625,11 +614,11 @@ static int load_thread(struct nw_profile *p, const char *dir, const struct nw_sy
 		goto out;
 	ret = add_csprof(p, st, cp, th->tree);
 	if (ret == -EBADMSG)
-		set_err(err, errlen, "%s: tree with a bad epoch index", path);
+		nw_set_err(err, errlen, "%s: tree with a bad epoch index", path);
 	th->samples = tree_samples(th->tree);
 out:
 	if (ret == -ENOMEM)
-		set_err(err, errlen, "%s: out of memory", path);
+		nw_set_err(err, errlen, "%s: out of memory", path);
 	nw_csprof_free(cp);
 	free(path);
 	return ret;
@@ -643,14 +632,14 @@ int nw_profile_load(const char *dir, struct nw_profile **ret, char *err, size_t 
 	char *path = NULL;
 	int rc;
 
-	set_err(err, errlen, "%s", "");
+	nw_set_err(err, errlen, "%s", "");
 	if (stat(dir, &sb) < 0) {
 		rc = -errno;
-		set_err(err, errlen, "%s: %s", dir, strerror(-rc));
+		nw_set_err(err, errlen, "%s: %s", dir, strerror(-rc));
 		return rc;
 	}
 	if (!S_ISDIR(sb.st_mode)) {
-		set_err(err, errlen, "%s: not a measurement directory", dir);
+		nw_set_err(err, errlen, "%s: not a measurement directory", dir);
 		return -ENOTDIR;
 	}
 	p = calloc(1, sizeof(*p));
@@ -672,11 +661,11 @@ int nw_profile_load(const char *dir, struct nw_profile **ret, char *err, size_t 
 	path = join_path(dir, "symbols.json");
 	if (!path)
 		goto out_free;
-	set_err(err, errlen, "%s", "");
+	nw_set_err(err, errlen, "%s", "");
 	rc = nw_symtab_read(path, &st, err, errlen);
 	if (rc == -ENOENT) {
 		/* No symbol table: every frame shows as module+0xADDR. */
-		set_err(err, errlen, "%s", "");
+		nw_set_err(err, errlen, "%s", "");
 		st = nw_symtab_new();
 		rc = st ? 0 : -ENOMEM;
 	} else if (rc) {
@@ -687,7 +676,7 @@ int nw_profile_load(const char *dir, struct nw_profile **ret, char *err, size_t 
 		goto out_free;
 
 	for (uint32_t i = 0; i < p->manifest->nthreads; i++) {
-		set_err(err, errlen, "%s", "");
+		nw_set_err(err, errlen, "%s", "");
 		rc = load_thread(p, dir, st, &p->manifest->threads[i], err, errlen);
 		if (rc)
 			goto out_free;
@@ -707,7 +696,7 @@ int nw_profile_load(const char *dir, struct nw_profile **ret, char *err, size_t 
 			goto out_free;
 		}
 	}
-	set_err(err, errlen, "%s", "");
+	nw_set_err(err, errlen, "%s", "");
 	nw_symtab_free(st);
 	free(path);
 	*ret = p;
@@ -715,7 +704,7 @@ int nw_profile_load(const char *dir, struct nw_profile **ret, char *err, size_t 
 
 out_free:
 	if (rc == -ENOMEM && err && !err[0])
-		set_err(err, errlen, "%s: out of memory", dir);
+		nw_set_err(err, errlen, "%s: out of memory", dir);
 	nw_symtab_free(st);
 	free(path);
 	nw_profile_free(p);

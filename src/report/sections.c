@@ -21,20 +21,9 @@
 #include "format/csprof.h"
 #include "format/manifest.h"
 #include "format/symtab.h"
+#include "util/log.h"
 
 #define NONE UINT32_MAX
-
-__attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen,
-							  const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- loading ---- */
 
@@ -55,12 +44,12 @@ int nw_sections_load(const char *dir, struct nw_sections **ret, char *err, size_
 	int rc;
 
 	if (snprintf(path, sizeof(path), "%s/%s", dir, NW_SECLOG_SUBDIR) >= (int)sizeof(path)) {
-		set_err(err, errlen, "%s: path too long", dir);
+		nw_set_err(err, errlen, "%s: path too long", dir);
 		return -ENAMETOOLONG;
 	}
 	if (stat(dir, &st) < 0) {
 		rc = -errno;
-		set_err(err, errlen, "%s: %s", dir, strerror(-rc));
+		nw_set_err(err, errlen, "%s: %s", dir, strerror(-rc));
 		return rc;
 	}
 	s = calloc(1, sizeof(*s));
@@ -68,7 +57,7 @@ int nw_sections_load(const char *dir, struct nw_sections **ret, char *err, size_
 		return -ENOMEM;
 	rc = stat(path, &st) < 0 ? -ENOENT : nw_seclog_read_dir(path, &s->log, err, errlen);
 	if (rc == -ENOENT) {
-		set_err(err, errlen,
+		nw_set_err(err, errlen,
 			"%s has no instrumented sections: record a program that uses narwhal.h "
 			"(linked with libnarwhal; see doc/SECTIONS.md)",
 			dir);
@@ -958,7 +947,7 @@ int nw_sections_split(const char *dir, const struct nw_sections *s, const char *
 	snprintf(path, sizeof(path), "%s/manifest.json", dir);
 	rc = nw_manifest_read(path, &mf, msg, sizeof(msg));
 	if (rc) {
-		set_err(err, errlen, "%s", msg[0] ? msg : strerror(-rc));
+		nw_set_err(err, errlen, "%s", msg[0] ? msg : strerror(-rc));
 		goto out;
 	}
 	snprintf(path, sizeof(path), "%s/symbols.json", dir);
@@ -967,7 +956,7 @@ int nw_sections_split(const char *dir, const struct nw_sections *s, const char *
 		st = nw_symtab_new();
 		rc = st ? 0 : -ENOMEM;
 	} else if (rc) {
-		set_err(err, errlen, "%s", msg[0] ? msg : strerror(-rc));
+		nw_set_err(err, errlen, "%s", msg[0] ? msg : strerror(-rc));
 		goto out;
 	}
 	if (rc || (rc = join_init(&j, s, NULL, NULL)))
@@ -986,11 +975,11 @@ int nw_sections_split(const char *dir, const struct nw_sections *s, const char *
 		snprintf(path, sizeof(path), "%s/%s", dir, mt->file);
 		rc = nw_csprof_read_file(path, &cp, &cerr);
 		if (rc == -EBADMSG) {
-			set_err(err, errlen, "%s: %s at offset %llu", path, cerr.msg,
+			nw_set_err(err, errlen, "%s: %s at offset %llu", path, cerr.msg,
 				(unsigned long long)cerr.offset);
 			goto out;
 		} else if (rc) {
-			set_err(err, errlen, "%s: %s", path, cerr.msg[0] ? cerr.msg : strerror(-rc));
+			nw_set_err(err, errlen, "%s: %s", path, cerr.msg[0] ? cerr.msg : strerror(-rc));
 			goto out;
 		}
 		times = times_of(s->times, mt->pid, mt->tid, occurrence);
@@ -1001,7 +990,7 @@ int nw_sections_split(const char *dir, const struct nw_sections *s, const char *
 			snprintf(path, sizeof(path), "%s/%s", outdir, mt->file);
 			rc = nw_csprof_write_file(path, cp);
 			if (rc)
-				set_err(err, errlen, "%s: %s", path, strerror(-rc));
+				nw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
 		}
 		nw_csprof_free(cp);
 		if (rc)
@@ -1016,16 +1005,16 @@ int nw_sections_split(const char *dir, const struct nw_sections *s, const char *
 	snprintf(path, sizeof(path), "%s/symbols.json", outdir);
 	rc = nw_symtab_write(path, st);
 	if (rc) {
-		set_err(err, errlen, "%s: %s", path, strerror(-rc));
+		nw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
 		goto out;
 	}
 	snprintf(path, sizeof(path), "%s/manifest.json", outdir);
 	rc = nw_manifest_write(path, mf);
 	if (rc)
-		set_err(err, errlen, "%s: %s", path, strerror(-rc));
+		nw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
 out:
 	if (rc == -ENOMEM)
-		set_err(err, errlen, "%s: out of memory splitting by section", dir);
+		nw_set_err(err, errlen, "%s: out of memory splitting by section", dir);
 	pending_free(&ps);
 	join_fini(&j, s->log);
 	nw_symtab_free(st);
@@ -1047,7 +1036,7 @@ int nw_sections_split_tmp(const char *dir, char *tmp, size_t len, char *err, siz
 		    (int)len ||
 	    !mkdtemp(tmp)) {
 		rc = errno ? -errno : -ENAMETOOLONG;
-		set_err(err, errlen, "cannot make a directory for --by-section in %s: %s",
+		nw_set_err(err, errlen, "cannot make a directory for --by-section in %s: %s",
 			base && base[0] ? base : "/tmp", strerror(-rc));
 		tmp[0] = 0;
 		nw_sections_free(s);

@@ -18,3 +18,14 @@ void nw_debug(const char *fmt, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 }
+
+void nw_set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
