@@ -19,7 +19,6 @@ the details.
 """
 import argparse
 import datetime
-import gzip
 import json
 import math
 import os
@@ -260,7 +259,7 @@ def sec_overhead(b):
                 r = compare(b.tools, prog_of(units, threads), mode, ("F", hz), b.runs)
                 r.update(threads=threads, hz=hz, mode=mode)
                 rows.append(r)
-    b.results["overhead"] = {"units": units, "cpu_s": cpu, "rows": rows}
+    b.results["overhead"] = {"units": units, "cpu_s": cpu, "rows": rows, "runs": b.runs}
 
 
 def count_distinct(tools, data):
@@ -387,7 +386,7 @@ def sec_accuracy(b):
     # Sampling noise: the standard deviation of a 50 % share measured with that many samples.
     n = median(samples) or 1
     sigma = 100 * math.sqrt(0.25 / n)
-    b.results["accuracy"] = {"seconds": seconds, "hz": 999, "rows": rows, "samples": n,
+    b.results["accuracy"] = {"seconds": seconds, "hz": 999, "rows": rows, "samples": n, "runs": b.runs,
                              "sigma": sigma}
 
 
@@ -665,7 +664,8 @@ def md_machine(b):
         f"{'quick' if b.quick else 'full'}, {b.runs} runs per configuration; load average "
         f"{la.get('start', '?')} at the start, {la.get('end', '?')} at the end |",
         f"| command | `{b.results['command']}` |",
-    ])
+    ] + [f"| section {k} | {v['started']}, {v['minutes']:g} min, `{v['command']}` |"
+         for k, v in b.results.get("sections", {}).items()])
 
 
 def overhead_rows(rows):
@@ -949,10 +949,10 @@ def write_doc(b):
         parts["overhead"] = (
             f"Workload `work THREADS {ov['units']} 10` (about {ov['cpu_s']:g} s of CPU in all "
             f"threads, 10 frames deep), `-e {EVENT}` / `-e {PERF_EVENT}`, `-F HZ`, "
-            f"`-g fp|dwarf` / `--call-graph fp|dwarf,16384`; medians of {b.runs} runs.  "
+            f"`-g fp|dwarf` / `--call-graph fp|dwarf,16384`; medians of {ov.get('runs', b.runs)} runs.  "
             "*Program CPU* is what the workload reports for itself (getrusage): the kernel's "
             "sampling work lands there.  *Recorder CPU* is the rest of the run's CPU.  "
-            "*Added CPU* is the run's CPU minus the bare run's; *ratio* is Narwhal's added CPU "
+            "*Added CPU* is the run's CPU minus that of the bare run of the same round; *ratio* is Narwhal's added CPU "
             "over perf's, *recorder ratio* the same for the recorders alone; both are medians of "
             "the per-run ratios.\n\n" +
             overhead_rows(ov["rows"]) + f"\n\n![CPU added by recording]({rel}/overhead.svg)\n")
@@ -982,7 +982,7 @@ def write_doc(b):
             "50, 30, 15 and 5 % of the CPU, measured by the program itself "
             "(CLOCK_THREAD_CPUTIME_ID around each call, over its whole CPU time).  Each tool's "
             f"self share per function at {a['hz']} Hz; error = |tool − program| in points, "
-            f"median over {b.runs} runs (each run against its own numbers).  With "
+            f"median over {a.get('runs', b.runs)} runs (each run against its own numbers).  With "
             f"{a['samples']:.0f} samples per run, sampling alone gives a 50 % share a standard "
             f"deviation of {a['sigma']:.2f} points (σ below).\n\n" + md_accuracy(b) +
             "\n")
@@ -1092,12 +1092,18 @@ def main():
         for k in SECTIONS:
             if k in old and k not in sections:
                 b.results[k] = old[k]
+                if k in old.get("sections", {}):
+                    b.results.setdefault("sections", {})[k] = old["sections"][k]
     with tempfile.TemporaryDirectory(prefix="narwhal-bench-") as tmp:
         b.tmp = tmp
         b.tools = Tools(build, tmp)
         b.exes = build_workloads(tmp)
         for s in sections:
+            t1 = time.time()
             globals()["sec_" + s](b)
+            b.results.setdefault("sections", {})[s] = {
+                "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(t1)),
+                "minutes": round((time.time() - t1) / 60, 1), "command": b.results["command"]}
             b.results["duration_min"] = (time.time() - t0) / 60
             b.results["load"]["end"] = "%.1f" % os.getloadavg()[0]
             write_doc(b)
