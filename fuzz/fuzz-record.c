@@ -19,8 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sampler/record.h"
-#include "sampler/ring.h"
+#include "perf/record.h"
+#include "perf/ring.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/symtab.h"
+#include "model/symtab.h"
 #include "memfile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "cct/cct.h"
+#include "model/cct.h"
 
 #define NW_CSPROF_FLAG_ASYNC (1u << 1)
 #define NW_CSPROF_FLAG_REAL  (1u << 2)

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 
 #include "format/csprof.h"
-#include "format/symtab.h"
+#include "model/symtab.h"
 #include "util/log.h"
 
 #define SLOT_EMPTY UINT32_MAX

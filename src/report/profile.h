@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cct/cct.h"
+#include "model/cct.h"
 #include "format/manifest.h"
 
 /* A symbolic frame: a function, or module+0xOFFSET where nothing is known. */

@@ -28,7 +28,7 @@
 
 #include <stdint.h>
 
-#include "cct/cct.h"
+#include "model/cct.h"
 #include "report/profile.h"
 
 /* What a fold did: repeated frames (tree nodes) merged, by what the sp tags said. */

@@ -7,7 +7,7 @@
  */
 #include "report/views.h"
 
-#include "report/export.h"
+#include "export/export.h"
 
 #include <errno.h>
 #include <stdlib.h>

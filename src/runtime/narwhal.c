@@ -41,7 +41,7 @@
 #include <x86intrin.h>
 #endif
 
-#include "format/sectionlog.h"
+#include "sections/seclog.h"
 
 #define NW_EXPORT __attribute__((visibility("default")))
 #define likely(x) __builtin_expect(!!(x), 1)

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "format/symtab.h"
+#include "model/symtab.h"
 
 /* Files larger than this are refused (-EFBIG). */
 #define NW_PERFMAP_MAX_SIZE (256u << 20)

@@ -33,7 +33,7 @@
 #include <elfutils/libdwfl.h>
 #include <libiberty/demangle.h>
 
-#include "symbol/vdso.h"
+#include "elf/vdso.h"
 
 struct nw_symload {
 	uint64_t offset, filesz; /* file range */

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "format/symtab.h"
+#include "model/symtab.h"
 
 struct nw_symbolizer;
 

@@ -32,7 +32,7 @@
 #include <elfutils/libdwfl.h>
 
 #include "symbol/symbol.h"
-#include "symbol/vdso.h"
+#include "elf/vdso.h"
 #include "util/log.h"
 
 enum rule_kind {

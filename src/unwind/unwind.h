@@ -17,9 +17,9 @@
 #include <stdint.h>
 
 #include "arch/arch.h"
-#include "cct/cct.h"
-#include "cct/epoch.h"
-#include "sampler/record.h"
+#include "model/cct.h"
+#include "model/epoch.h"
+#include "perf/record.h"
 
 enum nw_callgraph {
 	NW_CALLGRAPH_FP,

@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "format/sectionlog.h"
+#include "sections/seclog.h"
 #include "report/profile.h"
 
 /* The pseudo-frames' module in a split measurement, and where it is mapped. */

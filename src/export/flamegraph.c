@@ -7,14 +7,14 @@
  * again when zooming.  Frames narrower than a tenth of a pixel at full
  * width are left out, as flamegraph.pl does.
  */
-#include "report/flamegraph.h"
+#include "export/flamegraph.h"
 
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/export.h"
+#include "export/export.h"
 
 #define FRAME_H 16         /* pixels per level */
 #define FONT_PX 12

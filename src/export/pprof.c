@@ -10,7 +10,7 @@
  * "module+0xADDR" where the symbol table knows nothing, else the inline
  * chain of the symbol table.
  */
-#include "report/pprof.h"
+#include "export/pprof.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,8 +24,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "report/export.h"
-#include "report/profile.pb-c.h"
+#include "export/export.h"
+#include "export/profile.pb-c.h"
 #include "symbol/symbol.h"
 #include "util/log.h"
 

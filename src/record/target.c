@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "sampler/target.h"
+#include "record/target.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "sampler/ring.h"
+#include "perf/ring.h"
 
 #include <errno.h>
 #include <stdlib.h>

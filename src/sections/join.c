@@ -8,7 +8,7 @@
  * sample of the thread, in time order, the path of the innermost interval
  * open at its time (start <= t < end), or the root when none is.
  */
-#include "report/sections.h"
+#include "sections/join.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -20,7 +20,7 @@
 
 #include "format/csprof.h"
 #include "format/manifest.h"
-#include "format/symtab.h"
+#include "model/symtab.h"
 #include "util/log.h"
 
 #define NONE UINT32_MAX

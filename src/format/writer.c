@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "format/measurement.h"
+#include "format/writer.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "format/symtab.h"
+#include "model/symtab.h"
 #include "symbol/perfmap.h"
 #include "symbol/symbol.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "sampler/session.h"
+#include "record/session.h"
 
 #include <dirent.h>
 #include <errno.h>

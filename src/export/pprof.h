@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "format/csprof.h"
-#include "format/symtab.h"
+#include "model/symtab.h"
 #include "report/profile.h"
 
 struct nw_pprof;

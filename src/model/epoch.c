@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "cct/epoch.h"
+#include "model/epoch.h"
 
 #include <errno.h>
 #include <stdlib.h>

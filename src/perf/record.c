@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "sampler/record.h"
+#include "perf/record.h"
 
 #include <errno.h>
 

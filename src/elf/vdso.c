@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "symbol/vdso.h"
+#include "elf/vdso.h"
 
 #include <elf.h>
 #include <errno.h>

@@ -7,7 +7,7 @@
  * read, and every count against the bytes its items need before anything
  * is allocated from it.
  */
-#include "format/sectionlog.h"
+#include "sections/seclog.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cct/cct.h"
-#include "cct/thread.h"
+#include "model/cct.h"
+#include "record/tasks.h"
 #include "util/log.h"
 
 #define MAX_SECTION_ID (1u << 20)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "cct/thread.h"
+#include "record/tasks.h"
 
 #include <errno.h>
 #include <stdlib.h>

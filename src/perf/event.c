@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "sampler/event.h"
+#include "perf/event.h"
 
 #include <errno.h>
 #include <perfmon/pfmlib_perf_event.h>

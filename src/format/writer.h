@@ -8,8 +8,8 @@
 
 #include <stddef.h>
 
-#include "cct/epoch.h"
-#include "cct/thread.h"
+#include "model/epoch.h"
+#include "record/tasks.h"
 #include "format/csprof.h"
 #include "format/manifest.h"
 

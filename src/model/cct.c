@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "cct/cct.h"
+#include "model/cct.h"
 
 #include <errno.h>
 #include <stdlib.h>

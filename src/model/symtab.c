@@ -8,7 +8,7 @@
  * decl_file are left out when unknown.  The reader checks types, module
  * indexes and addresses and names the file and the key in its message.
  */
-#include "format/symtab.h"
+#include "model/symtab.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* What the exports share; see export.h. */
-#include "report/export.h"
+#include "export/export.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/flamegraph.h"
-#include "report/pprof.h"
+#include "export/flamegraph.h"
+#include "export/pprof.h"
 #include "util/log.h"
 
 struct nw_cct *nw_export_thread_tree(struct nw_profile *p, const struct nw_filter *f)

@@ -11,8 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cct/cct.h"
-#include "cct/epoch.h"
+#include "model/cct.h"
+#include "model/epoch.h"
 
 #define NW_COMM_LEN 16
 

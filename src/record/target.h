@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "sampler/session.h"
+#include "record/session.h"
 
 /* A program forked and waiting at the gate. */
 struct nw_launch {

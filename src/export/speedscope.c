@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* The speedscope export (json-c builds and escapes the JSON); see speedscope.h. */
-#include "report/speedscope.h"
+#include "export/speedscope.h"
 
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/export.h"
+#include "export/export.h"
 
 #define SCHEMA_URL "https://www.speedscope.app/file-format-schema.json"
 

@@ -17,12 +17,12 @@
 #include <sys/types.h>
 
 #include "arch/arch.h"
-#include "cct/epoch.h"
-#include "cct/thread.h"
-#include "format/sectionlog.h"
-#include "sampler/event.h"
-#include "sampler/record.h"
-#include "sampler/ring.h"
+#include "model/epoch.h"
+#include "record/tasks.h"
+#include "sections/seclog.h"
+#include "perf/event.h"
+#include "perf/record.h"
+#include "perf/ring.h"
 #include "unwind/unwind.h"
 
 struct nw_session_opts {
