@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "cct/cct.h"
+#include "model/cct.h"
 
 static uint32_t add(struct nw_cct *t, const uint64_t *ips, size_t n, uint64_t period)
 {

@@ -8,8 +8,8 @@
 
 #include <cmocka.h>
 
-#include "cct/epoch.h"
-#include "cct/thread.h"
+#include "model/epoch.h"
+#include "record/tasks.h"
 
 static void test_epochs_begin_lazily(void **state)
 {

@@ -20,8 +20,8 @@
 
 #include "format/csprof.h"
 #include "format/manifest.h"
-#include "report/export.h"
-#include "report/profile.pb-c.h"
+#include "export/export.h"
+#include "export/profile.pb-c.h"
 #include "report/views.h"
 
 static char *xstrdup(const char *s)

@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "report/flamegraph.h"
+#include "export/flamegraph.h"
 
 static void add(struct nw_profile *p, struct nw_cct *t, const char *path, unsigned m,
 		uint64_t w)

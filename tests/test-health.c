@@ -22,7 +22,7 @@
 
 #include "format/csprof.h"
 #include "format/manifest.h"
-#include "format/symtab.h"
+#include "model/symtab.h"
 #include "report/health.h"
 #include "report/profile.h"
 

@@ -24,8 +24,8 @@
 
 #include <cmocka.h>
 
-#include "report/pprof.h"
-#include "report/profile.pb-c.h"
+#include "export/pprof.h"
+#include "export/profile.pb-c.h"
 
 #define APP_BASE 0x555000001000ULL
 #define LIBC_BASE 0x7f0000020000ULL

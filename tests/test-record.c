@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "sampler/record.h"
+#include "perf/record.h"
 
 struct buf {
 	unsigned char b[1024];

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "sampler/ring.h"
+#include "perf/ring.h"
 
 #define DATA_SIZE 256
 

@@ -24,7 +24,7 @@
 
 #include <narwhal.h>
 
-#include "format/sectionlog.h"
+#include "sections/seclog.h"
 
 static uint64_t mono_ns(void)
 {

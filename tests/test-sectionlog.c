@@ -20,11 +20,11 @@
 
 #include <cmocka.h>
 
-#include "cct/cct.h"
-#include "cct/epoch.h"
-#include "cct/thread.h"
+#include "model/cct.h"
+#include "model/epoch.h"
+#include "record/tasks.h"
 #include "format/csprof.h"
-#include "format/sectionlog.h"
+#include "sections/seclog.h"
 
 /* ---- a little-endian log builder ---- */
 

@@ -23,10 +23,10 @@
 
 #include "format/csprof.h"
 #include "format/manifest.h"
-#include "format/sectionlog.h"
-#include "format/symtab.h"
+#include "sections/seclog.h"
+#include "model/symtab.h"
 #include "report/profile.h"
-#include "report/sections.h"
+#include "sections/join.h"
 
 /* ---- building a log and sample times in memory ---- */
 

@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "report/speedscope.h"
+#include "export/speedscope.h"
 
 static void name_metric(struct nw_profile *p, unsigned i, const char *name)
 {

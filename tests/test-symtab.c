@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "format/symtab.h"
+#include "model/symtab.h"
 
 #define PATH NW_TEST_BUILD "/test-symtab.json"
 

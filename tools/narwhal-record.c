@@ -19,13 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "format/measurement.h"
-#include "format/sectionlog.h"
-#include "report/export.h"
+#include "format/writer.h"
+#include "sections/seclog.h"
+#include "export/export.h"
 #include "report/health.h"
-#include "sampler/event.h"
-#include "sampler/session.h"
-#include "sampler/target.h"
+#include "perf/event.h"
+#include "record/session.h"
+#include "record/target.h"
 #include "util/log.h"
 
 /*

@@ -8,14 +8,14 @@
 #include <string.h>
 
 #include "report/diff.h"
-#include "report/export.h"
-#include "report/flamegraph.h"
+#include "export/export.h"
+#include "export/flamegraph.h"
 #include "report/health.h"
-#include "report/pprof.h"
+#include "export/pprof.h"
 #include "report/profile.h"
 #include "report/recursion.h"
-#include "report/sections.h"
-#include "report/speedscope.h"
+#include "sections/join.h"
+#include "export/speedscope.h"
 #include "report/views.h"
 
 /* VIEW_NONE: no view asked for; the tree, unless an export was asked for. */
