@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The text views on a small known profile, built by hand:
+ * The text views on a small known model, built by hand (fixture.h):
  *
  *   thread app    (10/10): main;a;b 2  main;a 2  main;b 1  main;rec;rec;leaf 3
  *   thread worker (10/11): main;a;b 4  main;c 8
@@ -19,89 +19,58 @@
 
 #include <cmocka.h>
 
-#include "report/profile.h"
+#include "fixture.h"
 #include "report/views.h"
 
-static uint32_t fn(struct nw_profile *p, const char *name, const char *file, uint32_t line,
-		   const char *module)
+static struct fx *known_profile(void)
 {
-	int64_t f = nw_profile_intern(p, name, file, line, module);
+	struct fx *fx = fx_new(NULL, 0);
+	struct nw_mthread *th;
 
-	assert_true(f >= 0);
-	return (uint32_t)f;
-}
-
-/* Adds @samples (and @period) at the stack @path ("main;a;b") of @th. */
-static void add(struct nw_profile *p, struct nw_prof_thread *th, const char *path,
-		uint64_t samples, uint64_t period)
-{
-	char buf[128], *save = NULL;
-	uint32_t n = NW_CCT_ROOT;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
-		n = nw_cct_child(th->tree, n, fn(p, t, NULL, 0, "/bin/app"), 0);
-		assert_int_not_equal(n, NW_CCT_NONE);
-	}
-	nw_cct_metrics(th->tree, n)[0] += samples;
-	nw_cct_metrics(th->tree, n)[1] += period;
-	th->samples += samples;
-}
-
-static void name_metric(struct nw_profile *p, unsigned i, const char *name)
-{
-	free(p->metric_names[i]);
-	p->metric_names[i] = strdup(name);
-	assert_non_null(p->metric_names[i]);
-}
-
-static struct nw_profile *known_profile(void)
-{
-	struct nw_profile *p = nw_profile_new(2);
-	struct nw_prof_thread *th;
-
-	assert_non_null(p);
-	name_metric(p, 0, "t:samples");
-	name_metric(p, 1, "t:period");
-	fn(p, "main", "/src/main.c", 1, "/bin/app");
-	fn(p, "b", "/src/deep/b.c", 5, "/bin/app");
-	fn(p, "c", "/src/c.c", 0, "/bin/app");
-
-	th = nw_profile_add_thread(p, 10, 10, "app");
-	assert_non_null(th);
-	add(p, th, "main;a;b", 2, 2000);
-	add(p, th, "main;a", 2, 2000);
-	add(p, th, "main;b", 1, 1000);
-	add(p, th, "main;rec;rec;leaf", 3, 3000);
+	fx_func(fx, "main", "/src/main.c", 1);
+	fx_func(fx, "b", "/src/deep/b.c", 5);
+	fx_func(fx, "c", "/src/c.c", 0);
+	th = fx_thread(fx, 10, 10, "app");
+	fx_add(fx, th, "main;a;b", 2, 2000);
+	fx_add(fx, th, "main;a", 2, 2000);
+	fx_add(fx, th, "main;b", 1, 1000);
+	fx_add(fx, th, "main;rec;rec;leaf", 3, 3000);
 	/* The second thread comes later: th may have moved. */
-	th = nw_profile_add_thread(p, 10, 11, "worker");
-	assert_non_null(th);
-	add(p, th, "main;a;b", 4, 4000);
-	add(p, th, "main;c", 8, 28000);
-	return p;
+	th = fx_thread(fx, 10, 11, "worker");
+	fx_add(fx, th, "main;a;b", 4, 4000);
+	fx_add(fx, th, "main;c", 8, 28000);
+	return fx;
 }
 
-/* Runs @view into a string; returns the view's status in *ret. */
-typedef int (*view_fn)(FILE *, const struct nw_profile *, const struct nw_cct *,
-		       const struct nw_view_opts *);
+/* Runs @view on the stacks of the threads @f selects; the view's status in *ret. */
+typedef int (*view_fn)(FILE *, const struct nw_stacks *, const struct nw_view_opts *);
 
-static char *run(view_fn view, const struct nw_profile *p, const struct nw_filter *f,
+static struct nw_stacks *stacks_of(const struct fx *fx, const struct nw_filter *f)
+{
+	struct nw_stacks_opts so = { .filter = f };
+	struct nw_stacks *st = nw_stacks_new(fx->m, fx->m->nmetrics);
+
+	assert_non_null(st);
+	assert_int_equal(nw_stacks_build(st, &so), 0);
+	return st;
+}
+
+static char *run(view_fn view, const struct fx *fx, const struct nw_filter *f,
 		 const struct nw_view_opts *o, int *ret)
 {
-	struct nw_cct *t = nw_profile_merge(p, f);
+	struct nw_stacks *st = stacks_of(fx, f);
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&buf, &len);
 
-	assert_non_null(t);
 	assert_non_null(out);
-	*ret = view(out, p, t, o);
+	*ret = view(out, st, o);
 	fclose(out);
-	nw_cct_free(t);
+	nw_stacks_free(st);
 	return buf;
 }
 
-static char *run_ok(view_fn view, const struct nw_profile *p, const struct nw_filter *f,
+static char *run_ok(view_fn view, const struct fx *p, const struct nw_filter *f,
 		    const struct nw_view_opts *o)
 {
 	int ret;
@@ -113,9 +82,9 @@ static char *run_ok(view_fn view, const struct nw_profile *p, const struct nw_fi
 
 static void test_folded(void **state)
 {
-	struct nw_profile *p = known_profile();
+	struct fx *p = known_profile();
 	struct nw_view_opts o = { .percent_limit = 0.5, .metric = 0 };
-	struct nw_filter worker = { .tid = 11 };
+	struct nw_filter worker = { .tid = 11, .pid = -1 };
 	char *s;
 
 	(void)state;
@@ -140,39 +109,35 @@ static void test_folded(void **state)
 	s = run_ok(nw_view_folded, p, &worker, &o);
 	assert_string_equal(s, "main;a;b 4\nmain;c 8\n");
 	free(s);
-	nw_profile_free(p);
+	fx_free(p);
 }
 
 static void test_folded_same_name(void **state)
 {
-	struct nw_profile *p = nw_profile_new(2);
+	struct fx *p = fx_new(NULL, 0);
 	struct nw_view_opts o = { .metric = 0 };
-	struct nw_prof_thread *th;
-	uint32_t m, x, y, n;
+	struct nw_mthread *th;
+	struct nw_stacks *st;
 	char *s;
 
 	(void)state;
-	assert_non_null(p);
-	th = nw_profile_add_thread(p, 1, 1, "t");
-	assert_non_null(th);
-	m = fn(p, "main", NULL, 0, "/bin/app");
-	x = fn(p, "dup", NULL, 0, "/lib/x.so");
-	y = fn(p, "dup", NULL, 0, "/lib/y.so");
-	assert_int_not_equal(x, y);
-	n = nw_cct_child(th->tree, NW_CCT_ROOT, m, 0);
-	nw_cct_metrics(th->tree, nw_cct_child(th->tree, n, x, 0))[0] = 1;
-	nw_cct_metrics(th->tree, nw_cct_child(th->tree, n, y, 0))[0] = 2;
-	nw_cct_metrics(th->tree, n)[0] = 5;
-	/* Two frames, one name: one line. */
+	th = fx_thread(p, 1, 1, "t");
+	fx_add(p, th, "main;dup@/lib/x.so", 1, 0);
+	fx_add(p, th, "main;dup@/lib/y.so", 2, 0);
+	fx_add(p, th, "main", 5, 0);
+	/* Two frames (one per module), one name: one line. */
+	st = stacks_of(p, NULL);
+	assert_int_equal(st->frames.n, 3);
+	nw_stacks_free(st);
 	s = run_ok(nw_view_folded, p, NULL, &o);
 	assert_string_equal(s, "main 5\nmain;dup 3\n");
 	free(s);
-	nw_profile_free(p);
+	fx_free(p);
 }
 
 static void test_flat(void **state)
 {
-	struct nw_profile *p = known_profile();
+	struct fx *p = known_profile();
 	struct nw_view_opts o = { .percent_limit = 0.5, .metric = 0 };
 	char *s;
 
@@ -203,24 +168,22 @@ static void test_flat(void **state)
 			       "  0.0%  100.0%  main (main.c:1)\n"
 			       "  0.0%    7.5%  rec\n");
 	free(s);
-	nw_profile_free(p);
+	fx_free(p);
 }
 
 static void test_flat_recursion(void **state)
 {
-	struct nw_profile *p = nw_profile_new(2);
+	struct fx *p = fx_new(NULL, 0);
 	struct nw_view_opts o = { .metric = 0 };
-	struct nw_prof_thread *th;
+	struct nw_mthread *th;
 	char *s;
 
 	(void)state;
-	assert_non_null(p);
-	th = nw_profile_add_thread(p, 1, 1, "t");
-	assert_non_null(th);
+	th = fx_thread(p, 1, 1, "t");
 	/* f recursing through g: f;g;f;g;f.  f and g each appear in every stack. */
-	add(p, th, "f;g;f;g;f", 2, 0);
-	add(p, th, "f;g", 1, 0);
-	add(p, th, "h;f", 1, 0);
+	fx_add(p, th, "f;g;f;g;f", 2, 0);
+	fx_add(p, th, "f;g", 1, 0);
+	fx_add(p, th, "h;f", 1, 0);
 	s = run_ok(nw_view_flat, p, NULL, &o);
 	assert_string_equal(s, "Samples: 4 (0 lost)\n"
 			       "\n"
@@ -229,14 +192,14 @@ static void test_flat_recursion(void **state)
 			       " 25.0%   75.0%  g\n"
 			       "  0.0%   25.0%  h\n");
 	free(s);
-	nw_profile_free(p);
+	fx_free(p);
 }
 
 static void test_tree(void **state)
 {
-	struct nw_profile *p = known_profile();
+	struct fx *p = known_profile();
 	struct nw_view_opts o = { .percent_limit = 0.5, .metric = 0 };
-	struct nw_filter app = { .tid = -1, .comm = "app" };
+	struct nw_filter app = { .tid = -1, .pid = -1, .comm = "app" };
 	const char *head = "Command:\n"
 			   "Event: t\n"
 			   "Samples: 20 (0 lost)\n"
@@ -285,7 +248,6 @@ static void test_tree(void **state)
 
 	/* One thread: its own percentages, and the header says so. */
 	o.metric = 0;
-	o.filter = &app;
 	s = run_ok(nw_view_tree, p, &app, &o);
 	assert_non_null(strstr(s, "Samples: 8 (0 lost)\nThreads: 1\n"));
 	assert_non_null(strstr(s, "100.0%    0.0%  main\n"
@@ -293,13 +255,13 @@ static void test_tree(void **state)
 				  " 25.0%   25.0%      b\n"
 				  " 37.5%    0.0%    rec\n"));
 	free(s);
-	nw_profile_free(p);
+	fx_free(p);
 }
 
 static void test_threads(void **state)
 {
-	struct nw_profile *p = known_profile();
-	struct nw_filter app = { .tid = 10 };
+	struct fx *p = known_profile();
+	struct nw_filter app = { .tid = 10, .pid = -1 };
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *out;
@@ -307,7 +269,7 @@ static void test_threads(void **state)
 	(void)state;
 	out = open_memstream(&buf, &len);
 	assert_non_null(out);
-	assert_int_equal(nw_view_threads(out, p, NULL), 0);
+	assert_int_equal(nw_view_threads(out, p->m, NULL), 0);
 	fclose(out);
 	assert_string_equal(buf, "     PID      TID  NAME                SAMPLES  SHARE%\n"
 				 "      10       11  worker                   12   60.0%\n"
@@ -316,25 +278,24 @@ static void test_threads(void **state)
 
 	out = open_memstream(&buf, &len);
 	assert_non_null(out);
-	assert_int_equal(nw_view_threads(out, p, &app), 0);
+	assert_int_equal(nw_view_threads(out, p->m, &app), 0);
 	fclose(out);
 	assert_string_equal(buf, "     PID      TID  NAME                SAMPLES  SHARE%\n"
 				 "      10       10  app                       8  100.0%\n");
 	free(buf);
-	nw_profile_free(p);
+	fx_free(p);
 }
 
 static void test_errors(void **state)
 {
-	struct nw_profile *p = known_profile();
+	struct fx *p = known_profile();
 	struct nw_view_opts o = { .metric = 2 };
-	struct nw_cct *t = nw_profile_merge(p, NULL);
+	struct nw_stacks *t = stacks_of(p, NULL);
 	char small[16];
 	FILE *out;
 	int ret;
 
 	(void)state;
-	assert_non_null(t);
 	free(run(nw_view_tree, p, NULL, &o, &ret));
 	assert_int_equal(ret, -EINVAL);
 	free(run(nw_view_flat, p, NULL, &o, &ret));
@@ -347,10 +308,10 @@ static void test_errors(void **state)
 	out = fmemopen(small, sizeof(small), "w");
 	assert_non_null(out);
 	setvbuf(out, NULL, _IONBF, 0);
-	assert_int_equal(nw_view_folded(out, p, t, &o), -EIO);
+	assert_int_equal(nw_view_folded(out, t, &o), -EIO);
 	fclose(out);
-	nw_cct_free(t);
-	nw_profile_free(p);
+	nw_stacks_free(t);
+	fx_free(p);
 }
 
 int main(void)

@@ -19,13 +19,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "format/writer.h"
-#include "sections/seclog.h"
 #include "export/export.h"
-#include "report/health.h"
+#include "format/writer.h"
 #include "perf/event.h"
+#include "record/measure.h"
 #include "record/session.h"
 #include "record/target.h"
+#include "report/health.h"
+#include "sections/record.h"
 #include "util/log.h"
 
 /*
@@ -423,93 +424,70 @@ static uint32_t max_stack(enum nw_callgraph mode)
 	return v && v < NW_UNWIND_MAX_FRAMES ? v : NW_UNWIND_MAX_FRAMES;
 }
 
-static int fill_manifest(struct nw_manifest *mf, const struct opts *o, const struct nw_session *s,
-			 int argc, char **argv)
+/* What was recorded and how: the model's run. */
+static int fill_run(struct nw_run *r, const struct opts *o, const struct nw_session *s, int argc,
+		    char **argv, uint64_t start_ns, int exit_status)
 {
-	mf->version = NW_MANIFEST_VERSION;
-	mf->narwhal_version = strdup(NW_VERSION);
-	mf->arch = strdup(s->arch->name);
-	mf->call_graph = strdup(o->callgraph == NW_CALLGRAPH_DWARF    ? "dwarf"
-				: o->callgraph == NW_CALLGRAPH_HYBRID ? "hybrid"
-								      : "fp");
-	mf->stack_size = o->callgraph != NW_CALLGRAPH_FP ? o->stack_size : 0;
-	mf->max_stack = max_stack(o->callgraph);
-	mf->argv = calloc(argc ? argc : 1, sizeof(char *));
-	mf->events = calloc(s->nevents, sizeof(*mf->events));
-	if (!mf->narwhal_version || !mf->arch || !mf->call_graph || !mf->argv || !mf->events)
+	r->narwhal_version = strdup(NW_VERSION);
+	r->arch = strdup(s->arch->name);
+	r->call_graph = strdup(o->callgraph == NW_CALLGRAPH_DWARF    ? "dwarf"
+			       : o->callgraph == NW_CALLGRAPH_HYBRID ? "hybrid"
+								     : "fp");
+	r->stack_size = o->callgraph != NW_CALLGRAPH_FP ? o->stack_size : 0;
+	r->max_stack = max_stack(o->callgraph);
+	r->events = calloc(s->nevents, sizeof(*r->events));
+	if (!r->narwhal_version || !r->arch || !r->call_graph || !r->events ||
+	    nw_run_set_argv(r, argc, argv))
 		return -ENOMEM;
-	for (int i = 0; i < argc; i++) {
-		mf->argv[i] = strdup(argv[i]);
-		if (!mf->argv[i])
-			return -ENOMEM;
-		mf->argc++;
-	}
 	for (unsigned e = 0; e < s->nevents; e++) {
-		struct nw_manifest_event *me = &mf->events[e];
+		struct nw_event_info *ev = &r->events[e];
 
-		me->name = strdup(s->events[e].ev.name);
-		if (!me->name)
+		ev->name = strdup(s->events[e].ev.name);
+		if (!ev->name)
 			return -ENOMEM;
-		mf->nevents++;
-		me->type = s->events[e].ev.attr.type;
-		me->config = s->events[e].ev.attr.config;
-		me->freq = e != s->offcpu && s->opts.freq;
-		me->value = e != s->offcpu ? s->opts.value : 1;
+		r->nevents++;
+		ev->type = s->events[e].ev.attr.type;
+		ev->config = s->events[e].ev.attr.config;
+		ev->freq = e != s->offcpu && s->opts.freq;
+		ev->value = e != s->offcpu ? s->opts.value : 1;
 	}
+	r->start_ns = start_ns;
+	r->end_ns = now_ns(CLOCK_REALTIME);
+	r->exit_status = exit_status;
+	r->samples = s->stats.samples;
+	r->lost = s->stats.lost;
+	r->throttled = s->stats.throttled;
+	r->unwind_errors = s->stats.empty_stacks;
 	return 0;
 }
 
-static int write_measurement(const struct opts *o, struct nw_session *s, int argc, char **argv,
-			     uint64_t start_ns, int exit_status)
+/*
+ * Builds the model of the session and writes it to o->output.  0, or
+ * -errno after telling the user; *ret_m is the model (borrowing from @s
+ * and @ms), for the summary and the exports.
+ */
+static int write_measurement(const struct opts *o, struct nw_session *s, struct nw_measure *ms,
+			     int argc, char **argv, uint64_t start_ns, int exit_status,
+			     struct nw_measurement **ret_m)
 {
-	struct nw_manifest *mf = calloc(1, sizeof(*mf));
-	struct nw_csprof_metric metrics[2 * (MAX_EVENTS + 1)];
-	char names[2 * (MAX_EVENTS + 1)][NW_EVENT_NAME_MAX + 16];
-	struct nw_measurement m = {
-		.tasks = &s->tasks,
-		.modules = &s->modules,
-		.nmetrics = s->nmetrics,
-		.metrics = metrics,
-		.manifest = mf,
-	};
-	char err[512];
+	struct nw_run run = { 0 };
+	char err[1024];
 	int ret;
 
-	if (!mf || fill_manifest(mf, o, s, argc, argv)) {
-		fprintf(stderr, "narwhal-record: out of memory\n");
-		nw_manifest_free(mf);
-		return -ENOMEM;
+	ret = fill_run(&run, o, s, argc, argv, start_ns, exit_status);
+	if (!ret)
+		ret = nw_measure_build(ms, s, &run, ret_m);
+	nw_run_fini(&run);
+	if (ret) {
+		fprintf(stderr, "narwhal-record: out of memory building the measurement\n");
+		return ret;
 	}
-	for (unsigned e = 0; e < s->nevents; e++) {
-		bool off = e == s->offcpu;
-
-		/* The off-cpu event counts context switches and the time until the
-		 * thread runs again, in nanoseconds of CLOCK_MONOTONIC. */
-		snprintf(names[2 * e], sizeof(names[0]), "%s:%s", s->events[e].ev.name,
-			 off ? "switches" : "samples");
-		snprintf(names[2 * e + 1], sizeof(names[0]), "%s:%s", s->events[e].ev.name,
-			 off ? "nanoseconds" : "period");
-		for (int k = 0; k < 2; k++) {
-			metrics[2 * e + k].name = names[2 * e + k];
-			metrics[2 * e + k].flags = off ? NW_CSPROF_FLAG_REAL : NW_CSPROF_FLAG_ASYNC;
-			metrics[2 * e + k].period = off || s->opts.freq ? 0 : s->opts.value;
-		}
-	}
-	mf->start_ns = start_ns;
-	mf->end_ns = now_ns(CLOCK_REALTIME);
-	mf->exit_status = exit_status;
-	mf->samples = s->stats.samples;
-	mf->lost = s->stats.lost;
-	mf->throttled = s->stats.throttled;
-	mf->unwind_errors = s->stats.empty_stacks;
 	/* Only now is an existing measurement moved aside: a run that never
 	 * started loses nothing. */
-	ret = nw_measurement_create_dir(o->output, err, sizeof(err));
-	if (ret == 0)
-		ret = nw_measurement_write(o->output, &m, err, sizeof(err));
+	ret = nw_measurement_write(*ret_m, ms->files, ms->nfiles, o->output, NW_WRITE_NEW, err,
+				   sizeof(err));
 	if (ret < 0)
 		fprintf(stderr, "narwhal-record: %s\n", err);
-	nw_manifest_free(mf);
 	return ret;
 }
 
@@ -538,8 +516,9 @@ static double cpu_seconds(void)
 	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
-static void print_summary(const struct opts *o, const struct nw_session *s, double cpu_start,
-			  double cpu_loop, double cpu_end)
+static void print_summary(const struct opts *o, const struct nw_session *s,
+			  const struct nw_measurement *m, double cpu_start, double cpu_loop,
+			  double cpu_end)
 {
 	uint32_t threads = 0, procs = 0;
 	char health[512];
@@ -562,7 +541,7 @@ static void print_summary(const struct opts *o, const struct nw_session *s, doub
 	if (s->stats.throttled)
 		fprintf(stderr, ", throttled %llu times", (unsigned long long)s->stats.throttled);
 	fprintf(stderr, ") written to %s\n", o->output);
-	if (s->stats.samples && nw_health_summary(o->output, health, sizeof(health)) == 0)
+	if (s->stats.samples && nw_health_summary(m, o->output, health, sizeof(health)) == 0)
 		fprintf(stderr, "narwhal-record: %s\n", health);
 	if (nw_log_level >= NW_LOG_DEBUG) {
 		double loop = cpu_loop - cpu_start;
@@ -629,6 +608,9 @@ int main(int argc, char **argv)
 	 * writes its intervals, moved into the measurement at the end. */
 	char stage[PATH_MAX] = "";
 	struct nw_stimes_rec *stimes = NULL;
+	struct nw_session_hooks hooks = { 0 };
+	struct nw_measurement *model = NULL;
+	struct nw_measure ms = { 0 };
 	bool sections = false;
 
 	ret = parse_opts(argc, argv, &o);
@@ -750,7 +732,10 @@ int main(int argc, char **argv)
 				"per CPU, not %u (raise kernel.perf_event_mlock_kb for larger)\n",
 			s.opts.mmap_pages, o.mmap_pages);
 	o.mmap_pages = s.opts.mmap_pages;
-	s.stimes = stimes;
+	if (stimes) {
+		nw_stimes_rec_hooks(stimes, &hooks);
+		s.hooks = &hooks;
+	}
 	if (!attach) {
 		/* Open the gate: the child execs, and the events enable at exec. */
 		exec_errno = nw_launch_release(&l);
@@ -796,8 +781,12 @@ int main(int argc, char **argv)
 		exit_status = exit_status_of(status);
 	cpu_loop = cpu_seconds();
 
-	ret = write_measurement(&o, &s, attach ? 0 : argc - optind, cmd, start_ns,
-				attach ? -1 : exit_status);
+	ret = nw_measure_init(&ms, s.elf);
+	if (ret)
+		fprintf(stderr, "narwhal-record: out of memory\n");
+	else
+		ret = write_measurement(&o, &s, &ms, attach ? 0 : argc - optind, cmd, start_ns,
+					attach ? -1 : exit_status, &model);
 	if (stage[0] && ret < 0) {
 		nw_seclog_stage_remove(stage);
 	} else if (stage[0]) {
@@ -810,7 +799,7 @@ int main(int argc, char **argv)
 	}
 	nw_stimes_rec_free(stimes);
 	if (ret == 0 && !o.quiet)
-		print_summary(&o, &s, cpu_start, cpu_loop, cpu_seconds());
+		print_summary(&o, &s, model, cpu_start, cpu_loop, cpu_seconds());
 	if (ret == 0 && !o.quiet && sections)
 		fprintf(stderr, "narwhal-record: instrumented sections in %s/%s (narwhal-report "
 				"--sections, --by-section)\n",
@@ -818,7 +807,7 @@ int main(int argc, char **argv)
 	if (ret == 0 && (o.pprof || o.flamegraph)) {
 		char err[512];
 
-		ret = nw_export_measurement(o.output, o.pprof, o.flamegraph, err, sizeof(err));
+		ret = nw_export_measurement(model, o.pprof, o.flamegraph, err, sizeof(err));
 		if (ret < 0)
 			fprintf(stderr, "narwhal-record: %s\n", err);
 		else if (!o.quiet)
@@ -826,6 +815,8 @@ int main(int argc, char **argv)
 				o.pprof ? o.pprof : "", o.flamegraph ? " " : "",
 				o.flamegraph ? o.flamegraph : "");
 	}
+	nw_measurement_free(model);
+	nw_measure_fini(&ms);
 	nw_session_fini(&s);
 	nw_targets_fini(&attached);
 	nw_targets_fini(&o.targets);

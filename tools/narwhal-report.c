@@ -7,16 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/diff.h"
 #include "export/export.h"
 #include "export/flamegraph.h"
-#include "report/health.h"
 #include "export/pprof.h"
-#include "report/profile.h"
-#include "report/recursion.h"
-#include "sections/join.h"
 #include "export/speedscope.h"
+#include "format/reader.h"
+#include "report/diff.h"
+#include "report/health.h"
+#include "report/recursion.h"
+#include "report/stacks.h"
 #include "report/views.h"
+#include "sections/join.h"
+#include "util/strbuf.h"
 
 /* VIEW_NONE: no view asked for; the tree, unless an export was asked for. */
 enum view { VIEW_TREE, VIEW_FLAT, VIEW_THREADS, VIEW_FOLDED, VIEW_HEALTH, VIEW_SECTIONS,
@@ -34,8 +36,14 @@ struct report_opts {
 	struct nw_filter filter;
 	struct nw_view_opts view_opts;
 	bool by_section;        /* samples below [section NAME] frames (doc/SECTIONS.md) */
-	const char *shown_dir, *shown_base; /* --by-section: the names given, not the copies */
-	struct nw_sections *sections; /* --sections: DIR/sections, loaded */
+};
+
+/* One measurement read for the report, with what the options need of it. */
+struct loaded {
+	const char *dir;
+	struct nw_measurement *m;
+	struct nw_sections *sections; /* --sections, --by-section: DIR/sections */
+	unsigned metric;
 };
 
 enum { OPT_TREE = 256, OPT_FLAT, OPT_THREADS, OPT_FOLDED, OPT_TID, OPT_COMM, OPT_METRIC,
@@ -210,55 +218,112 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 	return -1;
 }
 
-/* The tree the views and the flame graph show: merged or per thread, recursion folded or not. */
-static struct nw_cct *report_tree(const struct report_opts *o, struct nw_profile *p)
+/* Reads @dir (and its sections when asked); 0, else the exit status after telling the user. */
+static int load(const struct report_opts *o, const char *dir, struct loaded *l)
 {
-	struct nw_cct *tree = o->per_thread ? nw_export_thread_tree(p, &o->filter)
-					    : nw_profile_merge(p, &o->filter);
+	char err[1024];
+	int ret, metric;
 
-	if (tree && o->fold_recursion) {
-		struct nw_cct *folded = nw_profile_fold_recursion(p, tree);
-
-		nw_cct_free(tree);
-		tree = folded;
+	memset(l, 0, sizeof(*l));
+	l->dir = dir;
+	ret = nw_measurement_read(dir, &l->m, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "narwhal-report: %s\n", err[0] ? err : strerror(-ret));
+		return 1;
 	}
-	return tree;
+	metric = nw_measurement_find_metric(l->m, o->metric);
+	if (metric < 0) {
+		fprintf(stderr, "narwhal-report: %s: no metric %s; the measurement has:", dir,
+			o->metric ? o->metric : "");
+		for (unsigned i = 0; i < l->m->nmetrics; i++)
+			fprintf(stderr, " %s", l->m->metrics[i].name);
+		fputc('\n', stderr);
+		return 2;
+	}
+	l->metric = (unsigned)metric;
+	if (o->view == VIEW_SECTIONS || o->by_section) {
+		ret = nw_sections_load(dir, &l->sections, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "narwhal-report: %s\n", err);
+			return 1;
+		}
+	}
+	return 0;
 }
 
-static int run_view(FILE *out, const struct report_opts *o, struct nw_profile *p)
+static void unload(struct loaded *l)
 {
-	struct nw_cct *tree;
+	nw_sections_free(l->sections);
+	nw_measurement_free(l->m);
+}
+
+/*
+ * The stacks the views and the graphs show: merged or per thread, split by
+ * section, recursion folded.  NULL after telling the user.
+ */
+static struct nw_stacks *report_stacks(const struct report_opts *o, const struct loaded *l,
+				       bool per_thread)
+{
+	struct nw_stacks_opts so = { .filter = &o->filter, .per_thread = per_thread };
+	struct nw_stacks *s = nw_stacks_new(l->m, l->m->nmetrics);
+	struct nw_split *split = NULL;
+	int ret = s ? 0 : -ENOMEM;
+
+	if (!ret && o->by_section)
+		ret = nw_sections_split(l->sections, l->m, &s->frames, &split);
+	so.split = split;
+	if (!ret)
+		ret = nw_stacks_build(s, &so);
+	nw_split_free(split);
+	if (!ret && o->fold_recursion) {
+		struct nw_cct *folded = nw_frames_fold_recursion(&s->frames, s->tree);
+
+		if (folded)
+			nw_stacks_set_tree(s, folded);
+		else
+			ret = -ENOMEM;
+	}
+	if (ret) {
+		fprintf(stderr, "narwhal-report: %s: %s\n", l->dir, strerror(-ret));
+		nw_stacks_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static int run_view(FILE *out, const struct report_opts *o, const struct loaded *l)
+{
+	struct nw_stacks *s;
 	int ret;
 
 	if (o->view == VIEW_THREADS)
-		return nw_view_threads(out, p, &o->filter);
+		return nw_view_threads(out, l->m, &o->filter);
 	if (o->view == VIEW_SECTIONS)
-		return nw_sections_view(out, o->sections, p, &o->filter, o->view_opts.metric);
-	if (o->view == VIEW_HEALTH) {
-		struct nw_health *h;
-
-		ret = nw_health_classify(p, &o->filter, &h);
-		if (ret)
-			return ret;
-		ret = nw_health_print(out, h);
-		nw_health_free(h);
-		return ret;
-	}
-	tree = report_tree(o, p);
-	if (!tree)
+		return nw_sections_view(out, l->sections, l->m, &o->filter, o->view_opts.metric);
+	s = report_stacks(o, l, o->per_thread || o->view == VIEW_HEALTH);
+	if (!s)
 		return -ENOMEM;
 	switch (o->view) {
-	case VIEW_FLAT:
-		ret = nw_view_flat(out, p, tree, &o->view_opts);
-		break;
-	case VIEW_FOLDED:
-		ret = nw_view_folded(out, p, tree, &o->view_opts);
-		break;
-	default:
-		ret = nw_view_tree(out, p, tree, &o->view_opts);
+	case VIEW_HEALTH: {
+		struct nw_health *h;
+
+		ret = nw_health_classify(s, &h);
+		if (!ret)
+			ret = nw_health_print(out, h);
+		nw_health_free(h);
 		break;
 	}
-	nw_cct_free(tree);
+	case VIEW_FLAT:
+		ret = nw_view_flat(out, s, &o->view_opts);
+		break;
+	case VIEW_FOLDED:
+		ret = nw_view_folded(out, s, &o->view_opts);
+		break;
+	default:
+		ret = nw_view_tree(out, s, &o->view_opts);
+		break;
+	}
+	nw_stacks_free(s);
 	return ret;
 }
 
@@ -290,79 +355,85 @@ static int close_out(FILE *f, const char *path, int ret)
 	return 1;
 }
 
-static int write_flamegraph(const char *path, const struct nw_profile *p,
-			    const struct nw_cct *tree, const struct nw_flamegraph_opts *fo)
+static int write_flamegraph(const char *path, const struct nw_stacks *s,
+			    const struct nw_flamegraph_opts *fo)
 {
 	FILE *f = open_out(path);
 
 	if (!f)
 		return 1;
-	return close_out(f, path, nw_flamegraph_write(f, p, tree, fo));
+	return close_out(f, path, nw_flamegraph_write(f, s, fo));
+}
+
+static int write_pprof(const struct report_opts *o, const struct loaded *l)
+{
+	struct nw_pprof *b = nw_pprof_new(l->m);
+	struct nw_split *split = NULL;
+	char err[1024] = "";
+	int ret = b ? 0 : -ENOMEM;
+
+	if (!ret && o->by_section)
+		ret = nw_sections_split(l->sections, l->m, nw_pprof_frames(b), &split);
+	if (!ret)
+		ret = nw_pprof_add(b, &o->filter, split);
+	if (!ret)
+		ret = nw_pprof_write(b, o->pprof, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "narwhal-report: %s\n",
+			err[0] ? err : ret == -EBADMSG ? "a tree with a bad metric count"
+						       : strerror(-ret));
+	nw_split_free(split);
+	nw_pprof_free(b);
+	return ret ? 1 : 0;
 }
 
 /* Writes the exports asked for: 0, or 1 after telling the user. */
-static int run_exports(const struct report_opts *o, struct nw_profile *p)
+static int run_exports(const struct report_opts *o, const struct loaded *l)
 {
 	unsigned metric = o->view_opts.metric;
-	char err[1024];
+	struct nw_stacks *s;
 	int ret;
 
-	if (o->pprof) {
-		ret = nw_pprof_export(o->pprof, o->dir, p, &o->filter, err, sizeof(err));
-		if (ret) {
-			fprintf(stderr, "narwhal-report: %s\n", err[0] ? err : strerror(-ret));
-			return 1;
-		}
-	}
+	if (o->pprof && write_pprof(o, l))
+		return 1;
 	if (o->speedscope) {
-		FILE *f = open_out(o->speedscope);
+		FILE *f;
 
-		if (!f)
+		s = report_stacks(o, l, true);
+		if (!s)
 			return 1;
-		ret = nw_speedscope_write(f, p, &o->filter,
-					  o->metric ? metric : nw_speedscope_default_metric(p));
-		if (close_out(f, o->speedscope, ret))
+		f = open_out(o->speedscope);
+		ret = f ? close_out(f, o->speedscope,
+				    nw_speedscope_write(f, s, o->metric ? metric
+									: nw_speedscope_default_metric(
+										  l->m)))
+			: 1;
+		nw_stacks_free(s);
+		if (ret)
 			return 1;
 	}
 	if (o->flamegraph) {
 		struct nw_flamegraph_opts fo = { .title = "Flame Graph", .metric = metric,
-						 .unit = nw_export_unit(p->metric_names[metric]),
+						 .unit = nw_export_unit(&l->m->metrics[metric]),
 						 .base_metric = -1 };
-		struct nw_cct *tree = report_tree(o, p);
-		char *subtitle = tree ? nw_export_subtitle(p, tree, metric) : NULL;
+		char *subtitle;
 
+		s = report_stacks(o, l, o->per_thread);
+		if (!s)
+			return 1;
+		subtitle = nw_export_subtitle(s, metric);
 		if (!subtitle) {
 			fprintf(stderr, "narwhal-report: %s: %s\n", o->flamegraph,
 				strerror(ENOMEM));
-			nw_cct_free(tree);
+			nw_stacks_free(s);
 			return 1;
 		}
 		fo.subtitle = subtitle;
-		ret = write_flamegraph(o->flamegraph, p, tree, &fo);
+		ret = write_flamegraph(o->flamegraph, s, &fo);
 		free(subtitle);
-		nw_cct_free(tree);
+		nw_stacks_free(s);
 		if (ret)
 			return 1;
-	}
-	return 0;
-}
-
-/* Loads @dir and finds metric @name in it; 0, else the exit status after telling the user. */
-static int load_for_diff(const char *dir, const char *name, struct nw_profile **ret_p,
-			 int *ret_metric)
-{
-	char err[1024];
-	int ret;
-
-	ret = nw_profile_load(dir, ret_p, err, sizeof(err));
-	if (ret) {
-		fprintf(stderr, "narwhal-report: %s\n", err[0] ? err : strerror(-ret));
-		return 1;
-	}
-	*ret_metric = nw_profile_find_metric(*ret_p, name);
-	if (*ret_metric < 0) {
-		fprintf(stderr, "narwhal-report: %s: no metric %s\n", dir, name ? name : "");
-		return 2;
 	}
 	return 0;
 }
@@ -370,11 +441,11 @@ static int load_for_diff(const char *dir, const char *name, struct nw_profile **
 /* narwhal-report --diff BASE DIR: the exit status. */
 static int run_diff(const struct report_opts *o)
 {
-	struct nw_profile *base = NULL, *new = NULL;
-	struct nw_cct *bt = NULL, *nt = NULL;
+	struct loaded base = { 0 }, new = { 0 };
+	struct nw_stacks *bs = NULL, *ns = NULL;
 	struct nw_diff *d = NULL;
-	int bm, nm, ret;
 	FILE *out = stdout;
+	int ret;
 
 	if (o->pprof || o->speedscope || o->per_thread ||
 	    (o->view != VIEW_NONE && o->view != VIEW_FOLDED)) {
@@ -383,34 +454,36 @@ static int run_diff(const struct report_opts *o)
 		      stderr);
 		return 2;
 	}
-	ret = load_for_diff(o->diff_base, o->metric, &base, &bm);
+	ret = load(o, o->diff_base, &base);
 	if (!ret)
-		ret = load_for_diff(o->dir, o->metric, &new, &nm);
+		ret = load(o, o->dir, &new);
 	if (ret)
 		goto out;
 	ret = 1;
-	bt = nw_profile_merge(base, &o->filter);
-	nt = nw_profile_merge(new, &o->filter);
-	if (!bt || !nt || nw_diff_new(base, bt, (unsigned)bm, new, nt, (unsigned)nm, &d)) {
+	bs = report_stacks(o, &base, false);
+	ns = bs ? report_stacks(o, &new, false) : NULL;
+	if (!bs || !ns)
+		goto out;
+	if (nw_diff_new(bs, base.metric, ns, new.metric, &d)) {
 		fprintf(stderr, "narwhal-report: --diff: %s\n", strerror(ENOMEM));
 		goto out;
 	}
 	if (o->flamegraph) {
 		struct nw_flamegraph_opts fo = { .title = "Differential Flame Graph",
 						 .metric = NW_DIFF_NEW,
-						 .unit = nw_export_unit(new->metric_names[nm]),
+						 .unit = nw_export_unit(&new.m->metrics[new.metric]),
 						 .base_metric = NW_DIFF_BASE };
-		char *subtitle = NULL;
+		char *subtitle = nw_strdup_printf("%s -> %s (%s): red grew, blue shrank",
+						  o->diff_base, o->dir,
+						  new.m->metrics[new.metric].name);
 
-		if (asprintf(&subtitle, "%s -> %s (%s): red grew, blue shrank",
-			     o->shown_base ? o->shown_base : o->diff_base,
-			     o->shown_dir ? o->shown_dir : o->dir, new->metric_names[nm]) < 0) {
+		if (!subtitle) {
 			fprintf(stderr, "narwhal-report: %s: %s\n", o->flamegraph,
 				strerror(ENOMEM));
 			goto out;
 		}
 		fo.subtitle = subtitle;
-		ret = write_flamegraph(o->flamegraph, d->frames, d->tree, &fo);
+		ret = write_flamegraph(o->flamegraph, d->stacks, &fo);
 		free(subtitle);
 		if (ret)
 			goto out;
@@ -428,19 +501,17 @@ static int run_diff(const struct report_opts *o)
 	}
 	ret = o->view == VIEW_FOLDED
 		      ? nw_diff_folded(out, d)
-		      : nw_diff_view(out, d, o->view_opts.percent_limit,
-				     o->shown_base ? o->shown_base : o->diff_base,
-				     o->shown_dir ? o->shown_dir : o->dir);
+		      : nw_diff_view(out, d, o->view_opts.percent_limit, o->diff_base, o->dir);
 	if (out != stdout)
 		ret = close_out(out, o->output, ret);
 	else if (ret)
 		ret = close_out(stdout, "stdout", ret);
 out:
 	nw_diff_free(d);
-	nw_cct_free(bt);
-	nw_cct_free(nt);
-	nw_profile_free(base);
-	nw_profile_free(new);
+	nw_stacks_free(bs);
+	nw_stacks_free(ns);
+	unload(&base);
+	unload(&new);
 	return ret;
 }
 
@@ -449,81 +520,40 @@ int main(int argc, char **argv)
 	struct report_opts o = {
 		.view = VIEW_NONE,
 		.dir = "narwhal.data",
-		.filter = { .tid = -1 },
+		.filter = { .tid = -1, .pid = -1 },
 		.view_opts = { .percent_limit = 0.5 },
 	};
-	struct nw_profile *p = NULL;
-	char err[1024], split[PATH_MAX] = "", split_base[PATH_MAX] = "";
+	struct loaded l = { 0 };
 	FILE *out = stdout;
-	int ret, metric, matched = 0;
+	int ret, matched = 0;
 
 	ret = parse_args(argc, argv, &o);
 	if (ret >= 0)
 		return ret;
-	o.view_opts.filter = &o.filter;
-	if (o.by_section) {
-		/* Every view and export then reads a copy split by section. */
-		if (o.view == VIEW_SECTIONS || o.view == VIEW_HEALTH) {
-			fprintf(stderr, "narwhal-report: --by-section does not apply to %s\n",
-				o.view == VIEW_SECTIONS ? "--sections" : "--stack-health");
-			return 2;
-		}
-		ret = nw_sections_split_tmp(o.dir, split, sizeof(split), err, sizeof(err));
-		if (!ret && o.diff_base)
-			ret = nw_sections_split_tmp(o.diff_base, split_base, sizeof(split_base), err,
-						    sizeof(err));
-		if (ret) {
-			fprintf(stderr, "narwhal-report: %s\n", err);
-			ret = 1;
-			goto out;
-		}
-		o.shown_dir = o.dir;
-		o.shown_base = o.diff_base;
-		o.dir = split;
-		if (o.diff_base)
-			o.diff_base = split_base;
+	if (o.by_section && (o.view == VIEW_SECTIONS || o.view == VIEW_HEALTH)) {
+		fprintf(stderr, "narwhal-report: --by-section does not apply to %s\n",
+			o.view == VIEW_SECTIONS ? "--sections" : "--stack-health");
+		return 2;
 	}
-	if (o.diff_base) {
-		ret = run_diff(&o);
-		goto out;
-	}
-	if (o.view == VIEW_SECTIONS) {
-		ret = nw_sections_load(o.dir, &o.sections, err, sizeof(err));
-		if (ret) {
-			fprintf(stderr, "narwhal-report: %s\n", err);
-			ret = 1;
-			goto out;
-		}
-	}
+	if (o.diff_base)
+		return run_diff(&o);
 
-	ret = nw_profile_load(o.dir, &p, err, sizeof(err));
-	if (ret) {
-		fprintf(stderr, "narwhal-report: %s\n", err[0] ? err : strerror(-ret));
-		return 1;
-	}
-	metric = nw_profile_find_metric(p, o.metric);
-	if (metric < 0) {
-		fprintf(stderr, "narwhal-report: %s: no metric %s; the measurement has:",
-			o.shown_dir ? o.shown_dir : o.dir, o.metric ? o.metric : "");
-		for (unsigned i = 0; i < p->nmetrics; i++)
-			fprintf(stderr, " %s", p->metric_names[i]);
-		fputc('\n', stderr);
-		ret = 2;
+	ret = load(&o, o.dir, &l);
+	if (ret)
 		goto out;
-	}
-	o.view_opts.metric = (unsigned)metric;
-	for (uint32_t i = 0; i < p->nthreads; i++)
-		matched += nw_filter_match(&o.filter, &p->threads[i]);
+	o.view_opts.metric = l.metric;
+	for (uint32_t i = 0; i < l.m->nthreads; i++)
+		matched += nw_filter_thread(&o.filter, &l.m->threads[i]);
 	if (!matched && (o.filter.tid >= 0 || o.filter.comm)) {
 		fprintf(stderr, "narwhal-report: %s: no thread matches the filter; "
 				"see narwhal-report --threads\n",
-			o.shown_dir ? o.shown_dir : o.dir);
+			o.dir);
 		ret = 1;
 		goto out;
 	}
 
 	if (wants_export(&o)) {
-		ret = run_exports(&o, p);
+		ret = run_exports(&o, &l);
 		if (ret || o.view == VIEW_NONE)
 			goto out;
 	}
@@ -537,7 +567,7 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	ret = run_view(out, &o, p);
+	ret = run_view(out, &o, &l);
 	if (out != stdout && fclose(out) != 0 && !ret)
 		ret = -EIO;
 	if (ret) {
@@ -546,11 +576,6 @@ int main(int argc, char **argv)
 		ret = 1;
 	}
 out:
-	nw_profile_free(p);
-	nw_sections_free(o.sections);
-	if (split[0])
-		nw_sections_remove_tmp(split);
-	if (split_base[0])
-		nw_sections_remove_tmp(split_base);
+	unload(&l);
 	return ret;
 }

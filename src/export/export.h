@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the exports share: the per-thread tree (each thread a root frame,
- * as perf script | stackcollapse does it), text made safe for the formats
- * that need valid UTF-8 (XML, JSON, protobuf strings), and the one call
- * narwhal-record makes to write exports at the end of a run.  The formats
- * themselves live in pprof.h, speedscope.h, flamegraph.h and diff.h.
+ * What the exports share: text made safe for the formats that need valid
+ * UTF-8 (XML, JSON, protobuf strings), the words for a metric's unit, a
+ * subtitle saying what a graph shows, and the one call narwhal-record
+ * makes to write exports at the end of a run.  The formats themselves live
+ * in pprof.h, speedscope.h and flamegraph.h.
  */
 #ifndef NW_EXPORT_H
 #define NW_EXPORT_H
@@ -12,18 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "report/profile.h"
-
-/* The module of the thread frames that nw_export_thread_tree() adds. */
-#define NW_EXPORT_THREAD_MODULE "[thread]"
-
-/*
- * One tree holding the threads @f selects (all when NULL), each below a
- * root frame named "comm-tid" (spaces and ';' in the name become '_'),
- * interned in @p with module NW_EXPORT_THREAD_MODULE.  Metrics as in the
- * thread trees.  NULL on ENOMEM.
- */
-struct nw_cct *nw_export_thread_tree(struct nw_profile *p, const struct nw_filter *f);
+#include "model/measurement.h"
+#include "report/stacks.h"
 
 /*
  * A copy of @s in which every byte that is not part of a valid UTF-8
@@ -32,27 +22,23 @@ struct nw_cct *nw_export_thread_tree(struct nw_profile *p, const struct nw_filte
  */
 char *nw_export_clean(const char *s, int *failed);
 
-/* The event part of metric name "event:kind" (up to the last ':'), into @buf. */
-const char *nw_export_event_of(const char *metric, char *buf, size_t len);
-/* True for metrics in nanoseconds: the period of cpu-clock and task-clock. */
-int nw_export_metric_is_ns(const char *metric);
-/* What metric @metric counts, for people: "samples", "ns" or "events". */
-const char *nw_export_unit(const char *metric);
+/* What metric @d counts, for people: "samples", "switches", "ns", "bytes" or "events". */
+const char *nw_export_unit(const struct nw_metric *d);
 /*
- * A line saying what a graph of @tree shows: the command, the metric and
- * its total ("./app - cpu-clock:samples - 991 samples").  From malloc, NULL
- * on ENOMEM.
+ * A line saying what a graph of @s shows: the command, the metric and its
+ * total ("./app - cpu-clock:samples - 991 samples").  From malloc, NULL on
+ * ENOMEM.
  */
-char *nw_export_subtitle(const struct nw_profile *p, const struct nw_cct *tree, unsigned metric);
+char *nw_export_subtitle(const struct nw_stacks *s, unsigned metric);
 
 /*
- * Loads the measurement in @dir and writes the exports whose path is not
- * NULL: @pprof_path (gzipped pprof, every thread) and @svg_path (flame
- * graph of every thread merged, weighed by samples).  For narwhal-record
- * at the end of a run.  0, or -errno with a message for the user in @err
- * naming the file that failed.
+ * Writes the exports of @m whose path is not NULL: @pprof_path (gzipped
+ * pprof, every thread) and @svg_path (flame graph of every thread merged,
+ * weighed by samples).  For narwhal-record at the end of a run, from the
+ * model it has just written.  0, or -errno with a message for the user in
+ * @err naming the file that failed.
  */
-int nw_export_measurement(const char *dir, const char *pprof_path, const char *svg_path,
-			  char *err, size_t errlen);
+int nw_export_measurement(const struct nw_measurement *m, const char *pprof_path,
+			  const char *svg_path, char *err, size_t errlen);
 
 #endif

@@ -197,7 +197,7 @@ static struct rgb diff_colour(double t)
 /* ---- layout ---- */
 
 struct layout {
-	const struct nw_profile *p;
+	const struct nw_frames *p;
 	const struct nw_cct *t;
 	uint32_t *order;   /* preorder */
 	uint64_t *incl;    /* of the drawn metric */
@@ -224,7 +224,7 @@ static void layout_fini(struct layout *l)
 
 static const char *node_name(const struct layout *l, uint32_t node)
 {
-	return node == NW_CCT_ROOT ? "all" : l->p->funcs[l->t->nodes[node].ip].name;
+	return node == NW_CCT_ROOT ? "all" : l->p->v[l->t->nodes[node].ip].name;
 }
 
 static int cmp_kid(const void *a, const void *b, void *arg)
@@ -257,7 +257,7 @@ static bool drawn(const struct layout *l, uint32_t node)
 	return node == NW_CCT_ROOT || (l->incl[node] && (double)l->incl[node] * l->scale >= MIN_PX);
 }
 
-static int layout_init(struct layout *l, const struct nw_profile *p, const struct nw_cct *t,
+static int layout_init(struct layout *l, const struct nw_frames *p, const struct nw_cct *t,
 		       const struct nw_flamegraph_opts *o, double width)
 {
 	memset(l, 0, sizeof(*l));
@@ -268,7 +268,7 @@ static int layout_init(struct layout *l, const struct nw_profile *p, const struc
 	    (o->base_metric >= 0 && (unsigned)o->base_metric >= t->nmetrics))
 		return -EINVAL;
 	for (uint32_t i = 1; i < t->n; i++)
-		if (t->nodes[i].ip >= p->nfuncs)
+		if (t->nodes[i].ip >= p->n)
 			return -EINVAL;
 	l->order = malloc((size_t)t->n * sizeof(*l->order));
 	l->start = calloc(t->n, sizeof(*l->start));
@@ -430,7 +430,7 @@ static int put_script(FILE *out)
 static int put_frame(FILE *out, const struct layout *l, uint32_t node, double width, int top,
 		     const struct nw_flamegraph_opts *o)
 {
-	const struct nw_func *f = node == NW_CCT_ROOT ? NULL : &l->p->funcs[l->t->nodes[node].ip];
+	const struct nw_func *f = node == NW_CCT_ROOT ? NULL : &l->p->v[l->t->nodes[node].ip];
 	const char *unit = o->unit ? o->unit : "samples";
 	double x = XPAD + (double)l->start[node] * l->scale;
 	double w = node == NW_CCT_ROOT || !l->total ? width : (double)l->incl[node] * l->scale;
@@ -526,7 +526,7 @@ static int put_legend(FILE *out, const struct layout *l, int y, double width)
 	if (!v)
 		return -ENOMEM;
 	for (uint32_t i = 1; i < l->t->n; i++) {
-		const struct nw_func *f = &l->p->funcs[l->t->nodes[i].ip];
+		const struct nw_func *f = &l->p->v[l->t->nodes[i].ip];
 		uint64_t self = nw_cct_metrics(l->t, i)[l->metric];
 		uint32_t j;
 
@@ -564,16 +564,16 @@ static int put_legend(FILE *out, const struct layout *l, int y, double width)
 	return ret;
 }
 
-int nw_flamegraph_write(FILE *out, const struct nw_profile *p, const struct nw_cct *tree,
-			const struct nw_flamegraph_opts *o)
+int nw_flamegraph_write(FILE *out, const struct nw_stacks *s, const struct nw_flamegraph_opts *o)
 {
+	const struct nw_cct *tree = s->tree;
 	double width = (double)((o->width ? o->width : 1200) - 2 * XPAD);
 	int top = o->subtitle ? 66 : 50, frames_h, height, total_w, ret;
 	struct layout l;
 
 	if (width < 100)
 		width = 100;
-	ret = layout_init(&l, p, tree, o, width);
+	ret = layout_init(&l, &s->frames, tree, o, width);
 	if (ret)
 		goto out;
 	frames_h = (int)(l.maxdepth + 1) * FRAME_H;

@@ -16,7 +16,7 @@
 
 #include <stdio.h>
 
-#include "report/profile.h"
+#include "report/stacks.h"
 
 struct nw_flamegraph_opts {
 	const char *title;     /* NULL: "Flame Graph" */
@@ -28,11 +28,10 @@ struct nw_flamegraph_opts {
 };
 
 /*
- * Writes the flame graph of @tree (node ips are indexes into p->funcs) to
- * @out.  0, -EINVAL when a metric is not a metric of the tree or a node's
- * frame is not in @p, -ENOMEM, or -EIO when writing failed.
+ * Writes the flame graph of the stacks @s to @out.  0, -EINVAL when a
+ * metric is not a metric of the tree or a node's frame is not in the
+ * table, -ENOMEM, or -EIO when writing failed.
  */
-int nw_flamegraph_write(FILE *out, const struct nw_profile *p, const struct nw_cct *tree,
-			const struct nw_flamegraph_opts *o);
+int nw_flamegraph_write(FILE *out, const struct nw_stacks *s, const struct nw_flamegraph_opts *o);
 
 #endif

@@ -1,136 +1,49 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The pprof export.  The builder interns strings, mappings, locations and
- * functions as the thread files are walked, keeps samples as index lists,
- * and only builds protobuf-c messages when packing.
+ * The pprof export, from the model.  The builder interns strings,
+ * mappings, locations and functions as the physical trees are walked,
+ * keeps samples as index lists, and only builds protobuf-c messages when
+ * packing.
  *
- * Frames are named exactly as nw_profile's loader names them (profile.c,
- * add_frames), through nw_profile_intern(), so that a Function here is a
- * frame of narwhal-report's own views: "[unknown]" outside every module,
- * "module+0xADDR" where the symbol table knows nothing, else the inline
- * chain of the symbol table.
+ * Every Location is a real address in a real Mapping (memory start, file
+ * offset and build-id as recorded): one Location per distinct (mapping,
+ * address), with one Line per frame of its inline chain (innermost first).
+ * Functions are the frames the report's views show, named by
+ * nw_stacks_frames_of() (report/stacks.h): "[unknown]" outside every
+ * module, "module+0xADDR" where the symbol table knows nothing, else the
+ * functions of the inline chain.
  */
 #include "export/pprof.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include "export/export.h"
 #include "export/profile.pb-c.h"
-#include "symbol/symbol.h"
+#include "util/hash.h"
 #include "util/log.h"
+#include "util/strbuf.h"
 
-#define EMPTY UINT32_MAX
 #define PAGE 4096u
-
-/* ---- a small open-addressing index over the entries of an array ---- */
-
-struct index {
-	uint32_t *slots;
-	uint32_t nslots; /* a power of two, or 0 */
-};
-
-struct nw_pprof;
-typedef uint64_t (*hash_fn)(const struct nw_pprof *b, uint32_t entry);
-typedef bool (*eq_fn)(const struct nw_pprof *b, uint32_t entry, const void *key);
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
-static uint64_t hash_bytes(uint64_t h, const char *s)
-{
-	for (; s && *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
-}
-
-/* Makes room for entry @n (the count after insertion) at most half full. */
-static int index_reserve(struct index *ix, uint32_t n, hash_fn hash, const struct nw_pprof *b)
-{
-	uint32_t nslots, mask, *slots;
-
-	if ((uint64_t)n * 2 <= ix->nslots)
-		return 0;
-	nslots = ix->nslots ? ix->nslots * 2 : 256;
-	if (nslots <= ix->nslots || n >= EMPTY)
-		return -ENOMEM;
-	slots = malloc((size_t)nslots * sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	memset(slots, 0xff, (size_t)nslots * sizeof(*slots));
-	mask = nslots - 1;
-	for (uint32_t i = 0; i + 1 < n; i++) {
-		uint32_t h = (uint32_t)hash(b, i) & mask;
-
-		while (slots[h] != EMPTY)
-			h = (h + 1) & mask;
-		slots[h] = i;
-	}
-	free(ix->slots);
-	ix->slots = slots;
-	ix->nslots = nslots;
-	return 0;
-}
-
-/* The slot holding the entry equal to @key, or the empty slot where it goes. */
-static uint32_t *index_find(const struct index *ix, uint64_t hash, eq_fn eq,
-			    const struct nw_pprof *b, const void *key)
-{
-	uint32_t mask = ix->nslots - 1, h = (uint32_t)hash & mask;
-
-	while (ix->slots[h] != EMPTY && !eq(b, ix->slots[h], key))
-		h = (h + 1) & mask;
-	return &ix->slots[h];
-}
-
-/* Grows *@v (of *@cap elements of @size) to hold @need. */
-static int grow(void *v, size_t *cap, size_t need, size_t size)
-{
-	void **pv = v;
-	size_t c = *cap ? *cap : 16;
-	void *nv;
-
-	if (need <= *cap)
-		return 0;
-	while (c < need) {
-		if (c > SIZE_MAX / 2 / size)
-			return -ENOMEM;
-		c *= 2;
-	}
-	nv = realloc(*pv, c * size);
-	if (!nv)
-		return -ENOMEM;
-	*pv = nv;
-	*cap = c;
-	return 0;
-}
-
-/* ---- the builder ---- */
+/* Inline chains deeper than this keep their outermost frames. */
+#define MAX_CHAIN 256
+/* The mapping of the locations of a split's prefix frames: none, and apart from real ones. */
+#define FRAME_MAPPING UINT32_MAX
 
 struct mapping {
-	char *path;
-	uint64_t start, vaddr, end; /* end: one past the highest address seen */
+	uint32_t module;
+	uint64_t start, vaddr, pgoff;
+	uint64_t end;               /* one past the highest address seen */
+	const char *path;           /* the model's */
 	int64_t filename, build_id;
-	char *build_id_hex;         /* as recorded, "" or NULL when unknown */
 };
 
 struct line {
-	uint32_t func; /* index in nw_profile.funcs */
+	uint32_t func; /* frame index */
 	int64_t line;
 };
 
@@ -154,20 +67,21 @@ struct thread_label {
 };
 
 struct nw_pprof {
-	struct nw_profile *p;
+	const struct nw_measurement *m;
 	unsigned nmetrics;
+	struct nw_frames frames;    /* the Functions */
 
 	char **strs;
 	size_t nstrs, cap_strs;
-	struct index str_ix;
+	struct nw_index str_ix;
 
 	struct mapping *maps;
 	size_t nmaps, cap_maps;
-	struct index map_ix;
+	struct nw_index map_ix;
 
 	struct location *locs;
 	size_t nlocs, cap_locs;
-	struct index loc_ix;
+	struct nw_index loc_ix;
 
 	struct line *lines;
 	size_t nlines, cap_lines;
@@ -181,19 +95,21 @@ struct nw_pprof {
 
 	struct thread_label *threads;
 	size_t nthreads, cap_threads;
-
-	uint64_t event0_samples, event0_period;
 };
 
 /* strings */
 
-static uint64_t str_hash(const struct nw_pprof *b, uint32_t i)
+static uint64_t str_hash(const void *ctx, uint32_t i)
 {
-	return mix64(hash_bytes(0xcbf29ce484222325ULL, b->strs[i]));
+	const struct nw_pprof *b = ctx;
+
+	return nw_hash_str(NW_HASH_SEED, b->strs[i]);
 }
 
-static bool str_eq(const struct nw_pprof *b, uint32_t i, const void *key)
+static bool str_eq(const void *ctx, uint32_t i, const void *key)
 {
+	const struct nw_pprof *b = ctx;
+
 	return strcmp(b->strs[i], key) == 0;
 }
 
@@ -201,108 +117,87 @@ static bool str_eq(const struct nw_pprof *b, uint32_t i, const void *key)
 static int64_t str_intern(struct nw_pprof *b, const char *s)
 {
 	int failed = 0;
-	char *c;
 	uint32_t *slot;
+	char *c;
 
 	if (!s)
 		return 0;
 	c = nw_export_clean(s, &failed);
 	if (!c)
 		return -ENOMEM;
-	if (index_reserve(&b->str_ix, (uint32_t)b->nstrs + 1, str_hash, b) ||
-	    grow(&b->strs, &b->cap_strs, b->nstrs + 1, sizeof(*b->strs))) {
+	slot = nw_index_slot(&b->str_ix, nw_hash_str(NW_HASH_SEED, c), str_eq, str_hash, b, c);
+	if (!slot || nw_grow(&b->strs, &b->cap_strs, b->nstrs + 1, sizeof(*b->strs))) {
 		free(c);
 		return -ENOMEM;
 	}
-	slot = index_find(&b->str_ix, mix64(hash_bytes(0xcbf29ce484222325ULL, c)), str_eq, b, c);
-	if (*slot != EMPTY) {
+	if (*slot != NW_INDEX_NONE) {
 		free(c);
 		return *slot;
 	}
 	b->strs[b->nstrs] = c;
-	*slot = (uint32_t)b->nstrs;
+	nw_index_fill(&b->str_ix, slot, (uint32_t)b->nstrs);
 	return (int64_t)b->nstrs++;
 }
 
-/* mappings */
+/* mappings: one per (module, start, vaddr) */
 
 struct map_key {
-	const char *path;
+	uint32_t module;
 	uint64_t start, vaddr;
 };
 
-static uint64_t map_key_hash(const char *path, uint64_t start, uint64_t vaddr)
+static uint64_t map_key_hash(const struct map_key *k)
 {
-	return mix64(hash_bytes(0xcbf29ce484222325ULL, path) ^ mix64(start) ^ (vaddr * 31));
+	return nw_hash_add(nw_hash_add(nw_hash_u64(k->start), k->vaddr), k->module);
 }
 
-static uint64_t map_hash(const struct nw_pprof *b, uint32_t i)
+static uint64_t map_hash(const void *ctx, uint32_t i)
 {
-	return map_key_hash(b->maps[i].path, b->maps[i].start, b->maps[i].vaddr);
+	const struct mapping *m = &((const struct nw_pprof *)ctx)->maps[i];
+	struct map_key k = { m->module, m->start, m->vaddr };
+
+	return map_key_hash(&k);
 }
 
-static bool map_eq(const struct nw_pprof *b, uint32_t i, const void *key)
+static bool map_eq(const void *ctx, uint32_t i, const void *key)
 {
+	const struct mapping *m = &((const struct nw_pprof *)ctx)->maps[i];
 	const struct map_key *k = key;
-	const struct mapping *m = &b->maps[i];
 
-	return m->start == k->start && m->vaddr == k->vaddr && strcmp(m->path, k->path) == 0;
+	return m->module == k->module && m->start == k->start && m->vaddr == k->vaddr;
 }
 
-/* The recorded build-id of module @path, or NULL. */
-static const char *build_id_of(const struct nw_profile *p, const struct nw_symtab *st,
-			       const char *path)
+/* Index + 1 of the mapping of @r, added when new; -ENOMEM. */
+static int64_t mapping_of(struct nw_pprof *b, const struct nw_resolved *r)
 {
-	for (uint32_t i = 0; p->manifest && i < p->manifest->nmodules; i++)
-		if (p->manifest->modules[i].path && strcmp(p->manifest->modules[i].path, path) == 0)
-			return p->manifest->modules[i].build_id;
-	for (uint32_t i = 0; st && i < st->nmodules; i++)
-		if (st->modules[i].path && strcmp(st->modules[i].path, path) == 0)
-			return st->modules[i].build_id;
-	return NULL;
-}
-
-/* Index + 1 of the mapping of module @m, added when new; -ENOMEM. */
-static int64_t mapping_of(struct nw_pprof *b, const struct nw_symtab *st,
-			  const struct nw_csprof_module *m)
-{
-	const char *path = m->name ? m->name : "";
-	struct map_key key = { .path = path, .start = m->mapped, .vaddr = m->vaddr };
-	const char *bid;
+	struct map_key key = { r->module_index, r->map->start, r->map->vaddr };
+	char id[2 * NW_BUILD_ID_MAX + 1];
 	struct mapping *mp;
 	uint32_t *slot;
 
-	if (index_reserve(&b->map_ix, (uint32_t)b->nmaps + 1, map_hash, b) ||
-	    grow(&b->maps, &b->cap_maps, b->nmaps + 1, sizeof(*b->maps)))
+	slot = nw_index_slot(&b->map_ix, map_key_hash(&key), map_eq, map_hash, b, &key);
+	if (!slot || nw_grow(&b->maps, &b->cap_maps, b->nmaps + 1, sizeof(*b->maps)))
 		return -ENOMEM;
-	slot = index_find(&b->map_ix, map_key_hash(path, m->mapped, m->vaddr), map_eq, b, &key);
-	if (*slot != EMPTY)
+	if (*slot != NW_INDEX_NONE)
 		return (int64_t)*slot + 1;
 	mp = &b->maps[b->nmaps];
 	memset(mp, 0, sizeof(*mp));
-	mp->start = m->mapped;
-	mp->vaddr = m->vaddr;
-	mp->end = m->mapped;
-	mp->path = strdup(path);
-	bid = build_id_of(b->p, st, path);
-	mp->build_id_hex = bid ? strdup(bid) : NULL;
-	if (!mp->path || (bid && !mp->build_id_hex)) {
-		free(mp->path);
-		free(mp->build_id_hex);
+	mp->module = r->module_index;
+	mp->start = r->map->start;
+	mp->vaddr = r->map->vaddr;
+	mp->pgoff = r->map->pgoff;
+	mp->end = r->map->start;
+	mp->path = r->module->path;
+	nw_build_id_hex(r->module->build_id, r->module->build_id_size, id, sizeof(id));
+	mp->filename = str_intern(b, mp->path);
+	mp->build_id = str_intern(b, id[0] ? id : NULL);
+	if (mp->filename < 0 || mp->build_id < 0)
 		return -ENOMEM;
-	}
-	mp->filename = str_intern(b, path);
-	mp->build_id = str_intern(b, bid && bid[0] ? bid : NULL);
-	if (mp->filename < 0 || mp->build_id < 0) {
-		free(mp->path);
-		free(mp->build_id_hex);
-		return -ENOMEM;
-	}
-	*slot = (uint32_t)b->nmaps;
+	nw_index_fill(&b->map_ix, slot, (uint32_t)b->nmaps);
 	return (int64_t)b->nmaps++ + 1;
 }
 
-/* locations */
+/* locations: one per (mapping, address) */
 
 struct loc_key {
 	uint32_t mapping;
@@ -311,304 +206,277 @@ struct loc_key {
 
 static uint64_t loc_key_hash(uint32_t mapping, uint64_t address)
 {
-	return mix64(address ^ ((uint64_t)mapping << 48) ^
-		     ((uint64_t)mapping * 0x9e3779b97f4a7c15ULL));
+	return nw_hash_add(nw_hash_u64(address), mapping);
 }
 
-static uint64_t loc_hash(const struct nw_pprof *b, uint32_t i)
+static uint64_t loc_hash(const void *ctx, uint32_t i)
 {
-	return loc_key_hash(b->locs[i].mapping, b->locs[i].address);
+	const struct location *l = &((const struct nw_pprof *)ctx)->locs[i];
+
+	return loc_key_hash(l->mapping, l->address);
 }
 
-static bool loc_eq(const struct nw_pprof *b, uint32_t i, const void *key)
+static bool loc_eq(const void *ctx, uint32_t i, const void *key)
 {
+	const struct location *l = &((const struct nw_pprof *)ctx)->locs[i];
 	const struct loc_key *k = key;
 
-	return b->locs[i].mapping == k->mapping && b->locs[i].address == k->address;
+	return l->mapping == k->mapping && l->address == k->address;
 }
 
-static int add_line(struct nw_pprof *b, int64_t func, int64_t line)
+/* The lines of a new location of @r: its frames, innermost first, with their lines. */
+static int location_lines(struct nw_pprof *b, struct nw_resolved *r, struct location *loc)
 {
-	if (func < 0)
+	uint32_t ids[MAX_CHAIN];
+	int n;
+
+	if (r->map)
+		r->sym = nw_symtab_lookup(b->m->symtab, r->module_index, r->addr);
+	n = nw_stacks_frames_of(&b->frames, r, ids, MAX_CHAIN);
+	if (n < 0 || nw_grow(&b->lines, &b->cap_lines, b->nlines + (size_t)n, sizeof(*b->lines)))
 		return -ENOMEM;
-	if (grow(&b->lines, &b->cap_lines, b->nlines + 1, sizeof(*b->lines)))
-		return -ENOMEM;
-	b->lines[b->nlines++] = (struct line){ .func = (uint32_t)func, .line = line };
+	/* ids[] is outermost first; pprof lists the innermost first. */
+	for (int k = 0; k < n; k++) {
+		const struct nw_symframe *fr = NULL;
+
+		if (r->sym && r->sym->nframes)
+			fr = &r->sym->frames[k];
+		b->lines[b->nlines++] = (struct line){ .func = ids[n - 1 - k],
+						       .line = fr ? fr->line : 0 };
+	}
+	loc->nlines = (uint32_t)n;
+	loc->symbolized = r->sym && r->sym->nframes;
 	return 0;
 }
 
-static const char *base_name(const char *path)
+/* The index of the location of ip @ip of a tree of epoch @epoch; -ENOMEM. */
+static int64_t location_of(struct nw_pprof *b, uint32_t epoch, uint64_t ip, bool caller)
 {
-	const char *s = strrchr(path, '/');
-
-	return s && s[1] ? s + 1 : path;
-}
-
-/* One module of an epoch, with what the builder learnt about it. */
-struct emod {
-	const struct nw_csprof_module *m;
-	int symmod;        /* in the symbol table, or -1 */
-	uint32_t mapping;  /* index + 1 once known, else 0 */
-};
-
-struct epoch {
-	bool ready;
-	uint32_t n;
-	struct emod *mods; /* sorted by mapped address */
-};
-
-static int cmp_emod(const void *a, const void *b)
-{
-	const struct emod *x = a, *y = b;
-
-	return x->m->mapped < y->m->mapped ? -1 : x->m->mapped > y->m->mapped;
-}
-
-static int epoch_init(struct epoch *ep, const struct nw_csprof_epoch *ce,
-		      const struct nw_symtab *st)
-{
-	ep->n = ce->nmodules;
-	ep->mods = ce->nmodules ? calloc(ce->nmodules, sizeof(*ep->mods)) : NULL;
-	if (ce->nmodules && !ep->mods)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < ce->nmodules; i++) {
-		int idx = ce->modules[i].name ? nw_symtab_find_module(st, ce->modules[i].name)
-					      : -ENOENT;
-
-		ep->mods[i] = (struct emod){ .m = &ce->modules[i], .symmod = idx >= 0 ? idx : -1 };
-	}
-	qsort(ep->mods, ep->n, sizeof(*ep->mods), cmp_emod);
-	ep->ready = true;
-	return 0;
-}
-
-/* The module with the greatest mapped address <= @ip (as profile.c finds it), or NULL. */
-static struct emod *epoch_find(const struct epoch *ep, uint64_t ip)
-{
-	uint32_t lo = 0, hi = ep->n;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (ep->mods[mid].m->mapped <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo ? &ep->mods[lo - 1] : NULL;
-}
-
-/* The lines of a new location at @ip of module @em (NULL: none). */
-static int location_lines(struct nw_pprof *b, const struct nw_symtab *st, const struct emod *em,
-			  uint64_t ip, bool caller, struct location *loc)
-{
-	const struct nw_symentry *e = NULL;
-	const char *path;
-	uint64_t addr;
-	char *name;
-	int64_t f;
-
-	if (!em) {
-		loc->nlines = 1;
-		return add_line(b, nw_profile_intern(b->p, "[unknown]", NULL, 0, NULL), 0);
-	}
-	path = em->m->name ? em->m->name : "";
-	addr = ip - em->m->mapped + em->m->vaddr - (caller ? 1 : 0);
-	if (em->symmod >= 0)
-		e = nw_symtab_lookup(st, (uint32_t)em->symmod, addr);
-	if (!e || !e->nframes) {
-		if (asprintf(&name, "%s+0x%llx", base_name(path), (unsigned long long)addr) < 0)
-			return -ENOMEM;
-		f = nw_profile_intern(b->p, name, NULL, 0, path);
-		free(name);
-		loc->nlines = 1;
-		return add_line(b, f, 0);
-	}
-	/* The symbol table's order, innermost first, is pprof's. */
-	for (uint32_t k = 0; k < e->nframes; k++) {
-		const struct nw_symframe *fr = &e->frames[k];
-
-		f = nw_profile_intern(b->p, fr->function ? fr->function : "[unknown]",
-				      fr->decl_file ? fr->decl_file : fr->file, fr->decl_line,
-				      path);
-		if (add_line(b, f, fr->line))
-			return -ENOMEM;
-	}
-	loc->nlines = e->nframes;
-	loc->symbolized = true;
-	return 0;
-}
-
-/* The index of the location of node ip @ip in epoch @ep; -ENOMEM. */
-static int64_t location_of(struct nw_pprof *b, const struct nw_symtab *st, struct epoch *ep,
-			   uint64_t ip, bool caller)
-{
-	struct emod *em = epoch_find(ep, ip);
 	struct loc_key key = { .mapping = 0, .address = ip - (caller ? 1 : 0) };
 	struct location *loc;
+	struct nw_resolved r;
 	uint32_t *slot;
-	int64_t m;
+	int64_t mi;
 
-	if (em) {
-		if (!em->mapping) {
-			m = mapping_of(b, st, em->m);
-			if (m < 0)
-				return m;
-			em->mapping = (uint32_t)m;
-		}
-		key.mapping = em->mapping;
+	nw_measurement_locate(b->m, epoch, ip, caller, &r);
+	if (r.map) {
+		mi = mapping_of(b, &r);
+		if (mi < 0)
+			return mi;
+		key.mapping = (uint32_t)mi;
 		if (key.address + 1 > b->maps[key.mapping - 1].end)
 			b->maps[key.mapping - 1].end = key.address + 1;
 	}
-	if (index_reserve(&b->loc_ix, (uint32_t)b->nlocs + 1, loc_hash, b) ||
-	    grow(&b->locs, &b->cap_locs, b->nlocs + 1, sizeof(*b->locs)))
+	slot = nw_index_slot(&b->loc_ix, loc_key_hash(key.mapping, key.address), loc_eq, loc_hash,
+			     b, &key);
+	if (!slot || nw_grow(&b->locs, &b->cap_locs, b->nlocs + 1, sizeof(*b->locs)))
 		return -ENOMEM;
-	slot = index_find(&b->loc_ix, loc_key_hash(key.mapping, key.address), loc_eq, b, &key);
-	if (*slot != EMPTY)
+	if (*slot != NW_INDEX_NONE)
 		return *slot;
 	loc = &b->locs[b->nlocs];
 	*loc = (struct location){ .mapping = key.mapping, .address = key.address,
 				  .first_line = b->nlines };
-	if (location_lines(b, st, em, ip, caller, loc))
+	if (location_lines(b, &r, loc))
 		return -ENOMEM;
-	*slot = (uint32_t)b->nlocs;
+	nw_index_fill(&b->loc_ix, slot, (uint32_t)b->nlocs);
+	return (int64_t)b->nlocs++;
+}
+
+/*
+ * The location of frame @frame of a split's prefix (an instrumented
+ * section): no mapping, no address; keyed apart from real addresses.
+ */
+static int64_t frame_location(struct nw_pprof *b, uint32_t frame)
+{
+	struct loc_key key = { .mapping = FRAME_MAPPING, .address = frame };
+	struct location *loc;
+	uint32_t *slot;
+
+	slot = nw_index_slot(&b->loc_ix, loc_key_hash(key.mapping, key.address), loc_eq, loc_hash,
+			     b, &key);
+	if (!slot || nw_grow(&b->locs, &b->cap_locs, b->nlocs + 1, sizeof(*b->locs)) ||
+	    nw_grow(&b->lines, &b->cap_lines, b->nlines + 1, sizeof(*b->lines)))
+		return -ENOMEM;
+	if (*slot != NW_INDEX_NONE)
+		return *slot;
+	loc = &b->locs[b->nlocs];
+	*loc = (struct location){ .mapping = key.mapping, .address = key.address,
+				  .first_line = b->nlines, .nlines = 1 };
+	b->lines[b->nlines++] = (struct line){ .func = frame };
+	nw_index_fill(&b->loc_ix, slot, (uint32_t)b->nlocs);
 	return (int64_t)b->nlocs++;
 }
 
 /* samples */
 
-static int add_sample(struct nw_pprof *b, const struct nw_cct *t, uint32_t node,
-		      const uint32_t *locof, uint32_t thread)
+/* A sample of @node (values @m) with the locations of @prefix above its stack. */
+static int add_sample(struct nw_pprof *b, const struct nw_cct *t, uint32_t node, const uint64_t *m,
+		      const uint32_t *locof, uint32_t thread, const struct nw_split_prefix *prefix)
 {
-	const uint64_t *m = nw_cct_metrics(t, node);
 	unsigned nm = t->nmetrics < b->nmetrics ? t->nmetrics : b->nmetrics;
+	uint32_t npre = prefix ? prefix->n : 0;
 	struct sample *s;
 	uint32_t depth = 0;
 
 	for (uint32_t i = node; i != NW_CCT_ROOT; i = t->nodes[i].parent)
 		depth++;
-	if (grow(&b->samples, &b->cap_samples, b->nsamples + 1, sizeof(*b->samples)) ||
-	    grow(&b->loc_ids, &b->cap_loc_ids, b->nloc_ids + depth, sizeof(*b->loc_ids)) ||
-	    grow(&b->values, &b->cap_values, (b->nsamples + 1) * b->nmetrics, sizeof(*b->values)))
+	if (nw_grow(&b->samples, &b->cap_samples, b->nsamples + 1, sizeof(*b->samples)) ||
+	    nw_grow(&b->loc_ids, &b->cap_loc_ids, b->nloc_ids + depth + npre, sizeof(*b->loc_ids)) ||
+	    nw_grow(&b->values, &b->cap_values, (b->nsamples + 1) * b->nmetrics,
+		    sizeof(*b->values)))
 		return -ENOMEM;
 	s = &b->samples[b->nsamples];
-	*s = (struct sample){ .first_loc = b->nloc_ids, .nlocs = depth, .thread = thread };
+	*s = (struct sample){ .first_loc = b->nloc_ids, .nlocs = depth + npre, .thread = thread };
 	for (uint32_t i = node; i != NW_CCT_ROOT; i = t->nodes[i].parent)
 		b->loc_ids[b->nloc_ids++] = locof[i];
+	/* Leaf first: the innermost section, then the ones around it. */
+	for (uint32_t k = npre; k-- > 0;) {
+		int64_t loc = frame_location(b, prefix->frames[k]);
+
+		if (loc < 0)
+			return -ENOMEM;
+		b->loc_ids[b->nloc_ids++] = (uint32_t)loc;
+	}
 	for (unsigned k = 0; k < b->nmetrics; k++)
 		b->values[b->nsamples * b->nmetrics + k] = k < nm ? m[k] : 0;
-	if (nm >= 2) {
-		b->event0_samples += m[0];
-		b->event0_period += m[1];
-	}
 	b->nsamples++;
 	return 0;
 }
 
-static bool has_weight(const struct nw_cct *t, uint32_t node)
+static bool has_weight(const uint64_t *m, unsigned nm)
 {
-	const uint64_t *m = nw_cct_metrics(t, node);
-
-	for (unsigned k = 0; k < t->nmetrics; k++)
+	for (unsigned k = 0; k < nm; k++)
 		if (m[k])
 			return true;
 	return false;
 }
 
-static int add_tree(struct nw_pprof *b, const struct nw_symtab *st, struct epoch *ep,
-		    const struct nw_cct *t, uint32_t thread)
+/*
+ * The samples of @node: what a split moves below sections (its entries
+ * from *@se on), then what stays.
+ */
+static int node_samples(struct nw_pprof *b, const struct nw_cct *t, uint32_t node,
+			const uint32_t *locof, uint32_t thread, const struct nw_split *split,
+			size_t *se, uint32_t ti, uint32_t tree, uint64_t *rest)
 {
+	unsigned nm = t->nmetrics;
+	int ret;
+
+	memcpy(rest, nw_cct_metrics(t, node), nm * sizeof(*rest));
+	for (; split && *se < split->n && split->entries[*se].thread == ti &&
+	       split->entries[*se].tree == tree && split->entries[*se].node == node;
+	     (*se)++) {
+		const struct nw_split_entry *e = &split->entries[*se];
+		uint64_t *v = split->values + *se * nm;
+
+		for (unsigned k = 0; k < nm; k++) {
+			if (v[k] > rest[k])
+				v[k] = rest[k];
+			rest[k] -= v[k];
+		}
+		if (e->prefix < split->nprefixes && has_weight(v, nm)) {
+			ret = add_sample(b, t, node, v, locof, thread, &split->prefixes[e->prefix]);
+			if (ret)
+				return ret;
+		}
+	}
+	return has_weight(rest, nm) ? add_sample(b, t, node, rest, locof, thread, NULL) : 0;
+}
+
+static int add_tree(struct nw_pprof *b, const struct nw_tree *tr, uint32_t thread,
+		    const struct nw_split *split, size_t *se, uint32_t ti, uint32_t tree)
+{
+	const struct nw_cct *t = tr->cct;
 	uint32_t *order = malloc((size_t)t->n * sizeof(*order));
 	uint32_t *locof = malloc((size_t)t->n * sizeof(*locof));
-	uint32_t n;
+	uint64_t *rest = malloc((t->nmetrics ? t->nmetrics : 1) * sizeof(*rest));
 	int ret = 0;
 
-	if (!order || !locof) {
+	if (!order || !locof || !rest) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	n = nw_cct_preorder(t, order);
-	for (uint32_t k = 0; k < n; k++) {
+	nw_cct_preorder(t, order);
+	for (uint32_t k = 0; k < t->n; k++) {
 		uint32_t i = order[k];
 
-		if (i != NW_CCT_ROOT) {
-			int64_t loc = location_of(b, st, ep, t->nodes[i].ip,
-						  t->nodes[i].first_child != NW_CCT_NONE);
+		if (i == NW_CCT_ROOT)
+			continue;
+		int64_t loc = location_of(b, tr->epoch, t->nodes[i].ip,
+					  t->nodes[i].first_child != NW_CCT_NONE);
 
-			if (loc < 0) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			locof[i] = (uint32_t)loc;
+		if (loc < 0) {
+			ret = -ENOMEM;
+			goto out;
 		}
-		if (has_weight(t, i)) {
-			ret = add_sample(b, t, i, locof, thread);
-			if (ret)
-				goto out;
-		}
+		locof[i] = (uint32_t)loc;
+	}
+	/* Samples in node order, as the split's entries are sorted. */
+	for (uint32_t i = 0; i < t->n && !ret; i++) {
+		while (split && *se < split->n && split->entries[*se].thread == ti &&
+		       split->entries[*se].tree == tree && split->entries[*se].node < i)
+			(*se)++;
+		ret = node_samples(b, t, i, locof, thread, split, se, ti, tree, rest);
 	}
 out:
 	free(order);
 	free(locof);
+	free(rest);
 	return ret;
 }
 
-int nw_pprof_add(struct nw_pprof *b, const struct nw_csprof *cp, const struct nw_symtab *st,
-		 uint32_t pid, uint32_t tid, const char *comm)
+int nw_pprof_add_thread(struct nw_pprof *b, uint32_t ti, const struct nw_split *split)
 {
-	struct epoch *eps = NULL;
-	int64_t c;
+	const struct nw_mthread *th = &b->m->threads[ti];
+	int64_t c = str_intern(b, th->comm ? th->comm : "");
+	size_t se = 0;
 	int ret = 0;
 
-	c = str_intern(b, comm ? comm : "");
-	if (c < 0 || grow(&b->threads, &b->cap_threads, b->nthreads + 1, sizeof(*b->threads)))
+	if (c < 0 || nw_grow(&b->threads, &b->cap_threads, b->nthreads + 1, sizeof(*b->threads)))
 		return -ENOMEM;
-	b->threads[b->nthreads] = (struct thread_label){ .comm = c, .pid = pid, .tid = tid };
-	if (cp->nepochs) {
-		eps = calloc(cp->nepochs, sizeof(*eps));
-		if (!eps)
-			return -ENOMEM;
+	b->threads[b->nthreads] = (struct thread_label){ .comm = c, .pid = th->pid,
+							 .tid = th->tid };
+	/* The split's entries of this thread. */
+	while (split && se < split->n && split->entries[se].thread < ti)
+		se++;
+	for (uint32_t t = 0; t < th->ntrees && !ret; t++) {
+		if (th->trees[t].cct->nmetrics != b->nmetrics)
+			return -EBADMSG;
+		while (split && se < split->n && split->entries[se].thread == ti &&
+		       split->entries[se].tree < t)
+			se++;
+		ret = add_tree(b, &th->trees[t], (uint32_t)b->nthreads, split, &se, ti, t);
 	}
-	for (uint32_t t = 0; t < cp->ntrees; t++) {
-		const struct nw_csprof_tree *tr = &cp->trees[t];
-
-		if (tr->epoch >= cp->nepochs || !tr->cct) {
-			ret = -EBADMSG;
-			goto out;
-		}
-		if (!eps[tr->epoch].ready) {
-			ret = epoch_init(&eps[tr->epoch], &cp->epochs[tr->epoch], st);
-			if (ret)
-				goto out;
-		}
-		ret = add_tree(b, st, &eps[tr->epoch], tr->cct, (uint32_t)b->nthreads);
-		if (ret)
-			goto out;
-	}
-	b->nthreads++;
-out:
-	for (uint32_t e = 0; eps && e < cp->nepochs; e++)
-		free(eps[e].mods);
-	free(eps);
+	if (!ret)
+		b->nthreads++;
 	return ret;
 }
 
-struct nw_pprof *nw_pprof_new(struct nw_profile *p)
+struct nw_pprof *nw_pprof_new(const struct nw_measurement *m)
 {
 	struct nw_pprof *b = calloc(1, sizeof(*b));
 
 	if (!b)
 		return NULL;
-	b->p = p;
-	b->nmetrics = p->nmetrics;
+	b->m = m;
+	b->nmetrics = m->nmetrics;
+	nw_frames_init(&b->frames);
 	/* Entry 0 of the string table is "". */
-	if (index_reserve(&b->str_ix, 1, str_hash, b) ||
-	    grow(&b->strs, &b->cap_strs, 1, sizeof(*b->strs)) || !(b->strs[0] = strdup(""))) {
+	if (nw_grow(&b->strs, &b->cap_strs, 1, sizeof(*b->strs)) || !(b->strs[0] = strdup(""))) {
 		nw_pprof_free(b);
 		return NULL;
 	}
-	*index_find(&b->str_ix, mix64(0xcbf29ce484222325ULL), str_eq, b, "") = 0;
 	b->nstrs = 1;
+	{
+		uint32_t *slot = nw_index_slot(&b->str_ix, nw_hash_str(NW_HASH_SEED, ""), str_eq,
+					       str_hash, b, "");
+
+		if (!slot) {
+			nw_pprof_free(b);
+			return NULL;
+		}
+		nw_index_fill(&b->str_ix, slot, 0);
+	}
 	return b;
 }
 
@@ -619,121 +487,77 @@ void nw_pprof_free(struct nw_pprof *b)
 	for (size_t i = 0; i < b->nstrs; i++)
 		free(b->strs[i]);
 	free(b->strs);
-	free(b->str_ix.slots);
-	for (size_t i = 0; i < b->nmaps; i++) {
-		free(b->maps[i].path);
-		free(b->maps[i].build_id_hex);
-	}
+	nw_index_fini(&b->str_ix);
 	free(b->maps);
-	free(b->map_ix.slots);
+	nw_index_fini(&b->map_ix);
 	free(b->locs);
-	free(b->loc_ix.slots);
+	nw_index_fini(&b->loc_ix);
 	free(b->lines);
 	free(b->samples);
 	free(b->loc_ids);
 	free(b->values);
 	free(b->threads);
+	nw_frames_fini(&b->frames);
 	free(b);
 }
 
 /* ---- packing ---- */
 
-/*
- * The file offset of ELF address @vaddr in @path, when the file is here,
- * is ELF and has the recorded build-id (@build_id, "" or NULL: unknown).
- * 0 when it cannot be known.
- */
-static uint64_t file_offset(const char *path, const char *build_id, uint64_t vaddr)
-{
-	char id[2 * 20 + 1];
-	uint64_t off = 0;
-	size_t n = 0;
-	Elf *e;
-	int fd;
-
-	if (path[0] != '/')
-		return 0;
-	if (build_id && build_id[0] &&
-	    (nw_symbol_build_id(path, id, sizeof(id)) || strcmp(id, build_id) != 0))
-		return 0;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (e && elf_kind(e) == ELF_K_ELF && elf_getphdrnum(e, &n) == 0) {
-		for (size_t i = 0; i < n; i++) {
-			GElf_Phdr ph;
-
-			if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
-				continue;
-			if (vaddr >= ph.p_vaddr && vaddr - ph.p_vaddr < ph.p_memsz) {
-				off = vaddr - ph.p_vaddr + ph.p_offset;
-				break;
-			}
-		}
-	}
-	elf_end(e);
-	close(fd);
-	return off;
-}
-
-/* pprof's name and unit of metric @name ("event:kind"), as string indexes. */
-static int value_type(struct nw_pprof *b, const char *name, unsigned nevents,
+/* pprof's name and unit of metric @d, as string indexes. */
+static int value_type(struct nw_pprof *b, const struct nw_metric *d, unsigned nevents,
 		      Perftools__Profiles__ValueType *vt)
 {
-	const char *kind = strrchr(name, ':');
-	char ev[256], buf[300];
-	const char *type, *unit = "count";
+	const char *type = d->name, *unit = "count";
+	char buf[300];
 
-	nw_export_event_of(name, ev, sizeof(ev));
-	if (kind && strcmp(kind + 1, "samples") == 0) {
+	switch (d->kind) {
+	case NW_METRIC_SAMPLES:
 		if (nevents > 1) {
-			snprintf(buf, sizeof(buf), "%s-samples", ev);
+			snprintf(buf, sizeof(buf), "%s-samples", d->event);
 			type = buf;
 		} else {
 			type = "samples";
 		}
-	} else if (kind && strcmp(kind + 1, "period") == 0) {
-		type = ev;
-		if (nw_export_metric_is_ns(name)) {
+		break;
+	case NW_METRIC_PERIOD:
+		type = d->event;
+		if (d->unit == NW_UNIT_NANOSECONDS) {
 			unit = "nanoseconds";
 			if (nevents == 1)
 				type = "cpu";
 		}
-	} else if (kind && strcmp(kind + 1, "switches") == 0) {
+		break;
+	case NW_METRIC_SWITCHES:
 		/* off-cpu: context switches, and the time off the CPU after them */
-		snprintf(buf, sizeof(buf), "%s-switches", ev);
+		snprintf(buf, sizeof(buf), "%s-switches", d->event);
 		type = buf;
-	} else if (kind && strcmp(kind + 1, "nanoseconds") == 0) {
-		type = ev;
+		break;
+	case NW_METRIC_OFFCPU_TIME:
+		type = d->event;
 		unit = "nanoseconds";
-	} else {
-		type = name;
+		break;
+	default:
+		break;
 	}
 	vt->type = str_intern(b, type);
 	vt->unit = str_intern(b, unit);
 	return vt->type < 0 || vt->unit < 0 ? -ENOMEM : 0;
 }
 
-static unsigned count_events(const struct nw_profile *p)
+static unsigned count_events(const struct nw_measurement *m)
 {
 	unsigned n = 0;
 
-	for (unsigned i = 0; i < p->nmetrics; i++) {
-		const char *k = strrchr(p->metric_names[i], ':');
-
-		n += k && (strcmp(k + 1, "samples") == 0 || strcmp(k + 1, "switches") == 0);
-	}
+	for (unsigned i = 0; i < m->nmetrics; i++)
+		n += nw_metric_counts_samples(&m->metrics[i]);
 	return n ? n : 1;
 }
 
 /* Mapping order: the program first (pprof takes mapping 1 for the main binary). */
 static uint32_t *mapping_order(const struct nw_pprof *b)
 {
-	const struct nw_manifest *mf = b->p->manifest;
-	const char *prog = mf && mf->argc && mf->argv[0] ? base_name(mf->argv[0]) : NULL;
+	const struct nw_run *r = &b->m->run;
+	const char *prog = r->argc && r->argv[0] ? nw_basename(r->argv[0]) : NULL;
 	uint32_t *order = malloc((b->nmaps ? b->nmaps : 1) * sizeof(*order));
 	size_t n = 0;
 
@@ -741,7 +565,7 @@ static uint32_t *mapping_order(const struct nw_pprof *b)
 		return NULL;
 	for (size_t pass = 0; pass < 2; pass++)
 		for (size_t i = 0; i < b->nmaps; i++) {
-			bool is_prog = prog && strcmp(base_name(b->maps[i].path), prog) == 0;
+			bool is_prog = prog && strcmp(nw_basename(b->maps[i].path), prog) == 0;
 
 			if (is_prog == (pass == 0))
 				order[n++] = (uint32_t)i;
@@ -862,7 +686,7 @@ static int pack_mappings(struct nw_pprof *b, struct pack *k, Perftools__Profiles
 		pm->memory_limit = end > UINT64_MAX - PAGE
 					   ? UINT64_MAX
 					   : (end + PAGE - 1) & ~(uint64_t)(PAGE - 1);
-		pm->file_offset = file_offset(m->path, m->build_id_hex, m->vaddr);
+		pm->file_offset = m->pgoff;
 		pm->filename = m->filename;
 		pm->build_id = m->build_id;
 		k->msp[j] = pm;
@@ -878,7 +702,7 @@ static int pack_locations(struct nw_pprof *b, struct pack *k, Perftools__Profile
 	k->lsp = alloc_n(b->nlocs, sizeof(*k->lsp));
 	k->lns = alloc_n(b->nlines, sizeof(*k->lns));
 	k->lnp = alloc_n(b->nlines, sizeof(*k->lnp));
-	k->func_id = alloc_n(b->p->nfuncs, sizeof(*k->func_id));
+	k->func_id = alloc_n(b->frames.n, sizeof(*k->func_id));
 	if (!k->ls || !k->lsp || !k->lns || !k->lnp || !k->func_id)
 		return -ENOMEM;
 	for (size_t i = 0; i < b->nlocs; i++) {
@@ -888,14 +712,15 @@ static int pack_locations(struct nw_pprof *b, struct pack *k, Perftools__Profile
 
 		perftools__profiles__location__init(pl);
 		pl->id = i + 1;
-		pl->address = l->address;
+		/* A prefix frame's location has no address (its key holds the frame). */
+		pl->address = l->mapping == FRAME_MAPPING ? 0 : l->address;
 		/*
 		 * A mapping's flags say how far symbolization got for its module:
 		 * set when one of its locations has functions (from the symbol
 		 * table), file names, line numbers (DWARF, which also expands
 		 * inline chains).  A PLT stub without lines does not unset them.
 		 */
-		if (l->mapping) {
+		if (l->mapping && l->mapping != FRAME_MAPPING) {
 			pl->mapping_id = k->map_id[l->mapping - 1];
 			pm = &k->ms[pl->mapping_id - 1];
 			if (l->symbolized)
@@ -912,7 +737,7 @@ static int pack_locations(struct nw_pprof *b, struct pack *k, Perftools__Profile
 			pn->line = ln->line;
 			k->lnp[l->first_line + j] = pn;
 			k->func_id[ln->func] = (uint64_t)ln->func + 1;
-			if (pm && b->p->funcs[ln->func].file)
+			if (pm && b->frames.v[ln->func].file)
 				pm->has_filenames = true;
 			if (pm && ln->line)
 				pm->has_line_numbers = pm->has_inline_frames = true;
@@ -930,12 +755,12 @@ static int pack_functions(struct nw_pprof *b, struct pack *k, Perftools__Profile
 {
 	size_t n = 0;
 
-	k->fs = alloc_n(b->p->nfuncs, sizeof(*k->fs));
-	k->fsp = alloc_n(b->p->nfuncs, sizeof(*k->fsp));
+	k->fs = alloc_n(b->frames.n, sizeof(*k->fs));
+	k->fsp = alloc_n(b->frames.n, sizeof(*k->fsp));
 	if (!k->fs || !k->fsp)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < b->p->nfuncs; i++) {
-		const struct nw_func *f = &b->p->funcs[i];
+	for (uint32_t i = 0; i < b->frames.n; i++) {
+		const struct nw_func *f = &b->frames.v[i];
 		Perftools__Profiles__Function *pf = &k->fs[n];
 
 		if (!k->func_id[i])
@@ -958,12 +783,10 @@ static int pack_functions(struct nw_pprof *b, struct pack *k, Perftools__Profile
 
 static int pack_header(struct nw_pprof *b, struct pack *k, Perftools__Profiles__Profile *prof)
 {
-	const struct nw_manifest *mf = b->p->manifest;
-	unsigned nevents = count_events(b->p);
-	char *cmd = NULL;
-	size_t len = 0;
-	FILE *f;
-	int ret;
+	const struct nw_run *r = &b->m->run;
+	unsigned nevents = count_events(b->m);
+	struct nw_strbuf cmd = { 0 };
+	int p0 = -1;
 
 	k->vts = alloc_n(b->nmetrics, sizeof(*k->vts));
 	k->vtp = alloc_n(b->nmetrics, sizeof(*k->vtp));
@@ -971,42 +794,37 @@ static int pack_header(struct nw_pprof *b, struct pack *k, Perftools__Profiles__
 		return -ENOMEM;
 	for (unsigned i = 0; i < b->nmetrics; i++) {
 		perftools__profiles__value_type__init(&k->vts[i]);
-		if (value_type(b, b->p->metric_names[i], nevents, &k->vts[i]))
+		if (value_type(b, &b->m->metrics[i], nevents, &k->vts[i]))
 			return -ENOMEM;
 		k->vtp[i] = &k->vts[i];
 	}
 	prof->n_sample_type = b->nmetrics;
 	prof->sample_type = k->vtp;
 
-	/* The period: event 0's fixed period, else its mean period. */
+	/* The period: the default event's period metric, fixed or its mean sampled. */
 	perftools__profiles__value_type__init(&k->period_type);
-	if (b->nmetrics >= 2) {
-		if (value_type(b, b->p->metric_names[1], nevents, &k->period_type))
+	for (unsigned i = 0; i < b->nmetrics && p0 < 0; i++)
+		if (b->m->metrics[i].kind == NW_METRIC_PERIOD)
+			p0 = (int)i;
+	if (p0 >= 0) {
+		if (value_type(b, &b->m->metrics[p0], nevents, &k->period_type))
 			return -ENOMEM;
 		prof->period_type = &k->period_type;
-		if (mf && mf->nevents && !mf->events[0].freq)
-			prof->period = (int64_t)mf->events[0].value;
-		else if (b->event0_samples)
-			prof->period = (int64_t)((b->event0_period + b->event0_samples / 2) /
-						 b->event0_samples);
+		prof->period = (int64_t)b->m->metrics[p0].period;
 	}
-	if (mf) {
-		prof->time_nanos = (int64_t)mf->start_ns;
-		if (mf->end_ns > mf->start_ns)
-			prof->duration_nanos = (int64_t)(mf->end_ns - mf->start_ns);
-		f = open_memstream(&cmd, &len);
-		if (!f)
-			return -ENOMEM;
-		fputs("narwhal-record", f);
-		for (uint32_t i = 0; i < mf->argc; i++)
-			fprintf(f, " %s", mf->argv[i] ? mf->argv[i] : "");
-		ret = fclose(f);
-		if (ret || !cmd) {
-			free(cmd);
+	prof->time_nanos = (int64_t)r->start_ns;
+	if (r->end_ns > r->start_ns)
+		prof->duration_nanos = (int64_t)(r->end_ns - r->start_ns);
+	{
+		nw_sb_puts(&cmd, "narwhal-record");
+		for (uint32_t i = 0; i < r->argc; i++)
+			nw_sb_printf(&cmd, " %s", r->argv[i] ? r->argv[i] : "");
+		if (cmd.failed) {
+			nw_sb_fini(&cmd);
 			return -ENOMEM;
 		}
-		k->comments[0] = str_intern(b, cmd);
-		free(cmd);
+		k->comments[0] = str_intern(b, nw_sb_str(&cmd));
+		nw_sb_fini(&cmd);
 		k->comments[1] = str_intern(b, "narwhal " NW_VERSION);
 		if (k->comments[0] < 0 || k->comments[1] < 0)
 			return -ENOMEM;
@@ -1078,85 +896,64 @@ static int write_gzip(const char *path, const uint8_t *buf, size_t len)
 	return ret;
 }
 
-static char *join_path(const char *dir, const char *name)
+struct nw_frames *nw_pprof_frames(struct nw_pprof *b)
 {
-	char *s;
-
-	return asprintf(&s, "%s/%s", dir, name) < 0 ? NULL : s;
+	return &b->frames;
 }
 
-int nw_pprof_export(const char *path, const char *dir, struct nw_profile *p,
-		    const struct nw_filter *f, char *err, size_t errlen)
+int nw_pprof_add(struct nw_pprof *b, const struct nw_filter *f, const struct nw_split *split)
 {
-	struct nw_csprof_error cerr = { 0 };
-	struct nw_symtab *st = NULL;
-	struct nw_pprof *b = NULL;
-	struct nw_csprof *cp;
+	int ret = 0;
+
+	for (uint32_t i = 0; !ret && i < b->m->nthreads; i++)
+		if (b->m->threads[i].ntrees && nw_filter_thread(f, &b->m->threads[i]))
+			ret = nw_pprof_add_thread(b, i, split);
+	return ret;
+}
+
+int nw_pprof_build(const struct nw_measurement *m, const struct nw_filter *f, uint8_t **ret_buf,
+		   size_t *ret_len)
+{
+	struct nw_pprof *b = nw_pprof_new(m);
+	int ret = b ? nw_pprof_add(b, f, NULL) : -ENOMEM;
+
+	if (!ret)
+		ret = nw_pprof_pack(b, ret_buf, ret_len);
+	nw_pprof_free(b);
+	return ret;
+}
+
+int nw_pprof_write(struct nw_pprof *b, const char *path, char *err, size_t errlen)
+{
 	uint8_t *buf = NULL;
-	char *file;
-	size_t len;
+	size_t len = 0;
 	int ret;
 
 	nw_set_err(err, errlen, "%s", "");
-	file = join_path(dir, "symbols.json");
-	if (!file)
-		return -ENOMEM;
-	ret = nw_symtab_read(file, &st, err, errlen);
-	if (ret == -ENOENT) {
-		nw_set_err(err, errlen, "%s", "");
-		st = nw_symtab_new();
-		ret = st ? 0 : -ENOMEM;
-	} else if (ret && (!err || !err[0])) {
-		nw_set_err(err, errlen, "%s: %s", file, strerror(-ret));
-	}
-	free(file);
-	if (ret)
-		goto out;
-	ret = -ENOMEM;
-	b = nw_pprof_new(p);
-	if (!b)
-		goto out;
-	for (uint32_t i = 0; p->manifest && i < p->manifest->nthreads; i++) {
-		const struct nw_manifest_thread *mt = &p->manifest->threads[i];
-		struct nw_prof_thread th = { .pid = mt->pid, .tid = mt->tid, .comm = mt->comm };
-
-		if (!mt->file || !mt->file[0] || !nw_filter_match(f, &th))
-			continue;
-		file = join_path(dir, mt->file);
-		if (!file) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		ret = nw_csprof_read_file(file, &cp, &cerr);
-		if (ret) {
-			nw_set_err(err, errlen, "%s: %s", file,
-				cerr.msg[0] ? cerr.msg : strerror(-ret));
-			free(file);
-			goto out;
-		}
-		ret = nw_pprof_add(b, cp, st, mt->pid, mt->tid, mt->comm);
-		nw_csprof_free(cp);
-		if (ret) {
-			nw_set_err(err, errlen, "%s: %s", file,
-				ret == -EBADMSG ? "tree with a bad epoch index" : strerror(-ret));
-			free(file);
-			goto out;
-		}
-		free(file);
-	}
 	ret = nw_pprof_pack(b, &buf, &len);
-	if (ret) {
-		nw_set_err(err, errlen, "%s: %s", path, strerror(-ret));
-		goto out;
-	}
-	ret = write_gzip(path, buf, len);
+	if (!ret)
+		ret = write_gzip(path, buf, len);
 	if (ret)
-		nw_set_err(err, errlen, "%s: %s", path, strerror(-ret));
-out:
-	if (ret == -ENOMEM && err && !err[0])
-		nw_set_err(err, errlen, "%s: out of memory", path);
+		nw_set_err(err, errlen, "%s: %s", path,
+			   ret == -ENOMEM ? "out of memory" : strerror(-ret));
 	free(buf);
-	nw_pprof_free(b);
-	nw_symtab_free(st);
+	return ret;
+}
+
+int nw_pprof_export(const char *path, const struct nw_measurement *m, const struct nw_filter *f,
+		    char *err, size_t errlen)
+{
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int ret;
+
+	nw_set_err(err, errlen, "%s", "");
+	ret = nw_pprof_build(m, f, &buf, &len);
+	if (!ret)
+		ret = write_gzip(path, buf, len);
+	if (ret)
+		nw_set_err(err, errlen, "%s: %s", path,
+			   ret == -ENOMEM ? "out of memory" : strerror(-ret));
+	free(buf);
 	return ret;
 }

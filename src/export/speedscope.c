@@ -8,11 +8,12 @@
 #include <string.h>
 
 #include "export/export.h"
+#include "util/strbuf.h"
 
 #define SCHEMA_URL "https://www.speedscope.app/file-format-schema.json"
 
 struct ctx {
-	const struct nw_profile *p;
+	const struct nw_stacks *p;
 	unsigned metric;
 	int64_t *frame_of; /* per func: index in shared.frames, or -1 */
 	json_object *frames;
@@ -58,7 +59,7 @@ static int append(json_object *a, json_object *v)
 /* The shared frame of func @fi, added on first use; -ENOMEM. */
 static int64_t frame_of(struct ctx *c, uint32_t fi)
 {
-	const struct nw_func *f = &c->p->funcs[fi];
+	const struct nw_func *f = &c->p->frames.v[fi];
 	json_object *fr;
 
 	if (c->frame_of[fi] >= 0)
@@ -76,20 +77,20 @@ static int64_t frame_of(struct ctx *c, uint32_t fi)
 	return c->frame_of[fi];
 }
 
-/* The stack of @node, root first; -ENOMEM. */
-static json_object *stack_of(struct ctx *c, const struct nw_cct *t, uint32_t node)
+/* The stack of @node below @top, root first; -ENOMEM. */
+static json_object *stack_of(struct ctx *c, const struct nw_cct *t, uint32_t top, uint32_t node)
 {
 	uint32_t depth = 0, k;
 	json_object *a;
 
-	for (uint32_t i = node; i != NW_CCT_ROOT; i = t->nodes[i].parent)
+	for (uint32_t i = node; i != top; i = t->nodes[i].parent)
 		depth++;
 	a = json_object_new_array_ext((int)depth);
 	if (!a)
 		return NULL;
 	/* Fill from the leaf backwards: put_idx with holes is allowed up front. */
 	k = depth;
-	for (uint32_t i = node; i != NW_CCT_ROOT; i = t->nodes[i].parent) {
+	for (uint32_t i = node; i != top; i = t->nodes[i].parent) {
 		int64_t fr = frame_of(c, (uint32_t)t->nodes[i].ip);
 		json_object *v = fr >= 0 ? json_object_new_int64(fr) : NULL;
 
@@ -102,11 +103,11 @@ static json_object *stack_of(struct ctx *c, const struct nw_cct *t, uint32_t nod
 	return a;
 }
 
-/* The profile of thread @th, or NULL on ENOMEM; *weight gets its total. */
-static json_object *thread_profile(struct ctx *c, const struct nw_prof_thread *th,
+/* The profile of thread @th, whose frame is node @top, or NULL on ENOMEM; *weight gets its total. */
+static json_object *thread_profile(struct ctx *c, const struct nw_mthread *th, uint32_t top,
 				   uint64_t *weight)
 {
-	const struct nw_cct *t = th->tree;
+	const struct nw_cct *t = c->p->tree;
 	uint32_t *order = malloc((size_t)t->n * sizeof(*order));
 	json_object *prof = json_object_new_object();
 	json_object *samples = json_object_new_array(), *weights = json_object_new_array();
@@ -116,28 +117,26 @@ static json_object *thread_profile(struct ctx *c, const struct nw_prof_thread *t
 
 	if (!order || !prof || !samples || !weights)
 		goto fail;
-	n = nw_cct_preorder(t, order);
+	n = nw_cct_subtree_preorder(t, top, order);
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t i = order[k];
 		uint64_t w = nw_cct_metrics(t, i)[c->metric];
 
-		/* The root's own weight has no stack: speedscope needs one frame. */
-		if (!w || i == NW_CCT_ROOT)
+		/* The thread's own weight has no stack: speedscope needs one frame. */
+		if (!w || i == top)
 			continue;
-		if (append(samples, stack_of(c, t, i)) ||
+		if (append(samples, stack_of(c, t, top, i)) ||
 		    append(weights, json_object_new_int64(w > INT64_MAX ? INT64_MAX : (int64_t)w)))
 			goto fail;
 		total += w;
 	}
-	if (asprintf(&name, "%s (pid %u, tid %u)", th->comm ? th->comm : "", th->pid, th->tid) <
-	    0) {
-		name = NULL;
+	name = nw_strdup_printf("%s (pid %u, tid %u)", th->comm ? th->comm : "", th->pid, th->tid);
+	if (!name)
 		goto fail;
-	}
 	if (add_str(prof, "type", "sampled") || add_str(prof, "name", name) ||
 	    add_str(prof, "unit",
-		    nw_export_metric_is_ns(c->p->metric_names[c->metric]) ? "nanoseconds"
-									  : "none") ||
+		    c->p->m->metrics[c->metric].unit == NW_UNIT_NANOSECONDS ? "nanoseconds"
+									     : "none") ||
 	    add_obj(prof, "startValue", json_object_new_int64(0)) ||
 	    add_obj(prof, "endValue",
 		    json_object_new_int64(total > INT64_MAX ? INT64_MAX : (int64_t)total)))
@@ -164,29 +163,25 @@ fail:
 	return NULL;
 }
 
-unsigned nw_speedscope_default_metric(const struct nw_profile *p)
+unsigned nw_speedscope_default_metric(const struct nw_measurement *m)
 {
-	int m;
+	int s = nw_measurement_find_metric(m, NULL);
 
-	if (p->nmetrics >= 2) {
-		const char *k = strrchr(p->metric_names[1], ':');
-
-		if (k && strcmp(k + 1, "period") == 0)
-			return 1;
-	}
-	m = nw_profile_find_metric(p, NULL);
-	return m > 0 ? (unsigned)m : 0;
+	/* The period of the default samples' event: its time or its count. */
+	for (uint32_t i = 0; s >= 0 && i < m->nmetrics; i++)
+		if (m->metrics[i].kind == NW_METRIC_PERIOD &&
+		    !strcmp(m->metrics[i].event, m->metrics[s].event))
+			return i;
+	return s > 0 ? (unsigned)s : 0;
 }
 
-static int build(struct ctx *c, json_object *root, const struct nw_filter *f)
+static int build(struct ctx *c, json_object *root)
 {
-	const struct nw_manifest *mf = c->p->manifest;
+	const struct nw_measurement *m = c->p->m;
 	json_object *profiles, *shared;
 	uint64_t best = 0;
 	int64_t active = 0, nprof = 0;
-	char *cmd = NULL;
-	size_t len = 0;
-	FILE *s;
+	struct nw_strbuf cmd = { 0 };
 
 	/* Each object belongs to its parent as soon as it is made. */
 	profiles = json_object_new_array();
@@ -198,14 +193,14 @@ static int build(struct ctx *c, json_object *root, const struct nw_filter *f)
 	c->frames = json_object_new_array();
 	if (add_obj(shared, "frames", c->frames))
 		return -ENOMEM;
-	for (uint32_t i = 0; i < c->p->nthreads; i++) {
-		const struct nw_prof_thread *th = &c->p->threads[i];
+	for (uint32_t i = 0; i < m->nthreads; i++) {
+		const struct nw_mthread *th = &m->threads[i];
 		uint64_t w = 0;
 		json_object *prof;
 
-		if (!th->tree || !nw_filter_match(f, th))
+		if (c->p->thread_node[i] == NW_CCT_NONE)
 			continue;
-		prof = thread_profile(c, th, &w);
+		prof = thread_profile(c, th, c->p->thread_node[i], &w);
 		if (!prof)
 			return -ENOMEM;
 		/* A thread without weight would be an empty, useless tab. */
@@ -221,51 +216,41 @@ static int build(struct ctx *c, json_object *root, const struct nw_filter *f)
 		}
 		nprof++;
 	}
-	s = open_memstream(&cmd, &len);
-	if (!s)
-		return -ENOMEM;
-	for (uint32_t i = 0; mf && i < mf->argc; i++)
-		fprintf(s, "%s%s", i ? " " : "", mf->argv[i] ? mf->argv[i] : "");
-	if (fclose(s) || !cmd) {
-		free(cmd);
+	for (uint32_t i = 0; i < m->run.argc; i++)
+		nw_sb_printf(&cmd, "%s%s", i ? " " : "", m->run.argv[i] ? m->run.argv[i] : "");
+	if (cmd.failed ||
+	    add_str(root, "name", cmd.len ? nw_sb_str(&cmd) : "narwhal measurement")) {
+		nw_sb_fini(&cmd);
 		return -ENOMEM;
 	}
-	if (add_str(root, "name", cmd[0] ? cmd : "narwhal measurement")) {
-		free(cmd);
-		return -ENOMEM;
-	}
-	free(cmd);
+	nw_sb_fini(&cmd);
 	if (add_obj(root, "activeProfileIndex", json_object_new_int64(active)))
 		return -ENOMEM;
 	return 0;
 }
 
-int nw_speedscope_write(FILE *out, const struct nw_profile *p, const struct nw_filter *f,
-			unsigned metric)
+int nw_speedscope_write(FILE *out, const struct nw_stacks *p, unsigned metric)
 {
 	struct ctx c = { .p = p, .metric = metric };
+	uint32_t nfuncs = p->frames.n;
 	json_object *root;
 	const char *text;
 	int ret = -ENOMEM;
 
-	if (metric >= p->nmetrics)
+	if (!p->m || !p->thread_node || metric >= p->m->nmetrics || metric >= p->tree->nmetrics)
 		return -EINVAL;
-	for (uint32_t i = 0; i < p->nthreads; i++)
-		if (p->threads[i].tree && p->threads[i].tree->nmetrics <= metric)
+	for (uint32_t n = 1; n < p->tree->n; n++)
+		if (p->tree->nodes[n].ip >= nfuncs)
 			return -EINVAL;
-	for (uint32_t i = 0; i < p->nthreads; i++)
-		for (uint32_t n = 1; p->threads[i].tree && n < p->threads[i].tree->n; n++)
-			if (p->threads[i].tree->nodes[n].ip >= p->nfuncs)
-				return -EINVAL;
-	c.frame_of = malloc((p->nfuncs ? p->nfuncs : 1) * sizeof(*c.frame_of));
+	c.frame_of = malloc((nfuncs ? nfuncs : 1) * sizeof(*c.frame_of));
 	root = json_object_new_object();
 	if (!c.frame_of || !root)
 		goto out;
-	memset(c.frame_of, 0xff, (p->nfuncs ? p->nfuncs : 1) * sizeof(*c.frame_of));
+	memset(c.frame_of, 0xff, (nfuncs ? nfuncs : 1) * sizeof(*c.frame_of));
 	if (add_str(root, "$schema", SCHEMA_URL) ||
 	    add_str(root, "exporter", "narwhal " NW_VERSION))
 		goto out;
-	ret = build(&c, root, f);
+	ret = build(&c, root);
 	if (ret)
 		goto out;
 	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |

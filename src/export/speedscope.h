@@ -11,20 +11,20 @@
 
 #include <stdio.h>
 
-#include "report/profile.h"
+#include "report/stacks.h"
 
 /*
- * Writes the threads of @p that @f selects (all when NULL) with samples
- * weighed by metric @metric.  0, -EINVAL for a metric the profile lacks,
- * -ENOMEM, or -EIO when writing failed.
+ * Writes the threads of @p (stacks built per thread from a model) with
+ * samples weighed by metric @metric.  0, -EINVAL for a metric the profile
+ * lacks or stacks not built per thread, -ENOMEM, or -EIO when writing
+ * failed.
  */
-int nw_speedscope_write(FILE *out, const struct nw_profile *p, const struct nw_filter *f,
-			unsigned metric);
+int nw_speedscope_write(FILE *out, const struct nw_stacks *p, unsigned metric);
 
 /*
  * The metric a speedscope export weighs by when none is asked for: the
- * period of the first event (its time or count), else the samples.
+ * period of the default event (its time or count), else its samples.
  */
-unsigned nw_speedscope_default_metric(const struct nw_profile *p);
+unsigned nw_speedscope_default_metric(const struct nw_measurement *m);
 
 #endif

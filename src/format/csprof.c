@@ -234,6 +234,10 @@ int nw_csprof_write_file(const char *path, const struct nw_csprof *p)
 	if (!f)
 		return -errno;
 	err = nw_csprof_write(f, p);
+	/* On disk before the measurement that names it: a full disk shows here, as itself. */
+	errno = 0;
+	if ((fflush(f) != 0 || fsync(fileno(f)) != 0) && (!err || err == -EIO))
+		err = errno ? -errno : -EIO;
 	if (fclose(f) != 0 && !err)
 		err = errno ? -errno : -EIO;
 	return err;
@@ -505,9 +509,8 @@ static void add_metrics(uint64_t *dst, const uint8_t *src, unsigned n)
 
 /*
  * Relinks every sibling list in node index order.  The reader creates
- * nodes in file order (each at its first occurrence), so the tree's
- * preorder then matches the file's, whatever order nw_cct_child() links
- * new children in: writing what was read gives the same bytes.
+ * nodes in file order, so the tree's preorder then matches the file's:
+ * writing what was read gives the same bytes.
  */
 static void keep_file_order(struct nw_cct *cct)
 {
@@ -527,7 +530,6 @@ static int read_tree(struct csprof_in *in, struct nw_csprof *p, uint32_t t,
 	size_t at;
 	uint32_t vma_size, uint_size;
 	uint64_t num_nodes, node_size;
-	uint32_t *map = NULL;
 	struct nw_cct *cct;
 	int err;
 
@@ -562,10 +564,8 @@ static int read_tree(struct csprof_in *in, struct nw_csprof *p, uint32_t t,
 			       tr->epoch, p->nepochs);
 
 	cct = nw_cct_new(p->nmetrics);
-	map = malloc(num_nodes * sizeof(*map));
-	if (!cct || !map) {
+	if (!cct || nw_cct_reserve(cct, (uint32_t)num_nodes)) {
 		nw_cct_free(cct);
-		free(map);
 		return -ENOMEM;
 	}
 	tr->cct = cct;
@@ -598,26 +598,24 @@ static int read_tree(struct csprof_in *in, struct nw_csprof *p, uint32_t t,
 					      (unsigned long long)parent);
 				goto out;
 			}
-			node = nw_cct_child(cct, map[parent], ip, sp);
+			/*
+			 * Node i is file node i: traces and sample times name
+			 * nodes by their file id.  Siblings with the same ip
+			 * (not written by Narwhal) stay two nodes; views that
+			 * merge by frame add them up.
+			 */
+			node = nw_cct_append(cct, (uint32_t)parent, ip, sp);
 			if (node == NW_CCT_NONE) {
 				err = -ENOMEM;
 				goto out;
 			}
-			/*
-			 * Where an earlier sibling has the same ip, the CCT
-			 * (keyed by ip) returns that node: the two merge,
-			 * their metrics add up below, and the children of
-			 * both land under it through map[].
-			 */
 		}
-		map[i] = node;
 		add_metrics(nw_cct_metrics(cct, node), b + NODE_FIXED_SIZE, p->nmetrics);
 		in->pos += node_size;
 	}
 	keep_file_order(cct);
 	err = 0;
 out:
-	free(map);
 	return err;
 }
 

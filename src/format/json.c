@@ -311,11 +311,66 @@ int nw_json_write_file(const char *path, struct json_object *root)
 	errno = 0;
 	if (fputs(text, f) == EOF || fputc('\n', f) == EOF)
 		err = errno ? -errno : -EIO;
-	/* fclose() flushes: a full disk shows here. */
+	/* Flushed and on disk before anything names the file: a full disk shows here. */
+	errno = 0;
+	if ((fflush(f) == EOF || fsync(fd) != 0) && !err)
+		err = errno ? -errno : -EIO;
 	errno = 0;
 	if (fclose(f) == EOF && !err)
 		err = errno ? -errno : -EIO;
 out_put:
 	json_object_put(root);
 	return err;
+}
+
+/* "0x" and 1 to 16 hex digits. */
+static bool parse_addr(const char *s, uint64_t *ret)
+{
+	uint64_t v = 0;
+	size_t n = 0;
+
+	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+		return false;
+	for (s += 2; *s; s++, n++) {
+		int d;
+
+		if (*s >= '0' && *s <= '9')
+			d = *s - '0';
+		else if (*s >= 'a' && *s <= 'f')
+			d = *s - 'a' + 10;
+		else if (*s >= 'A' && *s <= 'F')
+			d = *s - 'A' + 10;
+		else
+			return false;
+		if (n == 16)
+			return false;
+		v = v << 4 | (uint64_t)d;
+	}
+	if (n == 0)
+		return false;
+	*ret = v;
+	return true;
+}
+
+int nw_json_get_hex(struct nw_json_in *in, struct json_object *obj, const char *where,
+		    const char *key, uint64_t *ret)
+{
+	struct json_object *o;
+	int err = nw_json_get(in, obj, where, key, json_type_string, "a string", &o);
+
+	if (err)
+		return err;
+	if (!parse_addr(json_object_get_string(o), ret))
+		return nw_json_fail(in, "\"%s%s%s\" must be a hex string like \"0x1139\", not \"%s\"",
+				    where ? where : "", where ? "." : "", key,
+				    json_object_get_string(o));
+	return 0;
+}
+
+struct json_object *nw_json_hex(uint64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)v);
+	return json_object_new_string(buf);
 }

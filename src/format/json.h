@@ -91,6 +91,10 @@ int nw_json_get_array(struct nw_json_in *in, struct json_object *obj, const char
 int nw_json_get_item(struct nw_json_in *in, struct json_object *array, const char *key,
 		     uint32_t i, struct json_object **ret, char *where, size_t wlen);
 
+/* A hex string "0x1139" (1 to 16 digits) as a number.  -EBADMSG. */
+int nw_json_get_hex(struct nw_json_in *in, struct json_object *obj, const char *where,
+		    const char *key, uint64_t *ret);
+
 /*
  * Adds @val, whose reference it takes, under @key of @obj.  When @val is
  * NULL (a failed json_object_new_*()) or the add fails, drops @val and sets
@@ -99,6 +103,8 @@ int nw_json_get_item(struct nw_json_in *in, struct json_object *array, const cha
 void nw_json_add(struct json_object *obj, const char *key, struct json_object *val, bool *ok);
 /* Appends @val to @array, like nw_json_add(). */
 void nw_json_append(struct json_object *array, struct json_object *val, bool *ok);
+/* A new JSON string "0x..." of @v (exact for 64-bit values); NULL on allocation failure. */
+struct json_object *nw_json_hex(uint64_t v);
 /* A new JSON string of @s, "" for NULL; NULL on allocation failure. */
 struct json_object *nw_json_str(const char *s);
 

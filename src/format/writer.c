@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+/* Writing a measurement directory from the model, atomically; see writer.h. */
 #include "format/writer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
@@ -10,402 +12,341 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "model/symtab.h"
-#include "symbol/perfmap.h"
-#include "symbol/symbol.h"
+#include "format/csprof.h"
+#include "format/manifest.h"
+#include "format/symbols.h"
+#include "util/log.h"
+#include "util/strbuf.h"
+
+void nw_thread_file_name(char *buf, size_t len, const char *comm, uint32_t pid, uint32_t tid)
+{
+	char name[NW_COMM_MAX + 1];
+	size_t i;
+
+	for (i = 0; comm && comm[i] && i + 1 < sizeof(name); i++) {
+		char c = comm[i];
+
+		name[i] = (c == '/' || c == ' ' || c < 32 || c == 127) ? '_' : c;
+	}
+	name[i] = 0;
+	snprintf(buf, len, "%s-%u-%u.csprof", i ? name : "thread", pid, tid);
+}
+
+/* What the user reads when a write fails: the cause named, then strerror. */
+static void write_error(char *err, size_t errlen, const char *what, int e)
+{
+	const char *cause = e == ENOSPC ? "the file system is full (ENOSPC)"
+			    : e == EDQUOT ? "the disk quota is exhausted (EDQUOT)"
+			    : e == EROFS  ? "the file system is read-only (EROFS)"
+					  : strerror(e);
+
+	nw_set_err(err, errlen, "cannot write %s: %s", what, cause);
+}
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	return remove(path) < 0 ? -1 : 0;
 }
 
-int nw_measurement_create_dir(const char *dir, char *err, size_t errlen)
+static void remove_tree(const char *path)
 {
-	char old[PATH_MAX];
-	struct stat st;
-
-	if (snprintf(old, sizeof(old), "%s.old", dir) >= (int)sizeof(old)) {
-		snprintf(err, errlen, "%s: path too long", dir);
-		return -ENAMETOOLONG;
-	}
-	if (stat(dir, &st) == 0) {
-		/* The older .old goes; the measurement it replaces moves aside. */
-		if (lstat(old, &st) == 0 &&
-		    nftw(old, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) {
-			snprintf(err, errlen, "cannot remove the older copy %s", old);
-			return -EIO;
-		}
-		if (rename(dir, old) < 0) {
-			int e = errno;
-
-			snprintf(err, errlen, "cannot move %s aside to %s: %s", dir, old, strerror(e));
-			return -e;
-		}
-	}
-	if (mkdir(dir, 0777) < 0) {
-		int e = errno;
-
-		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(e));
-		return -e;
-	}
-	return 0;
+	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* Per-module facts looked up once: build-id and the map's ELF address. */
-struct mod_info {
-	char build_id[2 * NW_BUILD_ID_MAX + 1];
-	int symtab_index;     /* -1 until used */
-};
-
-static void hex(char *out, const uint8_t *b, size_t n)
+static int fsync_path(const char *path)
 {
-	for (size_t i = 0; i < n; i++)
-		sprintf(out + 2 * i, "%02x", b[i]);
-	out[2 * n] = 0;
-}
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
 
-/* The ELF virtual address of the first byte of @map. */
-static uint64_t map_vaddr(struct nw_symbolizer *sym, const struct nw_module *mod,
-			  const struct nw_map *map)
-{
-	uint64_t v;
-
-	if ((mod->path[0] == '/' || !strcmp(mod->path, "[vdso]")) &&
-	    nw_symbol_offset_to_vaddr(sym, mod->path, map->pgoff, &v) == 0)
-		return v;
-	/* File gone or no ELF (//anon): offsets stand for addresses. */
-	return map->pgoff;
-}
-
-/* A set of (module, addr) keys already resolved. */
-struct pc_set {
-	uint64_t *keys;       /* module << 48 ^ addr, +1 so 0 is empty */
-	size_t n, cap;
-};
-
-static int pc_set_add(struct pc_set *set, uint32_t module, uint64_t addr, int *added)
-{
-	uint64_t key = (((uint64_t)module << 48) ^ addr) + 1;
-	size_t mask, h;
-
-	if ((set->n + 1) * 2 > set->cap) {
-		size_t cap = set->cap ? set->cap * 2 : 4096;
-		uint64_t *keys = calloc(cap, sizeof(*keys));
-
-		if (!keys)
-			return -ENOMEM;
-		for (size_t i = 0; i < set->cap; i++) {
-			if (!set->keys[i])
-				continue;
-			h = (set->keys[i] * 0x9e3779b97f4a7c15ULL) & (cap - 1);
-			while (keys[h])
-				h = (h + 1) & (cap - 1);
-			keys[h] = set->keys[i];
-		}
-		free(set->keys);
-		set->keys = keys;
-		set->cap = cap;
-	}
-	mask = set->cap - 1;
-	h = (key * 0x9e3779b97f4a7c15ULL) & mask;
-	while (set->keys[h] && set->keys[h] != key)
-		h = (h + 1) & mask;
-	*added = !set->keys[h];
-	if (*added) {
-		set->keys[h] = key;
-		set->n++;
-	}
-	return 0;
-}
-
-struct writer {
-	const struct nw_measurement *m;
-	struct nw_symbolizer *sym;
-	struct nw_symtab *symtab;
-	struct mod_info *mods;
-	struct pc_set pcs;
-	const char *dir;
-	struct nw_perfmaps jit; /* /tmp/perf-<pid>.map of the processes, for JIT code */
-	char *err;
-	size_t errlen;
-};
-
-static int symtab_module(struct writer *w, uint32_t module)
-{
-	const struct nw_module *mod = &w->m->modules->v[module];
-	struct mod_info *mi = &w->mods[module];
-
-	if (mi->symtab_index < 0) {
-		if (mod->build_id_size)
-			hex(mi->build_id, mod->build_id, mod->build_id_size);
-		else if (mod->path[0] == '/')
-			nw_symbol_build_id(mod->path, mi->build_id, sizeof(mi->build_id));
-		mi->symtab_index = nw_symtab_module(w->symtab, mod->path, mi->build_id);
-	}
-	return mi->symtab_index;
-}
-
-/*
- * Frames for @pc in anonymous memory of process @pid from its perf map, if
- * it has one; the first use copies the map to DIR/jit/perf-<pid>.map (best
- * effort: symbols.json holds the names either way).
- */
-static int jit_symbolize(struct writer *w, uint32_t pid, uint64_t pc, struct nw_symframe **frames,
-			 uint32_t *nframes)
-{
-	const struct nw_perfmap *map;
-	char path[PATH_MAX];
-	int ret;
-
-	ret = nw_perfmaps_get(&w->jit, pid, &map);
-	if (ret < 0 || !map)
-		return ret < 0 ? ret : 0;
-	if (ret == 1) {
-		snprintf(path, sizeof(path), "%s/jit", w->dir);
-		if (mkdir(path, 0777) == 0 || errno == EEXIST) {
-			snprintf(path, sizeof(path), "%s/jit/perf-%u.map", w->dir, pid);
-			nw_perfmap_save(map, path);
-		}
-	}
-	return nw_perfmap_symbolize(map, pc, frames, nframes);
-}
-
-/* Symbolizes every distinct PC of one tree of process @pid (caller frames at ip - 1). */
-static int symbolize_tree(struct writer *w, uint32_t pid, const struct nw_epoch *epoch,
-			  const struct nw_cct *cct, const uint64_t *vaddrs)
-{
-	for (uint32_t i = 1; i < cct->n; i++) {
-		const struct nw_cct_node *node = &cct->nodes[i];
-		uint64_t pc = node->first_child != NW_CCT_NONE ? node->ip - 1 : node->ip;
-		const struct nw_map *map = nw_epoch_find(epoch, node->ip);
-		struct nw_symframe *frames = NULL;
-		uint32_t nframes = 0;
-		uint64_t addr;
-		int added, ret, mi;
-
-		if (!map)
-			continue;
-		addr = pc - map->start + vaddrs[map - epoch->maps];
-		mi = symtab_module(w, map->module);
-		if (mi < 0)
-			return mi;
-		ret = pc_set_add(&w->pcs, (uint32_t)mi, addr, &added);
-		if (ret < 0)
-			return ret;
-		if (!added)
-			continue;
-		ret = nw_symbolize(w->sym, w->m->modules->v[map->module].path, addr, &frames,
-				   &nframes);
-		if (ret == -ENOMEM)
-			return ret;
-		if (ret < 0) {
-			frames = NULL;
-			nframes = 0;
-		}
-		if (!nframes && nw_perfmap_module_is_anon(w->m->modules->v[map->module].path)) {
-			ret = jit_symbolize(w, pid, pc, &frames, &nframes);
-			if (ret < 0)
-				return ret;
-		}
-		ret = nw_symtab_add(w->symtab, (uint32_t)mi, addr, frames, nframes);
-		if (ret < 0)
-			return ret;
-	}
-	return 0;
-}
-
-static void safe_name(char *out, size_t len, const char *comm)
-{
-	size_t i;
-
-	for (i = 0; comm[i] && i + 1 < len; i++) {
-		char c = comm[i];
-
-		out[i] = (c == '/' || c == ' ' || c < 32 || c == 127) ? '_' : c;
-	}
-	out[i] = 0;
-	if (!i)
-		snprintf(out, len, "thread");
-}
-
-/* Writes one thread's file and symbolizes its trees. */
-static int write_thread(struct writer *w, const char *dir, const struct nw_thread *th,
-			char *file, size_t filelen)
-{
-	const struct nw_addrspace *as = &th->proc->as;
-	struct nw_csprof p = { 0 };
-	uint64_t **vaddrs = NULL;
-	char path[PATH_MAX], name[NW_COMM_LEN];
-	int ret = -ENOMEM;
-
-	safe_name(name, sizeof(name), th->comm);
-	snprintf(file, filelen, "%s-%u-%u.csprof", name, th->pid, th->tid);
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-
-	p.target = th->proc->comm;
-	p.nmetrics = w->m->nmetrics;
-	p.metrics = (struct nw_csprof_metric *)w->m->metrics;
-	p.nepochs = as->nepochs;
-	p.epochs = calloc(as->nepochs ? as->nepochs : 1, sizeof(*p.epochs));
-	p.trees = calloc(th->nccts ? th->nccts : 1, sizeof(*p.trees));
-	vaddrs = calloc(as->nepochs ? as->nepochs : 1, sizeof(*vaddrs));
-	if (!p.epochs || !p.trees || !vaddrs)
-		goto out;
-	/* File epoch 0 is the newest. */
-	for (uint32_t e = 0; e < as->nepochs; e++) {
-		const struct nw_epoch *ep = as->epochs[e];
-		struct nw_csprof_epoch *fe = &p.epochs[as->nepochs - 1 - e];
-
-		fe->nmodules = ep->n;
-		fe->modules = calloc(ep->n ? ep->n : 1, sizeof(*fe->modules));
-		vaddrs[e] = calloc(ep->n ? ep->n : 1, sizeof(uint64_t));
-		if (!fe->modules || !vaddrs[e])
-			goto out;
-		for (uint32_t k = 0; k < ep->n; k++) {
-			const struct nw_module *mod = &w->m->modules->v[ep->maps[k].module];
-
-			vaddrs[e][k] = map_vaddr(w->sym, mod, &ep->maps[k]);
-			fe->modules[k].name = mod->path;
-			fe->modules[k].vaddr = vaddrs[e][k];
-			fe->modules[k].mapped = ep->maps[k].start;
-		}
-	}
-	for (uint32_t e = 0; e < th->nccts && e < as->nepochs; e++) {
-		if (!th->ccts[e])
-			continue;
-		p.trees[p.ntrees].epoch = as->nepochs - 1 - e;
-		p.trees[p.ntrees].cct = th->ccts[e];
-		p.ntrees++;
-		ret = symbolize_tree(w, th->pid, as->epochs[e], th->ccts[e], vaddrs[e]);
-		if (ret < 0)
-			goto out;
-	}
-	ret = nw_csprof_write_file(path, &p);
-	if (ret < 0)
-		snprintf(w->err, w->errlen, "cannot write %s: %s", path, strerror(-ret));
-out:
-	if (ret == -ENOMEM)
-		snprintf(w->err, w->errlen, "out of memory writing %s", path);
-	for (uint32_t e = 0; e < as->nepochs; e++) {
-		if (p.epochs)
-			free(p.epochs[as->nepochs - 1 - e].modules);
-		if (vaddrs)
-			free(vaddrs[e]);
-	}
-	free(p.epochs);
-	free(p.trees);
-	free(vaddrs);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		ret = -errno;
+	close(fd);
 	return ret;
 }
 
-static char *dup_or_empty(const char *s)
+/* The directory @path is in ("." for a bare name). */
+static void parent_of(const char *path, char *buf, size_t len)
 {
-	return strdup(s ? s : "");
+	const char *slash;
+
+	snprintf(buf, len, "%s", path);
+	while ((slash = strrchr(buf, '/')) && slash[1] == 0 && slash != buf)
+		buf[slash - buf] = 0;
+	slash = strrchr(buf, '/');
+	if (!slash)
+		snprintf(buf, len, ".");
+	else if (slash == buf)
+		buf[1] = 0;
+	else
+		buf[slash - buf] = 0;
 }
 
-/* Fills the manifest's process, thread and module lists from the tables. */
-static int fill_manifest(struct writer *w, char **files)
+/* The period a csprof reader multiplies samples by: fixed, or the mean this file sampled. */
+static uint64_t file_period(const struct nw_measurement *m, const struct nw_mthread *th,
+			    unsigned metric)
 {
-	const struct nw_task_table *t = w->m->tasks;
-	struct nw_manifest *mf = w->m->manifest;
-	uint32_t nthreads = 0;
+	const struct nw_metric *d = &m->metrics[metric];
+	uint64_t samples = 0, period = 0;
+	int s = -1, p = -1;
 
-	mf->procs = calloc(t->nprocs ? t->nprocs : 1, sizeof(*mf->procs));
-	mf->threads = calloc(t->nthreads ? t->nthreads : 1, sizeof(*mf->threads));
-	mf->modules = calloc(w->symtab->nmodules ? w->symtab->nmodules : 1, sizeof(*mf->modules));
-	if (!mf->procs || !mf->threads || !mf->modules)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < t->nprocs; i++) {
-		mf->procs[i].pid = t->procs[i]->pid;
-		mf->procs[i].ppid = t->procs[i]->ppid;
-		mf->procs[i].comm = dup_or_empty(t->procs[i]->comm);
-		mf->nprocs++;
-		if (!mf->procs[i].comm)
-			return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < t->nthreads; i++) {
-		const struct nw_thread *th = t->threads[i];
-		struct nw_manifest_thread *mt = &mf->threads[nthreads];
-
-		if (!files[i])
+	for (uint32_t e = 0; e < m->run.nevents; e++)
+		if (!strcmp(m->run.events[e].name, d->event) && !m->run.events[e].freq)
+			return d->period;
+	for (uint32_t i = 0; i < m->nmetrics; i++) {
+		if (strcmp(m->metrics[i].event, d->event))
 			continue;
-		mt->pid = th->pid;
-		mt->tid = th->tid;
-		mt->samples = th->samples;
-		mt->comm = dup_or_empty(th->comm);
-		mt->file = dup_or_empty(files[i]);
-		mf->nthreads = ++nthreads;
-		if (!mt->comm || !mt->file)
-			return -ENOMEM;
+		if (m->metrics[i].kind == NW_METRIC_SAMPLES)
+			s = (int)i;
+		else if (m->metrics[i].kind == NW_METRIC_PERIOD)
+			p = (int)i;
 	}
-	for (uint32_t i = 0; i < w->symtab->nmodules; i++) {
-		mf->modules[i].path = dup_or_empty(w->symtab->modules[i].path);
-		mf->modules[i].build_id = dup_or_empty(w->symtab->modules[i].build_id);
-		mf->nmodules++;
-		if (!mf->modules[i].path || !mf->modules[i].build_id)
-			return -ENOMEM;
-	}
-	return 0;
+	if (s < 0 || p < 0)
+		return d->period;
+	samples = nw_mthread_total(th, (unsigned)s);
+	period = nw_mthread_total(th, (unsigned)p);
+	return samples ? (period + samples / 2) / samples : d->period;
 }
 
-int nw_measurement_write(const char *dir, const struct nw_measurement *m, char *err,
-			 size_t errlen)
+static int cmp_tree_newest_first(const void *a, const void *b)
 {
-	const struct nw_task_table *t = m->tasks;
-	struct writer w = { .m = m, .dir = dir, .err = err, .errlen = errlen };
-	char **files = NULL, path[PATH_MAX];
+	const struct nw_csprof_tree *x = a, *y = b;
+
+	return x->epoch < y->epoch ? -1 : x->epoch > y->epoch;
+}
+
+/* Writes the HPC_CSPROF file of @th to @path.  -errno, -EINVAL for a tree outside its epochs. */
+static int write_thread(const struct nw_measurement *m, const struct nw_mthread *th,
+			const char *path)
+{
+	const struct nw_mprocess *proc = nw_measurement_process(m, th->pid);
+	struct nw_csprof p = { 0 };
+	struct nw_csprof_metric *metrics;
 	int ret = -ENOMEM;
 
-	err[0] = 0;
-	nw_perfmaps_init(&w.jit, "/tmp");
-	w.sym = nw_symbolizer_new();
-	w.symtab = nw_symtab_new();
-	w.mods = malloc((m->modules->n ? m->modules->n : 1) * sizeof(*w.mods));
-	files = calloc(t->nthreads ? t->nthreads : 1, sizeof(*files));
-	if (!w.sym || !w.symtab || !w.mods || !files)
+	p.target = (char *)(proc ? proc->comm : th->comm);
+	p.nmetrics = m->nmetrics;
+	p.nepochs = th->nepochs;
+	metrics = calloc(m->nmetrics ? m->nmetrics : 1, sizeof(*metrics));
+	p.epochs = calloc(th->nepochs ? th->nepochs : 1, sizeof(*p.epochs));
+	p.trees = calloc(th->ntrees ? th->ntrees : 1, sizeof(*p.trees));
+	if (!metrics || !p.epochs || !p.trees)
 		goto out;
-	for (uint32_t i = 0; i < m->modules->n; i++) {
-		w.mods[i].build_id[0] = 0;
-		w.mods[i].symtab_index = -1;
-	}
-	for (uint32_t i = 0; i < t->nthreads; i++) {
-		char file[NW_COMM_LEN + 48];
+	p.metrics = metrics;
+	for (uint32_t i = 0; i < m->nmetrics; i++)
+		metrics[i] = (struct nw_csprof_metric){ .name = m->metrics[i].name,
+							.flags = m->metrics[i].flags,
+							.period = file_period(m, th, i) };
+	/* File epoch 0 is the newest. */
+	for (uint32_t e = 0; e < th->nepochs; e++) {
+		const struct nw_epoch *ep = m->epochs[th->first_epoch + e];
+		struct nw_csprof_epoch *fe = &p.epochs[th->nepochs - 1 - e];
 
-		if (!t->threads[i]->samples)
-			continue;
-		ret = write_thread(&w, dir, t->threads[i], file, sizeof(file));
-		if (ret < 0)
+		fe->nmodules = ep->n;
+		fe->modules = calloc(ep->n ? ep->n : 1, sizeof(*fe->modules));
+		if (!fe->modules)
 			goto out;
-		files[i] = strdup(file);
-		if (!files[i]) {
-			ret = -ENOMEM;
-			goto out;
+		for (uint32_t k = 0; k < ep->n; k++) {
+			uint32_t mod = ep->maps[k].module;
+
+			fe->modules[k].name = mod < m->modules->n ? m->modules->v[mod].path : "";
+			fe->modules[k].vaddr = ep->maps[k].vaddr;
+			fe->modules[k].mapped = ep->maps[k].start;
 		}
 	}
-	nw_symtab_sort(w.symtab);
-	snprintf(path, sizeof(path), "%s/symbols.json", dir);
-	ret = nw_symtab_write(path, w.symtab);
-	if (ret < 0) {
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(-ret));
+	for (uint32_t t = 0; t < th->ntrees; t++) {
+		uint32_t e = th->trees[t].epoch;
+
+		if (e < th->first_epoch || e - th->first_epoch >= th->nepochs) {
+			ret = -EINVAL;
+			goto out;
+		}
+		p.trees[p.ntrees].epoch = th->nepochs - 1 - (e - th->first_epoch);
+		p.trees[p.ntrees++].cct = th->trees[t].cct;
+	}
+	/* Newest epoch first, as csprof's own writer did: old readers take the first as epoch 0. */
+	qsort(p.trees, p.ntrees, sizeof(*p.trees), cmp_tree_newest_first);
+	ret = nw_csprof_write_file(path, &p);
+out:
+	for (uint32_t e = 0; p.epochs && e < p.nepochs; e++)
+		free(p.epochs[e].modules);
+	free(p.epochs);
+	free(p.trees);
+	free(metrics);
+	return ret;
+}
+
+/* Writes @data to @dir/@name, making its directories.  -errno. */
+static int write_extra(const char *dir, const struct nw_extra_file *x)
+{
+	char *path = nw_strdup_printf("%s/%s", dir, x->name), *slash;
+	int fd, ret = 0;
+
+	if (!path)
+		return -ENOMEM;
+	for (slash = strchr(path + strlen(dir) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = 0;
+		if (mkdir(path, 0777) < 0 && errno != EEXIST)
+			ret = -errno;
+		*slash = '/';
+		if (ret)
+			goto out;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		ret = -errno;
 		goto out;
 	}
-	ret = fill_manifest(&w, files);
-	if (ret < 0)
-		goto out;
-	snprintf(path, sizeof(path), "%s/manifest.json", dir);
-	ret = nw_manifest_write(path, m->manifest);
-	if (ret < 0)
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(-ret));
+	for (size_t off = 0; off < x->size && !ret;) {
+		ssize_t n = write(fd, (const char *)x->data + off, x->size - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			ret = n < 0 ? -errno : -EIO;
+		else
+			off += (size_t)n;
+	}
+	if (!ret && fsync(fd) < 0)
+		ret = -errno;
+	if (close(fd) < 0 && !ret)
+		ret = -errno;
 out:
-	if (ret == -ENOMEM && !err[0])
-		snprintf(err, errlen, "out of memory writing %s", dir);
-	for (uint32_t i = 0; files && i < t->nthreads; i++)
-		free(files[i]);
-	free(files);
-	free(w.mods);
-	free(w.pcs.keys);
-	nw_perfmaps_fini(&w.jit);
-	nw_symtab_free(w.symtab);
-	nw_symbolizer_free(w.sym);
+	free(path);
+	return ret;
+}
+
+/* Writes every file of @m into the empty directory @tmp.  -errno with a message. */
+static int write_files(const struct nw_measurement *m, const struct nw_extra_file *extra,
+		       size_t nextra, const char *tmp, const char *dir, char *err, size_t errlen)
+{
+	char path[2 * PATH_MAX], shown[2 * PATH_MAX];
+	int ret;
+
+	for (uint32_t i = 0; i < m->nthreads; i++) {
+		const struct nw_mthread *th = &m->threads[i];
+
+		if (!th->file)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", tmp, th->file);
+		ret = write_thread(m, th, path);
+		if (ret < 0) {
+			snprintf(shown, sizeof(shown), "%s/%s", dir, th->file);
+			if (ret == -EINVAL)
+				nw_set_err(err, errlen, "cannot write %s: a tree outside its epochs",
+					   shown);
+			else
+				write_error(err, errlen, shown, -ret);
+			return ret;
+		}
+	}
+	for (size_t i = 0; i < nextra; i++) {
+		ret = write_extra(tmp, &extra[i]);
+		if (ret < 0) {
+			snprintf(shown, sizeof(shown), "%s/%s", dir, extra[i].name);
+			write_error(err, errlen, shown, -ret);
+			return ret;
+		}
+	}
+	snprintf(path, sizeof(path), "%s/symbols.json", tmp);
+	ret = nw_symbols_write(path, m->modules, m->symtab);
+	if (ret < 0) {
+		snprintf(shown, sizeof(shown), "%s/symbols.json", dir);
+		write_error(err, errlen, shown, -ret);
+		return ret;
+	}
+	/* The manifest last: a measurement with a manifest is complete. */
+	snprintf(path, sizeof(path), "%s/manifest.json", tmp);
+	ret = nw_manifest_write(path, m);
+	if (ret < 0) {
+		snprintf(shown, sizeof(shown), "%s/manifest.json", dir);
+		write_error(err, errlen, shown, -ret);
+		return ret;
+	}
+	ret = fsync_path(tmp);
+	if (ret < 0)
+		write_error(err, errlen, dir, -ret);
+	return ret;
+}
+
+/*
+ * Puts the complete directory @tmp in @dir's place.  Where @dir exists, the
+ * two swap in one step (renameat2 RENAME_EXCHANGE), so @dir never stops
+ * being a complete measurement; the old one then goes to @old, or away.
+ */
+static int publish(const char *tmp, const char *dir, const char *old, enum nw_write_mode mode,
+		   char *err, size_t errlen)
+{
+	char parent[PATH_MAX];
+	struct stat st;
+
+	if (lstat(dir, &st) == 0) {
+		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) < 0) {
+			/* No exchange on this file system: two renames, the old one first. */
+			remove_tree(old);
+			if (rename(dir, old) < 0)
+				goto fail_old;
+			if (rename(tmp, dir) < 0) {
+				int e = errno;
+
+				rename(old, dir);
+				nw_set_err(err, errlen, "cannot move the new measurement to %s: %s",
+					   dir, strerror(e));
+				return -e;
+			}
+			if (mode == NW_WRITE_REPLACE)
+				remove_tree(old);
+		} else if (mode == NW_WRITE_NEW) {
+			/* @tmp now holds the older run: it becomes @old. */
+			remove_tree(old);
+			if (rename(tmp, old) < 0)
+				remove_tree(tmp);
+		} else {
+			remove_tree(tmp);
+		}
+	} else if (rename(tmp, dir) < 0) {
+		int e = errno;
+
+		nw_set_err(err, errlen, "cannot move the new measurement to %s: %s", dir,
+			   strerror(e));
+		return -e;
+	}
+	parent_of(dir, parent, sizeof(parent));
+	fsync_path(parent);
+	return 0;
+
+fail_old:
+	nw_set_err(err, errlen, "cannot move %s aside to %s: %s", dir, old, strerror(errno));
+	return -errno;
+}
+
+int nw_measurement_write(const struct nw_measurement *m, const struct nw_extra_file *extra,
+			 size_t nextra, const char *dir, enum nw_write_mode mode, char *err,
+			 size_t errlen)
+{
+	char tmp[PATH_MAX], old[PATH_MAX];
+	mode_t mask;
+	int ret;
+
+	nw_set_err(err, errlen, "%s", "");
+	if (snprintf(tmp, sizeof(tmp), "%s.new-XXXXXX", dir) >= (int)sizeof(tmp) ||
+	    snprintf(old, sizeof(old), "%s.old", dir) >= (int)sizeof(old)) {
+		nw_set_err(err, errlen, "%s: path too long", dir);
+		return -ENAMETOOLONG;
+	}
+	if (!mkdtemp(tmp)) {
+		ret = -errno;
+		write_error(err, errlen, dir, -ret);
+		return ret;
+	}
+	/* mkdtemp makes it private; a measurement directory is made as mkdir(2) would. */
+	mask = umask(0);
+	umask(mask);
+	chmod(tmp, 0777 & ~mask);
+	ret = write_files(m, extra, nextra, tmp, dir, err, errlen);
+	if (!ret)
+		ret = publish(tmp, dir, old, mode, err, errlen);
+	if (ret)
+		remove_tree(tmp);
 	return ret;
 }

@@ -1,41 +1,49 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The measurement directory: one HPC_CSPROF file per sampled thread, the
- * symbol table (every distinct sampled PC resolved once) and manifest.json.
+ * Writing a measurement directory: pure serialisation of the model.  One
+ * HPC_CSPROF file per thread that has a file name, symbols.json, the
+ * model's extra files (copies of JIT perf maps), manifest.json last.
+ *
+ * Atomic: everything is written into a new directory beside @dir, each file
+ * flushed to disk, and the new directory then takes @dir's place in one
+ * rename, so a crash at any moment leaves either the old measurement or the
+ * new one, never a mix.  The final write of a run, a checkpoint and a
+ * snapshot are this one operation.
  */
-#ifndef NW_MEASUREMENT_H
-#define NW_MEASUREMENT_H
+#ifndef NW_WRITER_H
+#define NW_WRITER_H
 
 #include <stddef.h>
 
-#include "model/epoch.h"
-#include "record/tasks.h"
-#include "format/csprof.h"
-#include "format/manifest.h"
+#include "model/measurement.h"
 
-struct nw_measurement {
-	const struct nw_task_table *tasks;
-	const struct nw_module_table *modules;
-	uint32_t nmetrics;
-	const struct nw_csprof_metric *metrics;
-	/* Filled in by the caller except procs, threads and modules, which the
-	 * writer fills from the tables. */
-	struct nw_manifest *manifest;
+enum nw_write_mode {
+	/* A new run: an existing @dir (an older run's) moves aside to @dir.old. */
+	NW_WRITE_NEW,
+	/* The same run again (checkpoint): the new measurement replaces @dir. */
+	NW_WRITE_REPLACE,
+};
+
+/* An extra file of the measurement, written as it is. */
+struct nw_extra_file {
+	char *name;            /* relative to the directory: "jit/perf-123.map" */
+	void *data;
+	size_t size;
 };
 
 /*
- * Moves an existing @dir aside to @dir.old (replacing an older one) and
- * creates it empty.  -errno, with a message in @err.
+ * Writes @m (and @nextra extra files) to @dir.  -errno with a message for
+ * the user in @err that names the file and the cause (ENOSPC, EDQUOT and
+ * EROFS say so); on failure @dir is as it was.
  */
-int nw_measurement_create_dir(const char *dir, char *err, size_t errlen);
+int nw_measurement_write(const struct nw_measurement *m, const struct nw_extra_file *extra,
+			 size_t nextra, const char *dir, enum nw_write_mode mode, char *err,
+			 size_t errlen);
 
 /*
- * Writes everything into @dir (made by nw_measurement_create_dir): the
- * trees, then the symbol table (symbolizing each distinct PC once), then
- * the manifest, so that a measurement with a manifest is complete.
- * -errno with a message in @err.
+ * The csprof file name of a thread: "<comm>-<pid>-<tid>.csprof", with
+ * '/', spaces and control characters of the name made '_'.
  */
-int nw_measurement_write(const char *dir, const struct nw_measurement *m, char *err,
-			 size_t errlen);
+void nw_thread_file_name(char *buf, size_t len, const char *comm, uint32_t pid, uint32_t tid);
 
 #endif

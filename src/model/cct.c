@@ -32,11 +32,16 @@ static int grow_nodes(struct nw_cct *cct)
 	return 0;
 }
 
-/* Rebuilds the (parent, ip) index at twice the size. */
+/* Rebuilds the (parent, ip) index at twice the size (or big enough for every node). */
 static int grow_slots(struct nw_cct *cct)
 {
-	uint32_t nslots = cct->nslots ? cct->nslots * 2 : 128, mask = nslots - 1;
-	uint32_t *slots = malloc((size_t)nslots * sizeof(*slots));
+	uint32_t nslots = cct->nslots ? cct->nslots * 2 : 128, mask;
+	uint32_t *slots;
+
+	while ((uint64_t)(cct->n + 1) * 2 > nslots)
+		nslots *= 2;
+	mask = nslots - 1;
+	slots = malloc((size_t)nslots * sizeof(*slots));
 
 	if (!slots)
 		return -ENOMEM;
@@ -88,6 +93,15 @@ uint32_t nw_cct_find(const struct nw_cct *cct, uint32_t parent, uint64_t ip)
 {
 	uint32_t mask = cct->nslots - 1, h = slot_hash(parent, ip) & mask;
 
+	if (!cct->slots) {
+		/* A tree built by nw_cct_append(): no index, scan the children. */
+		for (uint32_t c = cct->nodes[parent].first_child; c != NW_CCT_NONE;
+		     c = cct->nodes[c].next_sibling)
+			if (cct->nodes[c].ip == ip)
+				return c;
+		return NW_CCT_NONE;
+	}
+
 	for (;;) {
 		uint32_t i = cct->slots[h];
 
@@ -101,8 +115,13 @@ uint32_t nw_cct_find(const struct nw_cct *cct, uint32_t parent, uint64_t ip)
 
 uint32_t nw_cct_child(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t sp)
 {
-	uint32_t mask = cct->nslots - 1, h = slot_hash(parent, ip) & mask, i;
+	uint32_t mask, h, i;
 	struct nw_cct_node *node;
+
+	if (!cct->slots && grow_slots(cct))
+		return NW_CCT_NONE;
+	mask = cct->nslots - 1;
+	h = slot_hash(parent, ip) & mask;
 
 	for (;;) {
 		i = cct->slots[h];
@@ -179,24 +198,28 @@ uint32_t nw_cct_insert(struct nw_cct *cct, const struct nw_frame *frames, size_t
 	return node;
 }
 
-uint32_t nw_cct_preorder(const struct nw_cct *cct, uint32_t *order)
+uint32_t nw_cct_subtree_preorder(const struct nw_cct *cct, uint32_t top, uint32_t *order)
 {
-	uint32_t n = 0, node = NW_CCT_ROOT;
+	uint32_t n = 0, node = top;
 
 	/* Iterative walk: down to the first child, else to the next sibling of
-	 * the nearest ancestor that has one. */
+	 * the nearest ancestor below @top that has one. */
 	while (node != NW_CCT_NONE) {
 		order[n++] = node;
 		if (cct->nodes[node].first_child != NW_CCT_NONE) {
 			node = cct->nodes[node].first_child;
 			continue;
 		}
-		while (node != NW_CCT_NONE && cct->nodes[node].next_sibling == NW_CCT_NONE)
+		while (node != top && cct->nodes[node].next_sibling == NW_CCT_NONE)
 			node = cct->nodes[node].parent;
-		if (node != NW_CCT_NONE)
-			node = cct->nodes[node].next_sibling;
+		node = node == top ? NW_CCT_NONE : cct->nodes[node].next_sibling;
 	}
 	return n;
+}
+
+uint32_t nw_cct_preorder(const struct nw_cct *cct, uint32_t *order)
+{
+	return nw_cct_subtree_preorder(cct, NW_CCT_ROOT, order);
 }
 
 int nw_cct_merge(struct nw_cct *dst, const struct nw_cct *src, nw_cct_map_fn map, void *arg)
@@ -244,4 +267,75 @@ out:
 	free(to);
 	free(order);
 	return ret;
+}
+
+int nw_cct_reserve(struct nw_cct *cct, uint32_t n)
+{
+	struct nw_cct_node *nodes;
+	uint64_t *metrics;
+
+	if (n <= cct->cap)
+		return 0;
+	if (n >= NW_CCT_NONE)
+		return -ENOMEM;
+	nodes = realloc(cct->nodes, (size_t)n * sizeof(*nodes));
+	if (!nodes)
+		return -ENOMEM;
+	cct->nodes = nodes;
+	metrics = realloc(cct->metrics, (size_t)n * cct->nmetrics * sizeof(*metrics) + 1);
+	if (!metrics)
+		return -ENOMEM;
+	cct->metrics = metrics;
+	cct->cap = n;
+	return 0;
+}
+
+uint32_t nw_cct_append(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t sp)
+{
+	struct nw_cct_node *node;
+	uint32_t i;
+
+	if (cct->n == cct->cap && grow_nodes(cct))
+		return NW_CCT_NONE;
+	/* The index would have to follow every append: drop it, rebuilt on demand. */
+	free(cct->slots);
+	cct->slots = NULL;
+	cct->nslots = 0;
+	cct->npath = 0;
+	i = cct->n++;
+	node = &cct->nodes[i];
+	node->ip = ip;
+	node->sp = sp;
+	node->parent = parent;
+	node->first_child = NW_CCT_NONE;
+	node->next_sibling = cct->nodes[parent].first_child;
+	cct->nodes[parent].first_child = i;
+	memset(nw_cct_metrics(cct, i), 0, cct->nmetrics * sizeof(uint64_t));
+	return i;
+}
+
+void nw_cct_reverse_children(struct nw_cct *cct)
+{
+	for (uint32_t i = 0; i < cct->n; i++) {
+		uint32_t prev = NW_CCT_NONE, c = cct->nodes[i].first_child;
+
+		while (c != NW_CCT_NONE) {
+			uint32_t next = cct->nodes[c].next_sibling;
+
+			cct->nodes[c].next_sibling = prev;
+			prev = c;
+			c = next;
+		}
+		cct->nodes[i].first_child = prev;
+	}
+}
+
+void nw_cct_drop_index(struct nw_cct *cct)
+{
+	free(cct->slots);
+	cct->slots = NULL;
+	cct->nslots = 0;
+	free(cct->path);
+	cct->path = NULL;
+	cct->npath = cct->cap_path = 0;
 }

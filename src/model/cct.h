@@ -34,7 +34,7 @@ struct nw_cct {
 	uint32_t n, cap;
 	struct nw_cct_node *nodes;
 	uint64_t *metrics;     /* n * nmetrics, node-major */
-	uint32_t *slots;       /* open-addressing index over (parent, ip) */
+	uint32_t *slots;       /* open-addressing index over (parent, ip); NULL: none yet */
 	uint32_t nslots;       /* power of two */
 	uint32_t *path;        /* nw_cct_insert: the last path's nodes, root's child first */
 	uint32_t npath, cap_path;
@@ -51,6 +51,20 @@ void nw_cct_free(struct nw_cct *cct);
  * NW_CCT_NONE on allocation failure.
  */
 uint32_t nw_cct_child(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t sp);
+/*
+ * Appends a child of @parent without looking for an equal one (readers of
+ * files that list each node once): O(1), no index.  The child goes first
+ * among its siblings (nw_cct_reverse_children() restores append order).
+ * The (parent, ip) index is dropped and rebuilt by the next nw_cct_child().
+ * NW_CCT_NONE on allocation failure.
+ */
+uint32_t nw_cct_append(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t sp);
+/* Room for @n nodes without growing.  -ENOMEM. */
+int nw_cct_reserve(struct nw_cct *cct, uint32_t n);
+/* Reverses every sibling list. */
+void nw_cct_reverse_children(struct nw_cct *cct);
+/* Frees the (parent, ip) index and the insert cache: a finished tree (rebuilt on demand). */
+void nw_cct_drop_index(struct nw_cct *cct);
 /* The child of @parent keyed @ip, or NW_CCT_NONE. */
 uint32_t nw_cct_find(const struct nw_cct *cct, uint32_t parent, uint64_t ip);
 
@@ -72,6 +86,8 @@ static inline uint64_t *nw_cct_metrics(const struct nw_cct *cct, uint32_t node)
  * Returns the count written (cct->n).
  */
 uint32_t nw_cct_preorder(const struct nw_cct *cct, uint32_t *order);
+/* The same for the subtree of @top (room for its node count), @top first. */
+uint32_t nw_cct_subtree_preorder(const struct nw_cct *cct, uint32_t top, uint32_t *order);
 
 /*
  * Adds every node of @src into @dst along the same path, with each ip

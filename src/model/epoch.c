@@ -5,56 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void nw_module_table_init(struct nw_module_table *t)
-{
-	memset(t, 0, sizeof(*t));
-}
-
-void nw_module_table_fini(struct nw_module_table *t)
-{
-	for (uint32_t i = 0; i < t->n; i++)
-		free(t->v[i].path);
-	free(t->v);
-	memset(t, 0, sizeof(*t));
-}
-
-int nw_module_intern(struct nw_module_table *t, const char *path, const uint8_t *build_id,
-		     size_t build_id_size)
-{
-	struct nw_module *m;
-
-	if (build_id_size > NW_BUILD_ID_MAX)
-		build_id_size = NW_BUILD_ID_MAX;
-	/* Modules number in the tens to hundreds: a scan is cheap, and this
-	 * runs per MMAP2 record, never per sample. */
-	for (uint32_t i = 0; i < t->n; i++) {
-		m = &t->v[i];
-		/* build_id may be NULL when build_id_size is 0: no memcmp then. */
-		if (m->build_id_size == build_id_size &&
-		    (!build_id_size || !memcmp(m->build_id, build_id, build_id_size)) &&
-		    !strcmp(m->path, path))
-			return (int)i;
-	}
-	if (t->n == t->cap) {
-		uint32_t cap = t->cap ? t->cap * 2 : 16;
-		struct nw_module *v = realloc(t->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		t->v = v;
-		t->cap = cap;
-	}
-	m = &t->v[t->n];
-	memset(m, 0, sizeof(*m));
-	m->path = strdup(path);
-	if (!m->path)
-		return -ENOMEM;
-	if (build_id_size)
-		memcpy(m->build_id, build_id, build_id_size);
-	m->build_id_size = (uint8_t)build_id_size;
-	return (int)t->n++;
-}
-
 void nw_addrspace_init(struct nw_addrspace *as)
 {
 	memset(as, 0, sizeof(*as));
@@ -87,7 +37,7 @@ static int reserve(struct nw_addrspace *as, uint32_t extra)
 }
 
 int nw_addrspace_map(struct nw_addrspace *as, uint64_t start, uint64_t len, uint64_t pgoff,
-		     uint32_t module)
+		     uint64_t vaddr, uint32_t module)
 {
 	uint64_t end = start + len;
 	struct nw_map *out;
@@ -108,14 +58,15 @@ int nw_addrspace_map(struct nw_addrspace *as, uint64_t start, uint64_t len, uint
 		}
 		/* Overlap: keep what sticks out below and above the new mapping. */
 		if (m.start < start)
-			out[n++] = (struct nw_map){ m.start, start, m.pgoff, m.module };
+			out[n++] = (struct nw_map){ m.start, start, m.pgoff, m.vaddr, m.module };
 		if (m.end > end)
-			out[n++] = (struct nw_map){ end, m.end, m.pgoff + (end - m.start), m.module };
+			out[n++] = (struct nw_map){ end, m.end, m.pgoff + (end - m.start),
+						    m.vaddr + (end - m.start), m.module };
 	}
 	for (at = 0; at < n && out[at].start < start; at++)
 		;
 	memmove(&out[at + 1], &out[at], (n - at) * sizeof(*out));
-	out[at] = (struct nw_map){ start, end, pgoff, module };
+	out[at] = (struct nw_map){ start, end, pgoff, vaddr, module };
 	n++;
 	free(as->cur);
 	as->cur = out;
@@ -183,4 +134,25 @@ const struct nw_map *nw_epoch_find(const struct nw_epoch *epoch, uint64_t addr)
 	if (lo < epoch->n && epoch->maps[lo].start <= addr)
 		return &epoch->maps[lo];
 	return NULL;
+}
+
+static int cmp_map_start(const void *a, const void *b)
+{
+	const struct nw_map *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+struct nw_epoch *nw_epoch_new(const struct nw_map *maps, uint32_t n, uint32_t index)
+{
+	struct nw_epoch *e = malloc(sizeof(*e) + (size_t)n * sizeof(e->maps[0]));
+
+	if (!e)
+		return NULL;
+	e->index = index;
+	e->n = n;
+	if (n)
+		memcpy(e->maps, maps, (size_t)n * sizeof(e->maps[0]));
+	qsort(e->maps, n, sizeof(e->maps[0]), cmp_map_start);
+	return e;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Load modules, process address maps and epochs.  An epoch is the set of
+ * Process address maps and epochs.  An epoch is the set of
  * executable mappings of a process at one point in time; a new one begins
  * lazily, at the first sample after the set changed (dlopen, exec).
  * Epochs are immutable once made, so a sample resolves against its own.
@@ -12,30 +12,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NW_BUILD_ID_MAX 20
-
-struct nw_module {
-	char *path;                  /* as the kernel named it: "/usr/lib/x.so", "[vdso]", "//anon" */
-	uint8_t build_id[NW_BUILD_ID_MAX];
-	uint8_t build_id_size;       /* 0: unknown */
-};
-
-/* Every module seen in a recording, interned by (path, build-id). */
-struct nw_module_table {
-	struct nw_module *v;
-	uint32_t n, cap;
-};
-
-void nw_module_table_init(struct nw_module_table *t);
-void nw_module_table_fini(struct nw_module_table *t);
-/* Index of (path, build id), added when new; -ENOMEM. */
-int nw_module_intern(struct nw_module_table *t, const char *path, const uint8_t *build_id,
-		     size_t build_id_size);
+#include "model/module.h"
 
 /* One executable mapping. */
 struct nw_map {
 	uint64_t start, end;         /* [start, end) */
 	uint64_t pgoff;              /* file offset of start */
+	uint64_t vaddr;              /* ELF virtual address of start (pgoff without ELF facts) */
 	uint32_t module;             /* index in the module table */
 };
 
@@ -56,9 +39,12 @@ struct nw_addrspace {
 
 void nw_addrspace_init(struct nw_addrspace *as);
 void nw_addrspace_fini(struct nw_addrspace *as);
-/* Adds an executable mapping; older mappings it overlaps are cut.  -ENOMEM. */
+/*
+ * Adds an executable mapping of @module (@vaddr: the ELF address of its
+ * first byte); older mappings it overlaps are cut.  -ENOMEM.
+ */
 int nw_addrspace_map(struct nw_addrspace *as, uint64_t start, uint64_t len, uint64_t pgoff,
-		     uint32_t module);
+		     uint64_t vaddr, uint32_t module);
 /* Forgets every mapping (exec). */
 void nw_addrspace_reset(struct nw_addrspace *as);
 /* Copies @src's current mappings into empty @dst (fork).  -ENOMEM. */
@@ -68,6 +54,8 @@ int nw_addrspace_copy(struct nw_addrspace *dst, const struct nw_addrspace *src);
  * from the current mappings when they changed.  NULL on allocation failure.
  */
 const struct nw_epoch *nw_addrspace_epoch(struct nw_addrspace *as);
+/* A new epoch of @n mappings (copied, then sorted by start) with @index; NULL on ENOMEM. */
+struct nw_epoch *nw_epoch_new(const struct nw_map *maps, uint32_t n, uint32_t index);
 /* The mapping of @epoch that holds @addr, or NULL. */
 const struct nw_map *nw_epoch_find(const struct nw_epoch *epoch, uint64_t addr);
 

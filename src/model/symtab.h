@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The symbol table (symbols.json): every distinct sampled PC resolved once
- * at the end of recording, keyed by module (path and build-id) and the PC's
- * ELF virtual address in that module.  Each entry holds the inline chain,
- * innermost frame first; the last frame is the function that holds the
- * code.  narwhal-report needs no binaries with it.
+ * The symbol table: every distinct sampled PC resolved once at the end of
+ * recording, keyed by module (an index into the measurement's module
+ * table) and the PC's ELF virtual address in that module.  Each entry
+ * holds the inline chain, innermost frame first; the last frame is the
+ * function that holds the code.  With it, a report needs no binaries.
+ * format/symbols.c reads and writes it as symbols.json.
  */
 #ifndef NW_SYMTAB_H
 #define NW_SYMTAB_H
@@ -21,20 +22,13 @@ struct nw_symframe {
 };
 
 struct nw_symentry {
-	uint32_t module;    /* index in modules */
+	uint32_t module;    /* index in the measurement's modules */
 	uint64_t addr;      /* ELF virtual address looked up (ip, or ip-1 for a return address) */
 	uint32_t nframes;   /* 0: nothing known, report as module+0xADDR */
 	struct nw_symframe *frames;
 };
 
-struct nw_symtab_module {
-	char *path;
-	char *build_id;     /* lowercase hex, "" when unknown */
-};
-
 struct nw_symtab {
-	uint32_t nmodules, cap_modules;
-	struct nw_symtab_module *modules;
 	uint32_t nentries, cap_entries;
 	struct nw_symentry *entries; /* sorted by (module, addr) once nw_symtab_sort() ran */
 };
@@ -42,8 +36,8 @@ struct nw_symtab {
 /* An empty table; NULL on allocation failure. */
 struct nw_symtab *nw_symtab_new(void);
 void nw_symtab_free(struct nw_symtab *t);
-/* Index of module (path, build_id hex), added when new.  -ENOMEM. */
-int nw_symtab_module(struct nw_symtab *t, const char *path, const char *build_id);
+/* Forgets every entry. */
+void nw_symtab_clear(struct nw_symtab *t);
 /*
  * Appends an entry and takes ownership of @frames (an array of @nframes
  * from malloc, each string from malloc).  -ENOMEM (frames then freed).
@@ -55,15 +49,7 @@ void nw_symtab_sort(struct nw_symtab *t);
 /* The entry for (module, addr) in a sorted table, or NULL. */
 const struct nw_symentry *nw_symtab_lookup(const struct nw_symtab *t, uint32_t module,
 					   uint64_t addr);
-/* The module index of @path, or -ENOENT. */
-int nw_symtab_find_module(const struct nw_symtab *t, const char *path);
-
-/* Writes @t as JSON to @path.  -errno. */
-int nw_symtab_write(const char *path, const struct nw_symtab *t);
-/*
- * Reads @path into a sorted table.  -errno for I/O, -EBADMSG with a message
- * naming the file and what is wrong in @err.
- */
-int nw_symtab_read(const char *path, struct nw_symtab **ret, char *err, size_t errlen);
+/* Frees @n frames and their strings (NULL is a no-op). */
+void nw_symframes_free(struct nw_symframe *frames, uint32_t n);
 
 #endif

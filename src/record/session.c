@@ -41,7 +41,8 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 	nw_module_table_init(&s->modules);
 	s->events = calloc(s->nevents, sizeof(*s->events));
 	s->frames = calloc(NW_UNWIND_MAX_FRAMES, sizeof(*s->frames));
-	if (!s->events || !s->frames)
+	s->elf = nw_elf_cache_new();
+	if (!s->events || !s->frames || !s->elf)
 		return -ENOMEM;
 	for (unsigned e = 0; e < opts->nevents; e++)
 		s->events[e].ev = opts->events[e];
@@ -293,6 +294,7 @@ void nw_session_fini(struct nw_session *s)
 	nw_unwinder_fini(&s->unwinder);
 	nw_tasks_fini(&s->tasks);
 	nw_module_table_fini(&s->modules);
+	nw_elf_cache_free(s->elf);
 	free(s->events);
 	free(s->fds);
 	free(s->ring_fd);
@@ -362,6 +364,7 @@ static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 	e = event_of(s, smp->sid.id);
 	m = nw_cct_metrics(cct, node);
 	m[2 * e] += 1;
+	s->events[e].samples++;
 	if (e == s->offcpu) {
 		/* The thread blocks here; the time off the CPU is known at switch-in. */
 		th->off_cct = cct;
@@ -369,6 +372,7 @@ static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 		th->off_since = smp->sid.time;
 	} else {
 		m[2 * e + 1] += smp->period;
+		s->events[e].period += smp->period;
 	}
 	th->samples++;
 	if (!th->first_time)
@@ -376,21 +380,46 @@ static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 	th->last_time = smp->sid.time;
 	s->stats.samples++;
 	/* Off-CPU time is known only at switch-in: its period is not the sample's. */
-	if (s->stimes && nw_stimes_rec_add(s->stimes, th, epoch->index, node, e, smp->sid.time,
-					   e == s->offcpu ? 0 : smp->period))
+	if (s->hooks && s->hooks->sample &&
+	    s->hooks->sample(s->hooks->arg, th, epoch->index, node, e, smp->sid.time,
+			     e == s->offcpu ? 0 : smp->period))
 		s->stats.alloc_failures++;
+}
+
+/*
+ * The module of (@path, @build_id), with its ELF facts read when it is
+ * first seen (so that a file deleted later keeps them), and the ELF address
+ * of file offset @pgoff in it (@pgoff itself without facts).  -ENOMEM.
+ */
+static int map_module(struct nw_session *s, const char *path, const uint8_t *build_id,
+		      size_t build_id_size, uint64_t pgoff, uint64_t *ret_vaddr)
+{
+	uint32_t known = s->modules.n;
+	int mod = nw_module_intern(&s->modules, path, build_id, build_id_size);
+	struct nw_module *m;
+
+	if (mod < 0)
+		return mod;
+	m = &s->modules.v[mod];
+	if ((uint32_t)mod == known &&
+	    nw_elf_facts_for(s->elf, path, build_id, build_id_size, &m->facts))
+		return -ENOMEM;
+	if (!m->facts.known || nw_facts_offset_to_vaddr(&m->facts, pgoff, ret_vaddr))
+		*ret_vaddr = pgoff;
+	return mod;
 }
 
 static void process_mmap2(struct nw_session *s, const struct nw_mmap2 *m)
 {
 	struct nw_process *p;
+	uint64_t vaddr = 0;
 	int mod;
 
 	if (!(m->prot & PROT_EXEC))
 		return;
 	p = nw_tasks_process(&s->tasks, m->pid);
-	mod = p ? nw_module_intern(&s->modules, m->filename, m->build_id, m->build_id_size) : -1;
-	if (mod < 0 || nw_addrspace_map(&p->as, m->addr, m->len, m->pgoff, (uint32_t)mod))
+	mod = p ? map_module(s, m->filename, m->build_id, m->build_id_size, m->pgoff, &vaddr) : -1;
+	if (mod < 0 || nw_addrspace_map(&p->as, m->addr, m->len, m->pgoff, vaddr, (uint32_t)mod))
 		s->stats.alloc_failures++;
 }
 
@@ -412,6 +441,7 @@ static int synthesize_map(struct nw_session *s, struct nw_process *p, char *line
 {
 	unsigned long long start, end, off;
 	char perms[5], *path, *nl;
+	uint64_t vaddr = 0;
 	int n = 0, mod;
 
 	if (sscanf(line, "%llx-%llx %4s %llx %*s %*s %n", &start, &end, perms, &off, &n) < 4 ||
@@ -424,10 +454,10 @@ static int synthesize_map(struct nw_session *s, struct nw_process *p, char *line
 	nl = strstr(path, " (deleted)");
 	if (nl && !nl[10])
 		*nl = 0;
-	mod = nw_module_intern(&s->modules, *path ? path : "//anon", NULL, 0);
+	mod = map_module(s, *path ? path : "//anon", NULL, 0, off, &vaddr);
 	if (mod < 0)
 		return mod;
-	return nw_addrspace_map(&p->as, start, end - start, off, (uint32_t)mod);
+	return nw_addrspace_map(&p->as, start, end - start, off, vaddr, (uint32_t)mod);
 }
 
 static void read_comm(const char *path, char *buf, size_t len)
@@ -488,6 +518,29 @@ int nw_session_synthesize(struct nw_session *s, pid_t pid)
 	}
 	closedir(dir);
 	return ret;
+}
+
+int nw_session_describe_metrics(const struct nw_session *s, struct nw_measurement *m)
+{
+	for (unsigned e = 0; e < s->nevents; e++) {
+		const struct nw_session_event *ev = &s->events[e];
+		bool off = e == s->offcpu;
+		/* -F: the mean period sampled; the off-CPU event samples every switch. */
+		uint64_t period = off ? 1 : !s->opts.freq ? s->opts.value
+				  : ev->samples ? (ev->period + ev->samples / 2) / ev->samples : 0;
+		int ret;
+
+		ret = nw_measurement_add_metric(m, ev->ev.name,
+						off ? NW_METRIC_SWITCHES : NW_METRIC_SAMPLES, period);
+		if (ret >= 0)
+			ret = nw_measurement_add_metric(m, ev->ev.name,
+							off ? NW_METRIC_OFFCPU_TIME
+							    : NW_METRIC_PERIOD,
+							period);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
 }
 
 void nw_session_finish(struct nw_session *s, uint64_t now)

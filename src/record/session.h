@@ -17,12 +17,13 @@
 #include <sys/types.h>
 
 #include "arch/arch.h"
+#include "elf/facts.h"
 #include "model/epoch.h"
-#include "record/tasks.h"
-#include "sections/seclog.h"
+#include "model/measurement.h"
 #include "perf/event.h"
 #include "perf/record.h"
 #include "perf/ring.h"
+#include "record/tasks.h"
 #include "unwind/unwind.h"
 
 struct nw_session_opts {
@@ -54,6 +55,20 @@ struct nw_session_stats {
 /* Per-event state of the session, for the measurement's metric table. */
 struct nw_session_event {
 	struct nw_event ev;
+	uint64_t samples, period;  /* totals, for the mean period of -F */
+};
+
+/*
+ * Who else listens to the recording (perf's struct perf_tool): called for
+ * every sample once it is folded into node @node of tree @cct of thread
+ * @th, with the event index, time (CLOCK_MONOTONIC) and period (0 for an
+ * off-CPU sample, whose time off the CPU is known later).  The session
+ * does not know what the listener keeps.
+ */
+struct nw_session_hooks {
+	void *arg;
+	int (*sample)(void *arg, const struct nw_thread *th, uint32_t epoch, uint32_t node,
+		      unsigned event, uint64_t time, uint64_t period);
 };
 
 struct nw_session {
@@ -78,6 +93,7 @@ struct nw_session {
 	struct pollfd *pfds;
 	struct nw_task_table tasks;
 	struct nw_module_table modules;
+	struct nw_elf_cache *elf;  /* the ELF facts of every module mapped */
 	struct nw_unwinder unwinder;
 	struct nw_session_stats stats;
 	/* One read round's records, copied out of the rings and sorted by time. */
@@ -89,9 +105,7 @@ struct nw_session {
 	struct nw_frame *frames;
 	uint64_t *id_to_event;     /* sorted pairs (id, event index) */
 	size_t nid_to_event;
-	/* When set (by the caller, who owns it): every folded sample's time and
-	 * CCT leaf, for the sections join (format/sectionlog.h). */
-	struct nw_stimes_rec *stimes;
+	const struct nw_session_hooks *hooks;  /* set by the caller, who owns it; NULL: none */
 };
 
 /* Fills @s and checks @opts.  -EINVAL, -ENOMEM. */
@@ -125,6 +139,14 @@ int nw_session_read(struct nw_session *s);
 void nw_session_disable(struct nw_session *s);
 /* Unmaps, closes, frees.  Works on a half-opened session. */
 void nw_session_fini(struct nw_session *s);
+
+/*
+ * Adds the descriptors of the session's metrics to @m: per event, samples
+ * (metric 2e) and period sum (2e + 1); for the off-CPU event, switches and
+ * nanoseconds off the CPU.  The period of a -F event is the mean sampled
+ * so far.  -ENOMEM.
+ */
+int nw_session_describe_metrics(const struct nw_session *s, struct nw_measurement *m);
 
 /* Processes one record (exposed for tests): -EBADMSG when it does not decode. */
 int nw_session_process(struct nw_session *s, const void *rec, size_t size);

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Adds @t's weights (metric @m) into d->tree's metric @slot, frames by name. */
-static int join(struct nw_diff *d, const struct nw_profile *p, const struct nw_cct *t, unsigned m,
-		unsigned slot)
+/* Adds @t's weights (metric @m) into the joined tree.s metric @slot, frames by name. */
+static int join(struct nw_diff *d, const struct nw_stacks *p, unsigned m, unsigned slot)
 {
+	const struct nw_cct *t = p->tree;
 	uint32_t *order = malloc((size_t)t->n * sizeof(*order));
 	uint32_t *to = malloc((size_t)t->n * sizeof(*to));
 	uint32_t n;
@@ -25,11 +25,12 @@ static int join(struct nw_diff *d, const struct nw_profile *p, const struct nw_c
 		uint64_t w = nw_cct_metrics(t, i)[m];
 
 		if (i != NW_CCT_ROOT) {
-			const struct nw_func *f = &p->funcs[t->nodes[i].ip];
-			int64_t fi = nw_profile_intern(d->frames, f->name, f->file, f->line, NULL);
+			const struct nw_func *f = &p->frames.v[t->nodes[i].ip];
+			int64_t fi = nw_frames_intern(&d->stacks->frames, f->kind, f->name, f->file,
+						      f->line, NULL);
 
 			node = fi < 0 ? NW_CCT_NONE
-				      : nw_cct_child(d->tree, to[t->nodes[i].parent],
+				      : nw_cct_child(d->stacks->tree, to[t->nodes[i].parent],
 						     (uint64_t)fi, 0);
 			if (node == NW_CCT_NONE) {
 				ret = -ENOMEM;
@@ -37,7 +38,7 @@ static int join(struct nw_diff *d, const struct nw_profile *p, const struct nw_c
 			}
 		}
 		to[i] = node;
-		nw_cct_metrics(d->tree, node)[slot] += w;
+		nw_cct_metrics(d->stacks->tree, node)[slot] += w;
 		d->total[slot] += w;
 	}
 out:
@@ -46,37 +47,37 @@ out:
 	return ret;
 }
 
-static int check_tree(const struct nw_profile *p, const struct nw_cct *t, unsigned m)
+static int check_tree(const struct nw_stacks *p, unsigned m)
 {
+	const struct nw_cct *t = p->tree;
+
 	if (m >= t->nmetrics || t->n == 0)
 		return -EINVAL;
 	for (uint32_t i = 1; i < t->n; i++)
-		if (t->nodes[i].ip >= p->nfuncs)
+		if (t->nodes[i].ip >= p->frames.n)
 			return -EINVAL;
 	return 0;
 }
 
-int nw_diff_new(const struct nw_profile *base, const struct nw_cct *bt, unsigned bm,
-		const struct nw_profile *new, const struct nw_cct *nt, unsigned nm,
-		struct nw_diff **ret)
+int nw_diff_new(const struct nw_stacks *base, unsigned bm, const struct nw_stacks *new,
+		unsigned nm, struct nw_diff **ret)
 {
 	struct nw_diff *d;
 	int err;
 
-	if (check_tree(base, bt, bm) || check_tree(new, nt, nm))
+	if (check_tree(base, bm) || check_tree(new, nm))
 		return -EINVAL;
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	d->frames = nw_profile_new(2);
-	d->tree = nw_cct_new(2);
-	if (!d->frames || !d->tree) {
+	d->stacks = nw_stacks_new(NULL, 2);
+	if (!d->stacks) {
 		nw_diff_free(d);
 		return -ENOMEM;
 	}
-	err = join(d, base, bt, bm, NW_DIFF_BASE);
+	err = join(d, base, bm, NW_DIFF_BASE);
 	if (!err)
-		err = join(d, new, nt, nm, NW_DIFF_NEW);
+		err = join(d, new, nm, NW_DIFF_NEW);
 	if (err) {
 		nw_diff_free(d);
 		return err;
@@ -89,8 +90,7 @@ void nw_diff_free(struct nw_diff *d)
 {
 	if (!d)
 		return;
-	nw_profile_free(d->frames);
-	nw_cct_free(d->tree);
+	nw_stacks_free(d->stacks);
 	free(d);
 }
 
@@ -110,19 +110,19 @@ static double pct(uint64_t v, uint64_t total)
 /* "root;...;leaf" for @node, or NULL on ENOMEM. */
 static char *stack_string(const struct nw_diff *d, uint32_t node)
 {
-	const struct nw_cct *t = d->tree;
+	const struct nw_cct *t = d->stacks->tree;
 	size_t len = 0;
 	char *s, *end;
 
 	for (uint32_t i = node; i != NW_CCT_ROOT; i = t->nodes[i].parent)
-		len += strlen(d->frames->funcs[t->nodes[i].ip].name) + 1;
+		len += strlen(d->stacks->frames.v[t->nodes[i].ip].name) + 1;
 	s = malloc(len ? len : 1);
 	if (!s)
 		return NULL;
 	end = s + (len ? len - 1 : 0);
 	*end = '\0';
 	for (uint32_t i = node; i != NW_CCT_ROOT; i = t->nodes[i].parent) {
-		const char *name = d->frames->funcs[t->nodes[i].ip].name;
+		const char *name = d->stacks->frames.v[t->nodes[i].ip].name;
 		size_t l = strlen(name);
 
 		end -= l;
@@ -136,13 +136,13 @@ static char *stack_string(const struct nw_diff *d, uint32_t node)
 /* Every calling context with a self weight in either measurement. */
 static int collect(const struct nw_diff *d, struct row **ret, uint32_t *ret_n)
 {
-	struct row *rows = calloc(d->tree->n, sizeof(*rows));
+	struct row *rows = calloc(d->stacks->tree->n, sizeof(*rows));
 	uint32_t n = 0;
 
 	if (!rows)
 		return -ENOMEM;
-	for (uint32_t i = 1; i < d->tree->n; i++) {
-		const uint64_t *m = nw_cct_metrics(d->tree, i);
+	for (uint32_t i = 1; i < d->stacks->tree->n; i++) {
+		const uint64_t *m = nw_cct_metrics(d->stacks->tree, i);
 
 		if (!m[NW_DIFF_BASE] && !m[NW_DIFF_NEW])
 			continue;

@@ -12,25 +12,24 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "report/profile.h"
+#include "report/stacks.h"
 
 #define NW_DIFF_BASE 0u /* metric of the joined tree: weight in the base measurement */
 #define NW_DIFF_NEW 1u  /* metric of the joined tree: weight in the new measurement */
 
 struct nw_diff {
-	struct nw_profile *frames; /* the joined tree's frames: by name, no module */
-	struct nw_cct *tree;       /* ips index frames->funcs; metrics NW_DIFF_BASE, NW_DIFF_NEW */
+	/* The joined tree: frames by name (no module), metrics NW_DIFF_BASE, NW_DIFF_NEW. */
+	struct nw_stacks *stacks;
 	uint64_t total[2];         /* each measurement's total weight */
 };
 
 /*
- * Joins @bt (a tree of @base, weighed by metric @bm) and @nt (of @new, by
- * metric @nm).  0, -EINVAL for a metric a tree lacks, -ENOMEM.  *ret is
- * the caller's.
+ * Joins the stacks @base (weighed by metric @bm) and @new (by metric
+ * @nm).  0, -EINVAL for a metric a tree lacks, -ENOMEM.  *ret is the
+ * caller's.
  */
-int nw_diff_new(const struct nw_profile *base, const struct nw_cct *bt, unsigned bm,
-		const struct nw_profile *new, const struct nw_cct *nt, unsigned nm,
-		struct nw_diff **ret);
+int nw_diff_new(const struct nw_stacks *base, unsigned bm, const struct nw_stacks *new,
+		unsigned nm, struct nw_diff **ret);
 void nw_diff_free(struct nw_diff *d);
 
 /*

@@ -3,18 +3,14 @@
  * Stack health: classifies each sample of the per-thread symbolic trees as
  * complete, truncated or stopped (see health.h), groups the stopped ones by
  * the module of their outermost frame, and says what would unwind further.
- * Whether a module has CFI (dwarf mode's remedy) is read from its ELF
- * section headers: .eh_frame or .debug_frame with contents.
+ * Whether a module has CFI (dwarf mode's remedy) is one of the module's
+ * ELF facts kept in the measurement.
  */
 #include "report/health.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* narwhal-record's largest --call-graph dwarf,SIZE (perf's u16 dump size, 8-aligned). */
 #define MAX_STACK_COPY 65528
@@ -69,62 +65,35 @@ static bool is_system_module(const char *path)
 	return false;
 }
 
-/* 1 when the ELF file at @path has CFI, 0 when not, -1 when it cannot be read. */
-static int module_has_cfi(const char *path)
+/* 1 when module @path has CFI, 0 when not, -1 when its ELF facts are unknown. */
+static int module_has_cfi(const struct nw_measurement *m, const char *path)
 {
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-	int fd, ret = -1;
-	Elf *elf;
+	int i = path && m ? nw_module_find(m->modules, path) : -1;
 
-	if (!path || path[0] != '/' || elf_version(EV_CURRENT) == EV_NONE)
+	if (i < 0 || !m->modules->v[i].facts.known)
 		return -1;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0)
-		goto out;
-	ret = 0;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *name;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size)
-			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (name && (!strcmp(name, ".eh_frame") || !strcmp(name, ".debug_frame"))) {
-			ret = 1;
-			break;
-		}
-	}
-out:
-	elf_end(elf);
-	close(fd);
-	return ret;
+	return m->modules->v[i].facts.has_cfi;
 }
 
-/* Which metrics count samples: those named "...:samples", else metric 0. */
-static bool *samples_metrics(const struct nw_profile *p)
+/* Which metrics count samples: by their descriptors (samples, switches), else metric 0. */
+static bool *samples_metrics(const struct nw_stacks *s)
 {
-	bool *v = calloc(p->nmetrics ? p->nmetrics : 1, sizeof(*v)), any = false;
+	unsigned nm = s->tree->nmetrics;
+	bool *v = calloc(nm ? nm : 1, sizeof(*v)), any = false;
 
 	if (!v)
 		return NULL;
-	for (unsigned i = 0; i < p->nmetrics; i++) {
-		const char *name = p->metric_names ? p->metric_names[i] : NULL;
-		const char *c = name ? strrchr(name, ':') : NULL;
-
-		v[i] = c && strcmp(c + 1, "samples") == 0;
+	for (unsigned i = 0; s->m && i < nm && i < s->m->nmetrics; i++) {
+		v[i] = nw_metric_counts_samples(&s->m->metrics[i]);
 		any |= v[i];
 	}
-	if (!any && p->nmetrics)
+	if (!any && nm)
 		v[0] = true;
 	return v;
 }
 
 struct classify_ctx {
-	const struct nw_profile *p;
+	const struct nw_stacks *s;
 	const bool *is_samples;
 	struct nw_health *h;
 	uint64_t *stop_by_func; /* nfuncs + 1: the last one for paths without a known frame */
@@ -135,7 +104,7 @@ static int classify_tree(struct classify_ctx *c, const struct nw_cct *t)
 	uint32_t *order = malloc((size_t)t->n * sizeof(*order));
 	uint32_t *outer = malloc((size_t)t->n * sizeof(*outer));
 	uint32_t *depth = malloc((size_t)t->n * sizeof(*depth));
-	const struct nw_profile *p = c->p;
+	const struct nw_frames *p = &c->s->frames;
 	uint32_t n;
 	int ret = 0;
 
@@ -149,27 +118,30 @@ static int classify_tree(struct classify_ctx *c, const struct nw_cct *t)
 		const struct nw_cct_node *sn = &t->nodes[s];
 		uint64_t w = 0, f;
 
-		if (s == NW_CCT_ROOT) {
+		if (s == NW_CCT_ROOT || (sn->parent == NW_CCT_ROOT && sn->ip < p->n &&
+					 p->v[sn->ip].kind == NW_FRAME_THREAD)) {
+			/* The root, and a thread's own frame: above every stack. */
 			outer[s] = NW_CCT_NONE;
 			depth[s] = 0;
 		} else {
 			const struct nw_cct_node *pn = &t->nodes[sn->parent];
+			bool top = outer[sn->parent] == NW_CCT_NONE;
 			/* One physical frame per run of equal, known sp tags. */
-			bool same_frame = sn->parent != NW_CCT_ROOT && sn->sp && sn->sp == pn->sp;
+			bool same_frame = !top && sn->sp && sn->sp == pn->sp;
 
-			outer[s] = sn->parent == NW_CCT_ROOT ? s : outer[sn->parent];
+			outer[s] = top ? s : outer[sn->parent];
 			depth[s] = depth[sn->parent] + !same_frame;
 		}
-		for (unsigned m = 0; m < t->nmetrics && m < p->nmetrics; m++)
+		for (unsigned m = 0; m < t->nmetrics; m++)
 			if (c->is_samples[m])
 				w += nw_cct_metrics(t, s)[m];
 		if (!w)
 			continue;
 		c->h->samples += w;
-		f = outer[s] == NW_CCT_NONE ? p->nfuncs : t->nodes[outer[s]].ip;
-		if (f > p->nfuncs)
-			f = p->nfuncs;
-		if (f < p->nfuncs && nw_health_is_entry(p->funcs[f].name))
+		f = outer[s] == NW_CCT_NONE ? p->n : t->nodes[outer[s]].ip;
+		if (f > p->n)
+			f = p->n;
+		if (f < p->n && nw_health_is_entry(p->v[f].name))
 			c->h->complete += w;
 		else if (depth[s] >= c->h->max_stack)
 			c->h->truncated += w;
@@ -206,14 +178,14 @@ static char *dup_or_null(const char *s, int *failed)
 /* Groups the stopped samples (per outermost function) into modules. */
 static int group_stops(struct classify_ctx *c)
 {
-	const struct nw_profile *p = c->p;
+	const struct nw_frames *p = &c->s->frames;
 	struct nw_health *h = c->h;
 	int failed = 0;
 
-	for (uint32_t f = 0; f <= p->nfuncs; f++) {
+	for (uint32_t f = 0; f <= p->n; f++) {
 		uint64_t w = c->stop_by_func[f];
-		const char *module = f < p->nfuncs ? p->funcs[f].module : NULL;
-		const char *name = f < p->nfuncs ? p->funcs[f].name : "[no frame]";
+		const char *module = f < p->n ? p->v[f].module : NULL;
+		const char *name = f < p->n ? p->v[f].name : "[no frame]";
 		struct nw_health_stop *s = NULL;
 
 		if (!w)
@@ -236,7 +208,7 @@ static int group_stops(struct classify_ctx *c)
 				return -ENOMEM;
 			h->nstops++;
 			s->system = is_system_module(module);
-			s->cfi = h->dwarf ? module_has_cfi(module) : -1;
+			s->cfi = h->dwarf ? module_has_cfi(c->s->m, module) : -1;
 		}
 		s->samples += w;
 		if (w > s->func_samples || (w == s->func_samples && strcmp(name, s->func) < 0)) {
@@ -252,35 +224,28 @@ static int group_stops(struct classify_ctx *c)
 	return 0;
 }
 
-int nw_health_classify(const struct nw_profile *p, const struct nw_filter *f,
-		       struct nw_health **ret)
+int nw_health_classify(const struct nw_stacks *s, struct nw_health **ret)
 {
-	const struct nw_manifest *m = p->manifest;
-	struct classify_ctx c = {.p = p};
+	const struct nw_run *r = s->m ? &s->m->run : NULL;
+	struct classify_ctx c = {.s = s};
 	struct nw_health *h = calloc(1, sizeof(*h));
 	int err = -ENOMEM;
 
 	if (!h)
 		return -ENOMEM;
-	h->dwarf = m && m->call_graph && strcmp(m->call_graph, "dwarf") == 0;
-	h->stack_size = m ? m->stack_size : 0;
-	h->max_stack = m && m->max_stack ? m->max_stack
+	h->dwarf = r && r->call_graph && strcmp(r->call_graph, "dwarf") == 0;
+	h->stack_size = r ? r->stack_size : 0;
+	h->max_stack = r && r->max_stack ? r->max_stack
 		       : h->dwarf	 ? NW_HEALTH_DWARF_MAX_STACK
 					 : NW_HEALTH_FP_MAX_STACK;
 	c.h = h;
-	c.is_samples = samples_metrics(p);
-	c.stop_by_func = calloc((size_t)p->nfuncs + 1, sizeof(*c.stop_by_func));
+	c.is_samples = samples_metrics(s);
+	c.stop_by_func = calloc((size_t)s->frames.n + 1, sizeof(*c.stop_by_func));
 	if (!c.is_samples || !c.stop_by_func)
 		goto out_free;
-	for (uint32_t i = 0; i < p->nthreads; i++) {
-		const struct nw_prof_thread *th = &p->threads[i];
-
-		if (!th->tree || !nw_filter_match(f, th))
-			continue;
-		err = classify_tree(&c, th->tree);
-		if (err)
-			goto out_free;
-	}
+	err = classify_tree(&c, s->tree);
+	if (err)
+		goto out_free;
 	err = group_stops(&c);
 	if (err)
 		goto out_free;
@@ -396,16 +361,15 @@ int nw_health_print(FILE *out, const struct nw_health *h)
 	return 0;
 }
 
-int nw_health_summary(const char *dir, char *line, size_t len)
+int nw_health_summary(const struct nw_measurement *m, const char *dir, char *line, size_t len)
 {
-	struct nw_profile *p = NULL;
+	struct nw_stacks_opts o = { .per_thread = true };
+	struct nw_stacks *s = nw_stacks_new(m, m->nmetrics);
 	struct nw_health *h = NULL;
-	int ret;
+	int ret = s ? nw_stacks_build(s, &o) : -ENOMEM;
 
-	ret = nw_profile_load(dir, &p, line, len);
-	if (ret)
-		return ret;
-	ret = nw_health_classify(p, NULL, &h);
+	if (!ret)
+		ret = nw_health_classify(s, &h);
 	if (ret) {
 		snprintf(line, len, "%s: out of memory", dir);
 		goto out;
@@ -423,6 +387,6 @@ int nw_health_summary(const char *dir, char *line, size_t len)
 			 pct(h->truncated, h->samples), dir);
 out:
 	nw_health_free(h);
-	nw_profile_free(p);
+	nw_stacks_free(s);
 	return ret;
 }

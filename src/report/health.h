@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Stack health: how many samples were unwound all the way, and where the
- * others stopped.  Each sample of the per-thread symbolic trees (a node's
+ * others stopped.  Each sample of the per-thread symbolic stacks (a node's
  * samples metrics: the samples whose leaf it is) is classified by its path:
  *
  * - complete: the outermost frame (the root's child) is a thread entry:
@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "report/profile.h"
+#include "report/stacks.h"
 
 /* Depth limits when the manifest does not say (older measurements). */
 #define NW_HEALTH_FP_MAX_STACK 127    /* the kernel's default perf_event_max_stack */
@@ -51,12 +51,12 @@ struct nw_health {
 };
 
 /*
- * Classifies the samples of the threads @f selects (all when NULL) of @p.
- * The call graph mode and limits come from p->manifest (fp without one).
- * 0 or -ENOMEM; *ret is the caller's, to free with nw_health_free().
+ * Classifies the samples of @s: stacks built per thread (thread frames at
+ * the top are skipped), so that each path is one thread's.  The call graph
+ * mode and limits come from the model's run (fp without one).  0 or
+ * -ENOMEM; *ret is the caller's, to free with nw_health_free().
  */
-int nw_health_classify(const struct nw_profile *p, const struct nw_filter *f,
-		       struct nw_health **ret);
+int nw_health_classify(const struct nw_stacks *s, struct nw_health **ret);
 void nw_health_free(struct nw_health *h);
 
 /* Is @name a thread entry (see above)? */
@@ -74,12 +74,11 @@ const char *nw_health_remedy(const struct nw_health *h, const struct nw_health_s
 int nw_health_print(FILE *out, const struct nw_health *h);
 
 /*
- * One line for narwhal-record to print at the end of a run: loads the
- * measurement in @dir and writes "stacks: 99.6% complete, 0.0% truncated"
- * into @line, followed by "; run narwhal-report --stack-health DIR for
- * where unwinding stops" when some sample is not complete.  0, or -errno
- * from nw_profile_load() (@line then holds its message).
+ * One line for narwhal-record to print at the end of a run, from the model
+ * it wrote to @dir: "stacks: 99.6% complete, 0.0% truncated" into @line,
+ * followed by "; run narwhal-report --stack-health DIR for where unwinding
+ * stops" when some sample is not complete.  0 or -ENOMEM.
  */
-int nw_health_summary(const char *dir, char *line, size_t len);
+int nw_health_summary(const struct nw_measurement *m, const char *dir, char *line, size_t len);
 
 #endif

@@ -16,9 +16,9 @@
 #include <string.h>
 
 /* Is frame @f a function that folding may merge? */
-static bool foldable(const struct nw_profile *p, uint64_t f)
+static bool foldable(const struct nw_frames *p, uint64_t f)
 {
-	return f < p->nfuncs && p->funcs[f].module;
+	return f < p->n && p->v[f].module;
 }
 
 /* The node of @f on the path from the root to @node (inclusive), or NW_CCT_NONE. */
@@ -43,7 +43,7 @@ static void count_fold(struct nw_fold_stats *st, uint64_t deeper_sp, uint64_t sh
 		st->unordered++;
 }
 
-struct nw_cct *nw_recursion_fold(const struct nw_profile *p, const struct nw_cct *tree,
+struct nw_cct *nw_recursion_fold(const struct nw_frames *p, const struct nw_cct *tree,
 				 struct nw_fold_stats *stats)
 {
 	struct nw_fold_stats st = {0};
@@ -102,7 +102,7 @@ out_fail:
 	return NULL;
 }
 
-struct nw_cct *nw_profile_fold_recursion(const struct nw_profile *p, const struct nw_cct *tree)
+struct nw_cct *nw_frames_fold_recursion(const struct nw_frames *p, const struct nw_cct *tree)
 {
 	return nw_recursion_fold(p, tree, NULL);
 }

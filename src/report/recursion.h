@@ -8,7 +8,7 @@
  * a;b;a;b;x becomes a;b;x.  Self metrics move with their node to a node of
  * the same function, so the total and every function's self stay exact.
  *
- * Function identity is the frame (nw_profile.funcs index); frames without a
+ * Function identity is the frame (index into the frame table); frames without a
  * module ("[unknown]") are not functions and are never folded.
  *
  * The sp tags (stack pointer of each frame's physical frame, 0 where
@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #include "model/cct.h"
-#include "report/profile.h"
+#include "report/frames.h"
 
 /* What a fold did: repeated frames (tree nodes) merged, by what the sp tags said. */
 struct nw_fold_stats {
@@ -41,15 +41,15 @@ struct nw_fold_stats {
 };
 
 /*
- * A new tree: @tree (a symbolic tree of @p: a thread's, a merged one) with
+ * A new tree: @tree (a symbolic tree over frames @p: a thread's, a merged one) with
  * recursion folded; the caller frees it with nw_cct_free().  Fills @stats
  * when not NULL.  NULL on ENOMEM.  Nodes whose ip is not a frame of @p are
  * copied as they are (the views reject them).
  */
-struct nw_cct *nw_recursion_fold(const struct nw_profile *p, const struct nw_cct *tree,
+struct nw_cct *nw_recursion_fold(const struct nw_frames *p, const struct nw_cct *tree,
 				 struct nw_fold_stats *stats);
 
 /* nw_recursion_fold() without the statistics. */
-struct nw_cct *nw_profile_fold_recursion(const struct nw_profile *p, const struct nw_cct *tree);
+struct nw_cct *nw_frames_fold_recursion(const struct nw_frames *p, const struct nw_cct *tree);
 
 #endif

@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Text views over a merged symbolic tree (node ips are indexes into
- * nw_profile.funcs): the indented call tree, the flat self/cumulative
- * table, the per-thread summary and folded stacks.  Every order is total
- * (ties broken by name, then index), so the output is stable.
+ * Text views over symbolic stacks (node ips are indexes into the frame
+ * table): the indented call tree, the flat self/cumulative table, the
+ * per-thread summary and folded stacks.  Every order is total (ties broken
+ * by name, then index), so the output is stable.
  */
 #include "report/views.h"
-
-#include "export/export.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/strbuf.h"
 
 /* Per-node weights of one metric. */
 struct weights {
@@ -28,14 +28,15 @@ static void weights_fini(struct weights *w)
 }
 
 /* Fills @w for metric @m; -EINVAL for a bad metric or func index, -ENOMEM. */
-static int weights_init(struct weights *w, const struct nw_profile *p, const struct nw_cct *t,
-			unsigned m)
+static int weights_init(struct weights *w, const struct nw_stacks *s, unsigned m)
 {
+	const struct nw_cct *t = s->tree;
+
 	memset(w, 0, sizeof(*w));
 	if (m >= t->nmetrics || t->n == 0)
 		return -EINVAL;
 	for (uint32_t i = 1; i < t->n; i++)
-		if (t->nodes[i].ip >= p->nfuncs)
+		if (t->nodes[i].ip >= s->frames.n)
 			return -EINVAL;
 	w->n = t->n;
 	w->self = malloc((size_t)t->n * sizeof(*w->self));
@@ -62,9 +63,9 @@ static double pct(uint64_t v, uint64_t total)
 	return total ? 100.0 * (double)v / (double)total : 0.0;
 }
 
-static const char *func_name(const struct nw_profile *p, const struct nw_cct *t, uint32_t node)
+static const char *func_name(const struct nw_stacks *s, uint32_t node)
 {
-	return p->funcs[t->nodes[node].ip].name;
+	return s->frames.v[s->tree->nodes[node].ip].name;
 }
 
 static int finish(FILE *out)
@@ -79,33 +80,43 @@ static uint64_t node_metric(const struct nw_cct *t, uint32_t node, unsigned m)
 	return m < t->nmetrics ? nw_cct_metrics(t, node)[m] : 0;
 }
 
-/* The samples metric of the event that metric @m belongs to (two per event). */
-static unsigned samples_metric(unsigned m)
+/* The metric counting the samples of metric @m's event (@m itself without descriptors). */
+static unsigned samples_metric(const struct nw_stacks *s, unsigned m)
 {
-	return m - m % 2;
+	int sm = s->m ? nw_measurement_samples_metric(s->m, m) : -1;
+
+	return sm >= 0 ? (unsigned)sm : m;
+}
+
+static const char *metric_name(const struct nw_stacks *s, unsigned m, char *buf, size_t len)
+{
+	if (s->m && m < s->m->nmetrics)
+		return s->m->metrics[m].name;
+	snprintf(buf, len, "metric%u", m);
+	return buf;
 }
 
 /* "Samples: N (L lost)", and the metric weighed by when it is not the samples. */
-static void print_totals(FILE *out, const struct nw_profile *p, const struct nw_cct *t,
-			 const struct weights *w, unsigned m)
+static void print_totals(FILE *out, const struct nw_stacks *s, const struct weights *w,
+			 unsigned m)
 {
-	unsigned sm = samples_metric(m);
+	unsigned sm = samples_metric(s, m);
 	uint64_t samples = 0;
+	char buf[32];
 
-	for (uint32_t i = 0; i < t->n; i++)
-		samples += node_metric(t, i, sm);
+	for (uint32_t i = 0; i < s->tree->n; i++)
+		samples += node_metric(s->tree, i, sm);
 	fprintf(out, "Samples: %llu (%llu lost)\n", (unsigned long long)samples,
-		(unsigned long long)(p->manifest ? p->manifest->lost : 0));
+		(unsigned long long)(s->m ? s->m->run.lost : 0));
 	if (m != sm)
-		fprintf(out, "Metric: %s, total %llu\n", p->metric_names[m],
+		fprintf(out, "Metric: %s, total %llu\n", metric_name(s, m, buf, sizeof(buf)),
 			(unsigned long long)w->incl[NW_CCT_ROOT]);
 }
 
 /* ---- tree ---- */
 
 struct child_cmp_ctx {
-	const struct nw_profile *p;
-	const struct nw_cct *t;
+	const struct nw_stacks *s;
 	const uint64_t *incl;
 };
 
@@ -117,23 +128,25 @@ static int cmp_child(const void *a, const void *b, void *arg)
 
 	if (c->incl[x] != c->incl[y])
 		return c->incl[x] > c->incl[y] ? -1 : 1;
-	r = strcmp(func_name(c->p, c->t, x), func_name(c->p, c->t, y));
+	r = strcmp(func_name(c->s, x), func_name(c->s, y));
 	if (r)
 		return r;
-	return c->t->nodes[x].ip < c->t->nodes[y].ip ? -1 : c->t->nodes[x].ip > c->t->nodes[y].ip;
+	x = (uint32_t)c->s->tree->nodes[x].ip;
+	y = (uint32_t)c->s->tree->nodes[y].ip;
+	return x < y ? -1 : x > y;
 }
 
-int nw_view_tree(FILE *out, const struct nw_profile *p, const struct nw_cct *tree,
-		 const struct nw_view_opts *o)
+int nw_view_tree(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o)
 {
-	struct child_cmp_ctx ctx = { .p = p, .t = tree };
-	uint32_t *stack = NULL, *depth = NULL, sp = 0, nthreads = 0;
+	const struct nw_cct *tree = s->tree;
+	struct child_cmp_ctx ctx = { .s = s };
+	uint32_t *stack = NULL, *depth = NULL, sp = 0;
 	uint64_t total;
 	struct weights w;
-	const char *ev;
+	char buf[32];
 	int ret;
 
-	ret = weights_init(&w, p, tree, o->metric);
+	ret = weights_init(&w, s, o->metric);
 	if (ret)
 		return ret;
 	ctx.incl = w.incl;
@@ -147,14 +160,13 @@ int nw_view_tree(FILE *out, const struct nw_profile *p, const struct nw_cct *tre
 	}
 
 	fputs("Command:", out);
-	for (uint32_t i = 0; p->manifest && i < p->manifest->argc; i++)
-		fprintf(out, " %s", p->manifest->argv[i] ? p->manifest->argv[i] : "");
-	ev = p->metric_names[o->metric];
-	fprintf(out, "\nEvent: %.*s\n", (int)strcspn(ev, ":"), ev);
-	print_totals(out, p, tree, &w, o->metric);
-	for (uint32_t i = 0; i < p->nthreads; i++)
-		nthreads += nw_filter_match(o->filter, &p->threads[i]);
-	fprintf(out, "Threads: %u\n\n", nthreads);
+	for (uint32_t i = 0; s->m && i < s->m->run.argc; i++)
+		fprintf(out, " %s", s->m->run.argv[i] ? s->m->run.argv[i] : "");
+	fprintf(out, "\nEvent: %s\n",
+		s->m && o->metric < s->m->nmetrics ? s->m->metrics[o->metric].event
+						   : metric_name(s, o->metric, buf, sizeof(buf)));
+	print_totals(out, s, &w, o->metric);
+	fprintf(out, "Threads: %u\n\n", s->nthreads);
 	fputs(" INCL%   SELF%  FUNCTION\n", out);
 
 	/* Depth-first, children by inclusive weight: push them in reverse. */
@@ -177,7 +189,7 @@ int nw_view_tree(FILE *out, const struct nw_profile *p, const struct nw_cct *tre
 			continue;
 		fprintf(out, "%5.1f%%  %5.1f%%  %*s%s\n", pct(w.incl[node], total),
 			pct(w.self[node], total), (int)(2 * (d < 1000000 ? d : 1000000)), "",
-			func_name(p, tree, node));
+			func_name(s, node));
 		for (uint32_t c = tree->nodes[node].first_child; c != NW_CCT_NONE;
 		     c = tree->nodes[c].next_sibling) {
 			stack[sp] = c;
@@ -208,7 +220,7 @@ struct flat_row {
 
 static int cmp_row(const void *a, const void *b, void *arg)
 {
-	const struct nw_profile *p = arg;
+	const struct nw_frames *p = arg;
 	const struct flat_row *x = a, *y = b;
 	int r;
 
@@ -216,7 +228,7 @@ static int cmp_row(const void *a, const void *b, void *arg)
 		return x->self > y->self ? -1 : 1;
 	if (x->cumul != y->cumul)
 		return x->cumul > y->cumul ? -1 : 1;
-	r = strcmp(p->funcs[x->func].name, p->funcs[y->func].name);
+	r = strcmp(p->v[x->func].name, p->v[y->func].name);
 	if (r)
 		return r;
 	return x->func < y->func ? -1 : x->func > y->func;
@@ -227,15 +239,15 @@ static int cmp_row(const void *a, const void *b, void *arg)
  * once per stack: the inclusive weight of each node with no ancestor of
  * the same function, so recursion does not count twice.
  */
-static int flat_sums(const struct nw_profile *p, const struct nw_cct *t, const struct weights *w,
-		     struct flat_row *rows)
+static int flat_sums(const struct nw_stacks *s, const struct weights *w, struct flat_row *rows)
 {
-	uint32_t *onpath = calloc(p->nfuncs ? p->nfuncs : 1, sizeof(*onpath));
+	const struct nw_cct *t = s->tree;
+	uint32_t *onpath = calloc(s->frames.n ? s->frames.n : 1, sizeof(*onpath));
 	uint32_t node;
 
 	if (!onpath)
 		return -ENOMEM;
-	for (uint32_t f = 0; f < p->nfuncs; f++)
+	for (uint32_t f = 0; f < s->frames.n; f++)
 		rows[f] = (struct flat_row){ .func = f };
 	node = t->nodes[NW_CCT_ROOT].first_child;
 	while (node != NW_CCT_NONE) {
@@ -266,48 +278,41 @@ static int flat_sums(const struct nw_profile *p, const struct nw_cct *t, const s
 	return 0;
 }
 
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s && s[1] ? s + 1 : path;
-}
-
-int nw_view_flat(FILE *out, const struct nw_profile *p, const struct nw_cct *tree,
-		 const struct nw_view_opts *o)
+int nw_view_flat(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o)
 {
 	struct flat_row *rows = NULL;
+	uint32_t nfuncs = s->frames.n;
 	uint64_t total;
 	struct weights w;
 	int ret;
 
-	ret = weights_init(&w, p, tree, o->metric);
+	ret = weights_init(&w, s, o->metric);
 	if (ret)
 		return ret;
 	total = w.incl[NW_CCT_ROOT];
-	rows = calloc(p->nfuncs ? p->nfuncs : 1, sizeof(*rows));
+	rows = calloc(nfuncs ? nfuncs : 1, sizeof(*rows));
 	if (!rows) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = flat_sums(p, tree, &w, rows);
+	ret = flat_sums(s, &w, rows);
 	if (ret)
 		goto out;
-	qsort_r(rows, p->nfuncs, sizeof(*rows), cmp_row, (void *)p);
+	qsort_r(rows, nfuncs, sizeof(*rows), cmp_row, (void *)&s->frames);
 
-	print_totals(out, p, tree, &w, o->metric);
+	print_totals(out, s, &w, o->metric);
 	fputs("\n SELF%  CUMUL%  FUNCTION\n", out);
-	for (uint32_t i = 0; i < p->nfuncs; i++) {
-		const struct nw_func *f = &p->funcs[rows[i].func];
+	for (uint32_t i = 0; i < nfuncs; i++) {
+		const struct nw_func *f = &s->frames.v[rows[i].func];
 
 		if (!rows[i].cumul)
 			continue;
 		fprintf(out, "%5.1f%%  %5.1f%%  %s", pct(rows[i].self, total),
 			pct(rows[i].cumul, total), f->name);
 		if (f->file && f->line)
-			fprintf(out, " (%s:%u)", base_name(f->file), f->line);
+			fprintf(out, " (%s:%u)", nw_basename(f->file), f->line);
 		else if (f->file)
-			fprintf(out, " (%s)", base_name(f->file));
+			fprintf(out, " (%s)", nw_basename(f->file));
 		fputc('\n', out);
 	}
 	ret = finish(out);
@@ -319,82 +324,79 @@ out:
 
 /* ---- threads ---- */
 
+struct thread_row {
+	const struct nw_mthread *th;
+	uint64_t samples;
+};
+
 static int cmp_thread(const void *a, const void *b)
 {
-	const struct nw_prof_thread *x = *(const struct nw_prof_thread *const *)a;
-	const struct nw_prof_thread *y = *(const struct nw_prof_thread *const *)b;
+	const struct thread_row *x = a, *y = b;
 
 	if (x->samples != y->samples)
 		return x->samples > y->samples ? -1 : 1;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	return x->tid < y->tid ? -1 : x->tid > y->tid;
-}
-
-/* The sum of metric @m over every node of @t (nodes hold self values). */
-static uint64_t tree_total(const struct nw_cct *t, unsigned m)
-{
-	uint64_t sum = 0;
-
-	for (uint32_t i = 0; t && m < t->nmetrics && i < t->n; i++)
-		sum += nw_cct_metrics(t, i)[m];
-	return sum;
+	if (x->th->pid != y->th->pid)
+		return x->th->pid < y->th->pid ? -1 : 1;
+	return x->th->tid < y->th->tid ? -1 : x->th->tid > y->th->tid;
 }
 
 /*
  * With more than one event, the threads view adds a column per metric
- * that tells something the samples do not: times in seconds (cpu-clock's
- * period, off-cpu's nanoseconds) and the other events' sample counts.
+ * that tells something the samples do not: times in seconds (a clock's
+ * period, off-CPU time) and the other events' sample counts.
  */
-static bool extra_column(const struct nw_profile *p, unsigned m)
+static bool extra_column(const struct nw_measurement *m, unsigned i)
 {
-	const char *name = p->metric_names[m];
-	const char *kind = strrchr(name, ':');
+	const struct nw_metric *d = &m->metrics[i];
+	int first = nw_measurement_find_metric(m, NULL);
 
-	if (p->nmetrics <= 2 || !kind)
+	if (m->nmetrics <= 2)
 		return false;
-	return nw_export_metric_is_ns(name) || (m >= 2 && strcmp(kind, ":samples") == 0);
+	return d->unit == NW_UNIT_NANOSECONDS || (d->kind == NW_METRIC_SAMPLES && (int)i != first);
 }
 
-int nw_view_threads(FILE *out, const struct nw_profile *p, const struct nw_filter *f)
+int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_filter *f)
 {
-	const struct nw_prof_thread **v;
+	struct thread_row *v;
 	uint32_t n = 0;
 	uint64_t total = 0;
 
-	v = malloc((p->nthreads ? p->nthreads : 1) * sizeof(*v));
+	v = malloc((m->nthreads ? m->nthreads : 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < p->nthreads; i++) {
-		if (!nw_filter_match(f, &p->threads[i]))
+	for (uint32_t i = 0; i < m->nthreads; i++) {
+		if (!nw_filter_thread(f, &m->threads[i]))
 			continue;
-		v[n++] = &p->threads[i];
-		total += p->threads[i].samples;
+		v[n].th = &m->threads[i];
+		v[n].samples = m->threads[i].samples;
+		total += v[n++].samples;
 	}
 	qsort(v, n, sizeof(*v), cmp_thread);
 	fprintf(out, "%8s %8s  %-16s %10s  %6s", "PID", "TID", "NAME", "SAMPLES", "SHARE%");
-	for (unsigned m = 0; m < p->nmetrics; m++) {
-		char ev[64], head[80];
+	for (unsigned i = 0; i < m->nmetrics; i++) {
+		const struct nw_metric *d = &m->metrics[i];
+		char head[80];
 
-		if (!extra_column(p, m))
+		if (!extra_column(m, i))
 			continue;
-		nw_export_event_of(p->metric_names[m], ev, sizeof(ev));
-		snprintf(head, sizeof(head), "%s%s", ev,
-			 nw_export_metric_is_ns(p->metric_names[m]) ? " s" : "");
+		snprintf(head, sizeof(head), "%s%s", d->event,
+			 d->unit == NW_UNIT_NANOSECONDS ? " s" : "");
 		fprintf(out, "  %14s", head);
 	}
 	fputc('\n', out);
-	for (uint32_t i = 0; i < n; i++) {
-		fprintf(out, "%8u %8u  %-16s %10llu  %5.1f%%", v[i]->pid, v[i]->tid,
-			v[i]->comm ? v[i]->comm : "", (unsigned long long)v[i]->samples,
-			pct(v[i]->samples, total));
-		for (unsigned m = 0; m < p->nmetrics; m++) {
+	for (uint32_t k = 0; k < n; k++) {
+		const struct nw_mthread *th = v[k].th;
+
+		fprintf(out, "%8u %8u  %-16s %10llu  %5.1f%%", th->pid, th->tid,
+			th->comm ? th->comm : "", (unsigned long long)v[k].samples,
+			pct(v[k].samples, total));
+		for (unsigned i = 0; i < m->nmetrics; i++) {
 			uint64_t sum;
 
-			if (!extra_column(p, m))
+			if (!extra_column(m, i))
 				continue;
-			sum = tree_total(v[i]->tree, m);
-			if (nw_export_metric_is_ns(p->metric_names[m]))
+			sum = nw_mthread_total(th, i);
+			if (m->metrics[i].unit == NW_UNIT_NANOSECONDS)
 				fprintf(out, "  %14.3f", (double)sum / 1e9);
 			else
 				fprintf(out, "  %14llu", (unsigned long long)sum);
@@ -418,40 +420,41 @@ static int cmp_folded(const void *a, const void *b)
 }
 
 /* "root;...;leaf" for @node, or NULL on ENOMEM. */
-static char *stack_string(const struct nw_profile *p, const struct nw_cct *t, uint32_t node)
+static char *stack_string(const struct nw_stacks *s, uint32_t node)
 {
+	const struct nw_cct *t = s->tree;
 	size_t len = 0;
-	char *s, *end;
+	char *str, *end;
 
 	for (uint32_t i = node; i != NW_CCT_ROOT; i = t->nodes[i].parent)
-		len += strlen(func_name(p, t, i)) + 1;
-	s = malloc(len ? len : 1);
-	if (!s)
+		len += strlen(func_name(s, i)) + 1;
+	str = malloc(len ? len : 1);
+	if (!str)
 		return NULL;
-	end = s + len - 1;
+	end = str + len - 1;
 	*end = '\0';
 	/* Fill from the leaf backwards: the root ends up first. */
 	for (uint32_t i = node; i != NW_CCT_ROOT; i = t->nodes[i].parent) {
-		const char *name = func_name(p, t, i);
+		const char *name = func_name(s, i);
 		size_t l = strlen(name);
 
 		end -= l;
 		memcpy(end, name, l);
-		if (end > s)
+		if (end > str)
 			*--end = ';';
 	}
-	return s;
+	return str;
 }
 
-int nw_view_folded(FILE *out, const struct nw_profile *p, const struct nw_cct *tree,
-		   const struct nw_view_opts *o)
+int nw_view_folded(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o)
 {
+	const struct nw_cct *tree = s->tree;
 	struct folded_line *lines = NULL;
 	uint32_t n = 0;
 	struct weights w;
 	int ret;
 
-	ret = weights_init(&w, p, tree, o->metric);
+	ret = weights_init(&w, s, o->metric);
 	if (ret)
 		return ret;
 	lines = calloc(tree->n, sizeof(*lines));
@@ -463,7 +466,7 @@ int nw_view_folded(FILE *out, const struct nw_profile *p, const struct nw_cct *t
 	for (uint32_t i = 1; i < tree->n; i++) {
 		if (!w.self[i])
 			continue;
-		lines[n].stack = stack_string(p, tree, i);
+		lines[n].stack = stack_string(s, i);
 		if (!lines[n].stack) {
 			ret = -ENOMEM;
 			goto out;

@@ -5,29 +5,26 @@
 
 #include <stdio.h>
 
-#include "report/profile.h"
+#include "report/stacks.h"
 
 struct nw_view_opts {
 	double percent_limit; /* --tree: hide nodes below this inclusive share (percent) */
-	unsigned metric;      /* which metric of the tree to weigh by (0: samples of event 0) */
-	const struct nw_filter *filter; /* the threads the tree merges, for headers; NULL: all */
+	unsigned metric;      /* which metric of the tree to weigh by */
 };
 
 /*
- * Each view returns 0, -EINVAL when o->metric is not a metric of the tree,
- * -ENOMEM, or -EIO when writing to @out failed.
+ * Each view returns 0, -EINVAL when o->metric is not a metric of the tree
+ * (or a node's frame is not in the table), -ENOMEM, or -EIO when writing
+ * to @out failed.
  */
 
 /* Indented call tree, root first, inclusive and self percentages. */
-int nw_view_tree(FILE *out, const struct nw_profile *p, const struct nw_cct *tree,
-		 const struct nw_view_opts *o);
+int nw_view_tree(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o);
 /* SELF% CUMUL% FUNCTION (file:line), sorted by self. */
-int nw_view_flat(FILE *out, const struct nw_profile *p, const struct nw_cct *tree,
-		 const struct nw_view_opts *o);
-/* One line per thread: pid, tid, name, samples, share. */
-int nw_view_threads(FILE *out, const struct nw_profile *p, const struct nw_filter *f);
+int nw_view_flat(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o);
+/* One line per thread of @m that @f selects: pid, tid, name, samples, share. */
+int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_filter *f);
 /* Folded stacks: root first, names joined by ';', a space, the count. */
-int nw_view_folded(FILE *out, const struct nw_profile *p, const struct nw_cct *tree,
-		   const struct nw_view_opts *o);
+int nw_view_folded(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o);
 
 #endif

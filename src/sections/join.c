@@ -18,10 +18,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "format/csprof.h"
-#include "format/manifest.h"
-#include "model/symtab.h"
 #include "util/log.h"
+#include "util/strbuf.h"
 
 #define NONE UINT32_MAX
 
@@ -260,29 +258,29 @@ static void join_fini(struct join *j, const struct nw_seclog *log)
 	nw_sectree_free(j->t);
 }
 
-/* The name of thread (pid, tid) in @p, or NULL. */
-static const char *thread_comm(const struct nw_profile *p, uint32_t pid, uint32_t tid)
+/* The name of thread (pid, tid) in @m, or NULL. */
+static const char *thread_comm(const struct nw_measurement *m, uint32_t pid, uint32_t tid)
 {
-	for (uint32_t i = 0; p && i < p->nthreads; i++)
-		if (p->threads[i].pid == pid && p->threads[i].tid == tid)
-			return p->threads[i].comm;
+	for (uint32_t i = 0; m && i < m->nthreads; i++)
+		if (m->threads[i].pid == pid && m->threads[i].tid == tid)
+			return m->threads[i].comm;
 	return NULL;
 }
 
-static bool selected(const struct nw_profile *p, const struct nw_filter *f, uint32_t pid,
+static bool selected(const struct nw_measurement *m, const struct nw_filter *f, uint32_t pid,
 		     uint32_t tid)
 {
-	struct nw_prof_thread th = { .pid = pid, .tid = tid };
+	struct nw_mthread th = { .pid = pid, .tid = tid };
 
 	if (!f)
 		return true;
-	th.comm = (char *)thread_comm(p, pid, tid);
+	th.comm = (char *)thread_comm(m, pid, tid);
 	if (f->comm && !th.comm)
 		return false;
-	return nw_filter_match(f, &th);
+	return nw_filter_thread(f, &th);
 }
 
-static int join_init(struct join *j, const struct nw_sections *s, const struct nw_profile *p,
+static int join_init(struct join *j, const struct nw_sections *s, const struct nw_measurement *p,
 		     const struct nw_filter *f)
 {
 	const struct nw_seclog *log = s->log;
@@ -341,14 +339,25 @@ static int join_samples(const struct join *j, const struct nw_seclog *log,
 	return sweep(NULL, &log->threads[li], j->node_of[li], st->v, st->n, out);
 }
 
-static uint64_t sample_weight(const struct nw_stime *r, unsigned metric)
+/* The index in run.events of the event of metric @metric, or -1. */
+static int event_of_metric(const struct nw_measurement *m, unsigned metric)
 {
-	if (r->event != metric / 2)
-		return 0;
-	return metric % 2 ? r->period : 1;
+	for (uint32_t e = 0; metric < m->nmetrics && e < m->run.nevents; e++)
+		if (!strcmp(m->run.events[e].name, m->metrics[metric].event))
+			return (int)e;
+	return -1;
 }
 
-int nw_sectree_build(const struct nw_sections *s, const struct nw_profile *p,
+/* What sample @r adds to metric @metric: 1 to its event's count, its period to the sum. */
+static uint64_t sample_weight(const struct nw_measurement *m, const struct nw_stime *r,
+			      unsigned metric)
+{
+	if (event_of_metric(m, metric) != (int)r->event)
+		return 0;
+	return nw_metric_counts_samples(&m->metrics[metric]) ? 1 : r->period;
+}
+
+int nw_sectree_build(const struct nw_sections *s, const struct nw_measurement *p,
 		     const struct nw_filter *f, unsigned metric, struct nw_sectree **ret)
 {
 	struct join j = { 0 };
@@ -372,7 +381,7 @@ int nw_sectree_build(const struct nw_sections *s, const struct nw_profile *p,
 			goto out;
 		}
 		for (uint64_t k = 0; k < st->n; k++) {
-			uint64_t w = sample_weight(&st->v[k], metric);
+			uint64_t w = sample_weight(p, &st->v[k], metric);
 
 			t->nodes[out[k]].self_weight += w;
 			t->total_weight += w;
@@ -394,218 +403,37 @@ out:
 	return rc;
 }
 
-/* ---- the --sections view ---- */
+/* ---- --by-section: the samples below their sections ---- */
 
-static const char *fmt_time(char *buf, size_t len, uint64_t ns)
+/* The metrics of event @e (run.events index): its count and its sum, -1 where none. */
+static void event_metrics(const struct nw_measurement *m, uint32_t e, int *count, int *sum)
 {
-	if (ns >= 1000000000ull)
-		snprintf(buf, len, "%.3f s", (double)ns / 1e9);
-	else if (ns >= 1000000ull)
-		snprintf(buf, len, "%.3f ms", (double)ns / 1e6);
-	else if (ns >= 1000ull)
-		snprintf(buf, len, "%.3f us", (double)ns / 1e3);
-	else
-		snprintf(buf, len, "%llu ns", (unsigned long long)ns);
-	return buf;
-}
-
-static double pct(uint64_t part, uint64_t whole)
-{
-	return whole ? 100.0 * (double)part / (double)whole : 0.0;
-}
-
-struct view_ctx {
-	FILE *out;
-	const struct nw_sectree *t;
-	const struct nw_seclog *log;
-};
-
-static int cmp_total_desc(const void *a, const void *b, void *arg)
-{
-	const struct nw_sectree *t = arg;
-	const struct nw_secnode *x = &t->nodes[*(const uint32_t *)a];
-	const struct nw_secnode *y = &t->nodes[*(const uint32_t *)b];
-
-	if (x->total_ns != y->total_ns)
-		return x->total_ns > y->total_ns ? -1 : 1;
-	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
-}
-
-/* Node indexes in depth-first order, children by total time, largest first. */
-static uint32_t *view_order(const struct nw_sectree *t, uint32_t *ret_n)
-{
-	uint32_t *order = malloc(t->n * sizeof(*order)), *stack = malloc(t->n * sizeof(*stack));
-	uint32_t *kids = malloc(t->n * sizeof(*kids));
-	uint32_t n = 0, sp = 0;
-
-	if (!order || !stack || !kids) {
-		free(order);
-		free(stack);
-		free(kids);
-		return NULL;
-	}
-	stack[sp++] = NW_SECNODE_ROOT;
-	while (sp) {
-		uint32_t node = stack[--sp], nk = 0;
-
-		if (node != NW_SECNODE_ROOT)
-			order[n++] = node;
-		for (uint32_t c = t->nodes[node].first_child; c != NONE; c = t->nodes[c].next_sibling)
-			kids[nk++] = c;
-		qsort_r(kids, nk, sizeof(*kids), cmp_total_desc, (void *)t);
-		while (nk)
-			stack[sp++] = kids[--nk];
-	}
-	free(stack);
-	free(kids);
-	*ret_n = n;
-	return order;
-}
-
-int nw_sections_view(FILE *out, const struct nw_sections *s, const struct nw_profile *p,
-		     const struct nw_filter *f, unsigned metric)
-{
-	const struct nw_seclog *log = s->log;
-	struct nw_sectree *t = NULL;
-	char a[32], b[32], c[32], d[32], w[32];
-	uint32_t *order = NULL, n = 0;
-	const char *mname = p && metric < p->nmetrics ? p->metric_names[metric] : "samples";
-	int rc;
-
-	rc = nw_sectree_build(s, p, f, metric, &t);
-	if (rc)
-		return rc;
-	order = view_order(t, &n);
-	if (!order) {
-		nw_sectree_free(t);
-		return -ENOMEM;
-	}
-	fprintf(out, "Sections: %u section%s, %llu interval%s in %u thread%s of %u process "
-		     "image%s\n",
-		n, n == 1 ? "" : "s", (unsigned long long)t->nintervals,
-		t->nintervals == 1 ? "" : "s", t->nthreads, t->nthreads == 1 ? "" : "s",
-		log->nimages, log->nimages == 1 ? "" : "s");
-	if (t->joined)
-		fprintf(out, "Joined with %s: %llu in all, %.1f%% inside sections\n", mname,
-			(unsigned long long)t->total_weight,
-			pct(t->total_weight - t->nodes[0].self_weight, t->total_weight));
-	else
-		fprintf(out, "No sample times in this measurement: times only\n");
-	if (log->dropped || log->overflow || log->unbalanced || log->unregistered ||
-	    log->truncated || log->unended)
-		fprintf(out, "Notes: %llu intervals dropped (log size limit), %llu opened too "
-			     "deep, %llu unbalanced, %llu past the name/path limits; %u log%s cut "
-			     "short, %u image%s without an end\n",
-			(unsigned long long)log->dropped, (unsigned long long)log->overflow,
-			(unsigned long long)log->unbalanced, (unsigned long long)log->unregistered,
-			log->truncated, log->truncated == 1 ? "" : "s", log->unended,
-			log->unended == 1 ? "" : "s");
-	fprintf(out, "\n%10s %12s %12s %12s %12s %10s %6s %6s  %s\n", "CALLS", "TOTAL", "SELF",
-		"MIN", "MAX", "SAMPLES", "INCL%", "SELF%", "SECTION");
-	for (uint32_t k = 0; k < n; k++) {
-		const struct nw_secnode *nd = &t->nodes[order[k]];
-
-		if (t->joined)
-			snprintf(w, sizeof(w), "%llu", (unsigned long long)nd->weight);
+	*count = *sum = -1;
+	for (uint32_t i = 0; e < m->run.nevents && i < m->nmetrics; i++) {
+		if (strcmp(m->metrics[i].event, m->run.events[e].name))
+			continue;
+		if (nw_metric_counts_samples(&m->metrics[i]))
+			*count = (int)i;
 		else
-			snprintf(w, sizeof(w), "-");
-		fprintf(out, "%10llu %12s %12s %12s %12s %10s %5.1f%% %5.1f%%  %*s%s",
-			(unsigned long long)nd->count, fmt_time(a, sizeof(a), nd->total_ns),
-			fmt_time(b, sizeof(b), nd->self_ns), fmt_time(c, sizeof(c), nd->min_ns),
-			fmt_time(d, sizeof(d), nd->max_ns), w, pct(nd->weight, t->total_weight),
-			pct(nd->self_weight, t->total_weight), (int)(2 * (nd->depth - 1)), "",
-			log->names[nd->name].name);
-		if (nd->open)
-			fprintf(out, "  (%llu open at the end)", (unsigned long long)nd->open);
-		fputc('\n', out);
+			*sum = (int)i;
 	}
-	if (t->joined)
-		fprintf(out, "%10s %12s %12s %12s %12s %10llu %5.1f%% %5.1f%%  %s\n", "", "", "", "",
-			"", (unsigned long long)t->nodes[0].self_weight,
-			pct(t->nodes[0].self_weight, t->total_weight),
-			pct(t->nodes[0].self_weight, t->total_weight), "(outside any section)");
-	free(order);
-	nw_sectree_free(t);
-	return ferror(out) ? -EIO : 0;
 }
 
-/* ---- --by-section: the split measurement ---- */
-
-/* One (raw node, section path) pair of a tree and what its samples add up to. */
+/* One sample of a tree, the node it was folded into and the section path it is in. */
 struct split_pair {
-	uint32_t raw, sec;
+	uint32_t node, sec;
 	uint64_t k;            /* index of the sample, to sort stably */
-};
-
-struct split_entry {
-	uint32_t raw, sec;
-	uint64_t *m;           /* nmetrics values */
 };
 
 static int cmp_pair(const void *a, const void *b)
 {
 	const struct split_pair *x = a, *y = b;
 
-	if (x->raw != y->raw)
-		return x->raw < y->raw ? -1 : 1;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
 	if (x->sec != y->sec)
 		return x->sec < y->sec ? -1 : 1;
 	return (x->k > y->k) - (x->k < y->k);
-}
-
-/* Frames buffer: the raw path of a node (leaf first) and the pseudo-frames. */
-struct frames {
-	struct nw_frame *v;
-	size_t n, cap;
-};
-
-static int frames_push(struct frames *fr, uint64_t ip, uint64_t sp)
-{
-	if (fr->n == fr->cap) {
-		size_t cap = fr->cap ? 2 * fr->cap : 256;
-		struct nw_frame *v = realloc(fr->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		fr->v = v;
-		fr->cap = cap;
-	}
-	fr->v[fr->n++] = (struct nw_frame){ ip, sp };
-	return 0;
-}
-
-/* The path of @raw (leaf first), then the pseudo-frames of section path @sec. */
-static int build_frames(struct frames *fr, const struct nw_cct *raw, uint32_t node,
-			const struct nw_sectree *t, uint32_t sec)
-{
-	fr->n = 0;
-	for (uint32_t r = node; r != NW_CCT_ROOT && r != NW_CCT_NONE; r = raw->nodes[r].parent)
-		if (frames_push(fr, raw->nodes[r].ip, raw->nodes[r].sp))
-			return -ENOMEM;
-	for (uint32_t s = sec; s != NW_SECNODE_ROOT && s != NONE; s = t->nodes[s].parent)
-		if (frames_push(fr, NW_SECTIONS_BASE + 16 * (uint64_t)t->nodes[s].name + 1, 0))
-			return -ENOMEM;
-	return 0;
-}
-
-/* Adds @m (nm values) to the node @frames lead to in @dst.  -ENOMEM. */
-static int add_at(struct nw_cct *dst, const struct frames *fr, const uint64_t *m, unsigned nm)
-{
-	uint32_t node;
-	uint64_t *dm;
-	bool any = false;
-
-	for (unsigned i = 0; i < nm; i++)
-		any |= m[i] != 0;
-	if (!any || !fr->n)
-		return 0;
-	node = nw_cct_insert(dst, fr->v, fr->n);
-	if (node == NW_CCT_NONE)
-		return -ENOMEM;
-	dm = nw_cct_metrics(dst, node);
-	for (unsigned i = 0; i < nm; i++)
-		dm[i] += m[i];
-	return 0;
 }
 
 static uint64_t mul_div(uint64_t a, uint64_t b, uint64_t c)
@@ -613,291 +441,103 @@ static uint64_t mul_div(uint64_t a, uint64_t b, uint64_t c)
 	return c ? (uint64_t)((unsigned __int128)a * b / c) : 0;
 }
 
-/*
- * Splits the metrics of one raw node among its entries [e, e + ne) (counts
- * set per event); what is not placed stays in @rest.
- */
-static void split_node(const uint64_t *raw_m, unsigned nm, struct split_entry *e, size_t ne,
-		       const uint64_t *periods, uint64_t *rest)
-{
-	memcpy(rest, raw_m, nm * sizeof(*rest));
-	for (unsigned ev = 0; 2 * ev < nm; ev++) {
-		uint64_t count = 0, per = 0, R = raw_m[2 * ev];
-		uint64_t P = 2 * ev + 1 < nm ? raw_m[2 * ev + 1] : 0;
-		bool exact;
+struct split_build {
+	const struct nw_measurement *m;
+	struct nw_split *split;
+	size_t cap;
+	int (*metrics)[2];     /* per event: count and sum metric */
+	uint64_t *count, *per; /* per event, for the node being split */
+};
 
-		for (size_t i = 0; i < ne; i++) {
-			count += e[i].m[2 * ev];
-			per += periods[i * (nm / 2 + 1) + ev];
-		}
-		if (!count)
-			continue;
-		if (count > R) {
-			/* More samples than the node holds: the file and the times disagree. */
-			for (size_t i = 0; i < ne; i++)
-				e[i].m[2 * ev] = 0;
-			continue;
-		}
-		/* Periods as recorded where they add up; else shared by sample counts
-		 * (off-CPU time is only known after the sample). */
-		exact = per <= P && !(per == 0 && P > 0);
-		for (size_t i = 0; i < ne; i++) {
-			rest[2 * ev] -= e[i].m[2 * ev];
-			if (2 * ev + 1 >= nm)
-				continue;
-			e[i].m[2 * ev + 1] = exact ? periods[i * (nm / 2 + 1) + ev]
-						   : mul_div(P, e[i].m[2 * ev], R);
-			rest[2 * ev + 1] -= e[i].m[2 * ev + 1];
-		}
-	}
+/* Appends an entry; its values (zeroed) in *ret.  -ENOMEM. */
+static int split_add(struct split_build *b, uint32_t thread, uint32_t tree, uint32_t node,
+		     uint32_t sec, uint64_t **ret)
+{
+	struct nw_split *sp = b->split;
+	size_t cap = b->cap;
+	unsigned nm = b->m->nmetrics;
+	uint64_t *v;
+
+	if (nw_grow(&sp->entries, &cap, sp->n + 1, sizeof(*sp->entries)))
+		return -ENOMEM;
+	v = realloc(sp->values, (sp->n + 1) * (nm ? nm : 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	sp->values = v;
+	b->cap = cap;
+	sp->entries[sp->n] = (struct nw_split_entry){ thread, tree, node, sec };
+	*ret = v + sp->n * nm;
+	memset(*ret, 0, nm * sizeof(**ret));
+	sp->n++;
+	return 0;
 }
 
 /*
- * The split tree of one raw tree: its samples (@pairs, sorted, with the
- * periods of each sample in @sample_period) below their sections.
+ * The entries of one node of tree @tree: @pairs[0, np) are its samples
+ * inside sections, grouped by section path.  Each event's samples move as
+ * they are counted; its sum moves as the samples' periods where they add
+ * up to the node's, else shared by counts (off-CPU time is only known
+ * after the sample).  When the samples outnumber the node's count (the
+ * file and the times disagree), that event stays in place.
  */
-static int split_tree(const struct nw_cct *raw, const struct nw_sectree *t,
-		      const struct split_pair *pairs, size_t np, const struct nw_stime *samples,
-		      struct nw_cct **ret)
+static int split_node(struct split_build *b, uint32_t ti, uint32_t tree, const struct nw_cct *t,
+		      const struct split_pair *pairs, size_t np, const struct nw_stime *samples)
 {
-	unsigned nm = raw->nmetrics, stride = nm / 2 + 1;
-	struct nw_cct *dst = nw_cct_new(nm);
-	struct split_entry *ents = NULL;
-	uint64_t *vals = NULL, *periods = NULL, *rest = NULL;
-	struct frames fr = { 0 };
-	size_t ne = 0;
-	int rc = -ENOMEM;
+	uint32_t nev = b->m->run.nevents, node = pairs[0].node;
+	const uint64_t *raw = nw_cct_metrics(t, node);
 
-	if (!dst)
-		return -ENOMEM;
-	ents = calloc(np ? np : 1, sizeof(*ents));
-	vals = calloc((np ? np : 1) * (nm ? nm : 1), sizeof(*vals));
-	periods = calloc((np ? np : 1) * stride, sizeof(*periods));
-	rest = calloc(nm ? nm : 1, sizeof(*rest));
-	if (!ents || !vals || !periods || !rest)
-		goto out;
-	/* Entries: one per distinct (raw, sec). */
+	memset(b->count, 0, nev * sizeof(*b->count));
+	memset(b->per, 0, nev * sizeof(*b->per));
 	for (size_t i = 0; i < np; i++) {
 		const struct nw_stime *smp = &samples[pairs[i].k];
 
-		if (!ne || ents[ne - 1].raw != pairs[i].raw || ents[ne - 1].sec != pairs[i].sec) {
-			ents[ne].raw = pairs[i].raw;
-			ents[ne].sec = pairs[i].sec;
-			ents[ne].m = vals + ne * nm;
-			ne++;
-		}
-		if (2 * (unsigned)smp->event < nm) {
-			ents[ne - 1].m[2 * smp->event]++;
-			periods[(ne - 1) * stride + smp->event] += smp->period;
+		if (smp->event < nev) {
+			b->count[smp->event]++;
+			b->per[smp->event] += smp->period;
 		}
 	}
-	/* Every raw node: its entries below their sections, the rest in place. */
-	for (uint32_t r = 1, e = 0; r < raw->n; r++) {
-		size_t first = e;
+	for (size_t i = 0; i < np;) {
+		uint32_t sec = pairs[i].sec;
+		size_t j = i;
+		uint64_t *v;
+		int ret = split_add(b, ti, tree, node, sec, &v);
 
-		while (e < ne && ents[e].raw == r)
-			e++;
-		split_node(nw_cct_metrics(raw, r), nm, ents + first, e - first,
-			   periods + first * stride, rest);
-		for (size_t i = first; i < e; i++) {
-			if (build_frames(&fr, raw, r, t, ents[i].sec) ||
-			    add_at(dst, &fr, ents[i].m, nm))
-				goto out;
+		if (ret)
+			return ret;
+		for (; j < np && pairs[j].sec == sec; j++) {
+			const struct nw_stime *smp = &samples[pairs[j].k];
+			int c, s;
+
+			if (smp->event >= nev)
+				continue;
+			c = b->metrics[smp->event][0];
+			s = b->metrics[smp->event][1];
+			if (c < 0 || b->count[smp->event] > raw[c])
+				continue;
+			v[c]++;
+			if (s >= 0 && b->per[smp->event] <= raw[s] &&
+			    !(b->per[smp->event] == 0 && raw[s] > 0))
+				v[s] += smp->period;
 		}
-		if (build_frames(&fr, raw, r, t, NW_SECNODE_ROOT) || add_at(dst, &fr, rest, nm))
-			goto out;
-	}
-	/* What the root itself holds (samples without a frame) stays there. */
-	for (unsigned i = 0; i < nm; i++)
-		nw_cct_metrics(dst, NW_CCT_ROOT)[i] += nw_cct_metrics(raw, NW_CCT_ROOT)[i];
-	*ret = dst;
-	dst = NULL;
-	rc = 0;
-out:
-	nw_cct_free(dst);
-	free(ents);
-	free(vals);
-	free(periods);
-	free(rest);
-	free(fr.v);
-	return rc;
-}
+		/* Sums whose periods do not add up: shared by the counts. */
+		for (uint32_t e = 0; e < nev; e++) {
+			int c = b->metrics[e][0], s = b->metrics[e][1];
 
-static int add_sections_module(struct nw_csprof *cp)
-{
-	for (uint32_t e = 0; e < cp->nepochs; e++) {
-		struct nw_csprof_epoch *ep = &cp->epochs[e];
-		struct nw_csprof_module *v = realloc(ep->modules, (ep->nmodules + 1) * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		ep->modules = v;
-		v[ep->nmodules].name = strdup(NW_SECTIONS_MODULE);
-		v[ep->nmodules].vaddr = 0;
-		v[ep->nmodules].mapped = NW_SECTIONS_BASE;
-		if (!v[ep->nmodules].name)
-			return -ENOMEM;
-		ep->nmodules++;
+			if (c < 0 || s < 0 || !b->count[e] || b->count[e] > raw[c] ||
+			    (b->per[e] <= raw[s] && !(b->per[e] == 0 && raw[s] > 0)))
+				continue;
+			v[s] = mul_div(raw[s], v[c], raw[c]);
+		}
+		i = j;
 	}
 	return 0;
 }
 
-/* Symbols to add to the table once every lookup is done (adding unsorts it). */
-struct pending_syms {
-	struct { uint32_t module; uint64_t addr; struct nw_symframe *frames; uint32_t n; } *v;
-	size_t n, cap;
-};
-
-static void pending_free(struct pending_syms *ps)
+/* The model thread and tree of sample times @st, split by section. */
+static int split_thread(struct split_build *b, const struct join *j, const struct nw_seclog *log,
+			uint32_t ti, const struct nw_stimes_thread *st)
 {
-	for (size_t i = 0; i < ps->n; i++) {
-		for (uint32_t k = 0; k < ps->v[i].n; k++) {
-			free(ps->v[i].frames[k].function);
-			free(ps->v[i].frames[k].file);
-			free(ps->v[i].frames[k].decl_file);
-		}
-		free(ps->v[i].frames);
-	}
-	free(ps->v);
-	ps->v = NULL;
-	ps->n = ps->cap = 0;
-}
-
-static int pending_add(struct pending_syms *ps, uint32_t module, uint64_t addr,
-		       const struct nw_symentry *se)
-{
-	struct nw_symframe *frames = calloc(se->nframes, sizeof(*frames));
-	bool failed = !frames;
-
-	if (ps->n == ps->cap) {
-		size_t cap = ps->cap ? 2 * ps->cap : 64;
-		void *v = realloc(ps->v, cap * sizeof(*ps->v));
-
-		if (!v) {
-			free(frames);
-			return -ENOMEM;
-		}
-		ps->v = v;
-		ps->cap = cap;
-	}
-	for (uint32_t i = 0; frames && i < se->nframes; i++) {
-		const struct nw_symframe *s = &se->frames[i];
-
-		frames[i].function = strdup(s->function);
-		frames[i].file = s->file ? strdup(s->file) : NULL;
-		frames[i].decl_file = s->decl_file ? strdup(s->decl_file) : NULL;
-		frames[i].line = s->line;
-		frames[i].decl_line = s->decl_line;
-		failed |= !frames[i].function || (s->file && !frames[i].file) ||
-			  (s->decl_file && !frames[i].decl_file);
-	}
-	ps->v[ps->n].module = module;
-	ps->v[ps->n].addr = addr;
-	ps->v[ps->n].frames = frames;
-	ps->v[ps->n].n = frames ? se->nframes : 0;
-	ps->n++;
-	return failed ? -ENOMEM : 0;
-}
-
-/* Hands the pending symbols to the table (which then owns their frames). */
-static int pending_commit(struct pending_syms *ps, struct nw_symtab *st)
-{
-	int rc = 0;
-
-	for (size_t i = 0; i < ps->n && !rc; i++) {
-		rc = nw_symtab_add(st, ps->v[i].module, ps->v[i].addr, ps->v[i].frames,
-				   ps->v[i].n);
-		ps->v[i].frames = NULL;
-		ps->v[i].n = 0;
-	}
-	pending_free(ps);
-	return rc;
-}
-
-/*
- * A raw node that calls (symbolized at ip - 1) may become a leaf below a
- * section, where readers look it up at ip: that address gets the caller
- * address's symbols.
- */
-static int add_leaf_symbols(struct pending_syms *ps, const struct nw_symtab *st,
-			    const struct nw_csprof_epoch *ep, const struct nw_cct *raw)
-{
-	for (uint32_t r = 1; r < raw->n; r++) {
-		const struct nw_cct_node *nd = &raw->nodes[r];
-		const struct nw_csprof_module *best = NULL;
-		const struct nw_symentry *se;
-		uint64_t addr;
-		int mi;
-		bool any = false;
-
-		for (unsigned m = 0; m < raw->nmetrics; m++)
-			any |= nw_cct_metrics(raw, r)[m] != 0;
-		if (nd->first_child == NW_CCT_NONE || !any)
-			continue;
-		for (uint32_t k = 0; k < ep->nmodules; k++)
-			if (ep->modules[k].mapped <= nd->ip &&
-			    (!best || ep->modules[k].mapped > best->mapped))
-				best = &ep->modules[k];
-		if (!best || !best->name)
-			continue;
-		mi = nw_symtab_find_module(st, best->name);
-		addr = nd->ip - best->mapped + best->vaddr;
-		if (mi < 0 || nw_symtab_lookup(st, (uint32_t)mi, addr) ||
-		    !(se = nw_symtab_lookup(st, (uint32_t)mi, addr - 1)) || !se->nframes)
-			continue;
-		if (pending_add(ps, (uint32_t)mi, addr, se))
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-/* The pseudo-frames' symbols: "[section NAME]" at 16 * name (and + 1). */
-static int add_section_symbols(struct nw_symtab *st, const struct nw_seclog *log)
-{
-	int mi = nw_symtab_module(st, NW_SECTIONS_MODULE, "");
-
-	if (mi < 0)
-		return mi;
-	for (uint32_t k = 0; k < log->nnames; k++) {
-		for (uint64_t off = 0; off < 2; off++) {
-			struct nw_symframe *fr = calloc(1, sizeof(*fr));
-
-			if (!fr)
-				return -ENOMEM;
-			if (asprintf(&fr->function, NW_SECTIONS_FRAME_PREFIX "%s]",
-				     log->names[k].name) < 0) {
-				fr->function = NULL;
-				free(fr);
-				return -ENOMEM;
-			}
-			if (log->names[k].file[0]) {
-				fr->decl_file = strdup(log->names[k].file);
-				fr->file = strdup(log->names[k].file);
-			}
-			fr->decl_line = fr->line = log->names[k].line;
-			if (nw_symtab_add(st, (uint32_t)mi, 16 * (uint64_t)k + off, fr, 1))
-				return -ENOMEM;
-		}
-	}
-	return 0;
-}
-
-/* The sample times of the @occurrence-th thread (pid, tid), or NULL. */
-static const struct nw_stimes_thread *times_of(const struct nw_stimes *times, uint32_t pid,
-					       uint32_t tid, uint32_t occurrence)
-{
-	for (uint32_t i = 0; times && i < times->nthreads; i++)
-		if (times->threads[i].pid == pid && times->threads[i].tid == tid &&
-		    times->threads[i].occurrence == occurrence)
-			return &times->threads[i];
-	return NULL;
-}
-
-/* Splits every tree of thread file @cp with the samples @st. */
-static int split_thread(struct nw_csprof *cp, const struct join *j, const struct nw_seclog *log,
-			const struct nw_stimes_thread *st, const struct nw_symtab *symtab,
-			struct pending_syms *ps)
-{
+	const struct nw_mthread *th = &b->m->threads[ti];
 	struct split_pair *pairs = NULL;
 	uint32_t *out = NULL;
 	bool matched;
@@ -907,25 +547,26 @@ static int split_thread(struct nw_csprof *cp, const struct join *j, const struct
 	pairs = malloc((st->n ? st->n : 1) * sizeof(*pairs));
 	if (!out || !pairs || join_samples(j, log, st, out, &matched))
 		goto out;
-	for (uint32_t t = 0; t < cp->ntrees; t++) {
-		struct nw_csprof_tree *tr = &cp->trees[t];
-		struct nw_cct *split;
+	for (uint32_t t = 0; t < th->ntrees; t++) {
+		const struct nw_cct *cct = th->trees[t].cct;
+		/* The file names epochs newest first. */
+		uint32_t fe = th->nepochs - 1 - (th->trees[t].epoch - th->first_epoch);
 		size_t np = 0;
 
 		for (uint64_t k = 0; k < st->n; k++)
-			if (st->v[k].epoch == tr->epoch && st->v[k].node < tr->cct->n &&
+			if (st->v[k].epoch == fe && st->v[k].node < cct->n &&
 			    st->v[k].node != NW_CCT_ROOT && out[k] != NW_SECNODE_ROOT)
 				pairs[np++] = (struct split_pair){ st->v[k].node, out[k], k };
-		if (!np)
-			continue;
 		qsort(pairs, np, sizeof(*pairs), cmp_pair);
-		if (tr->epoch < cp->nepochs &&
-		    add_leaf_symbols(ps, symtab, &cp->epochs[tr->epoch], tr->cct))
-			goto out;
-		if (split_tree(tr->cct, j->t, pairs, np, st->v, &split))
-			goto out;
-		nw_cct_free(tr->cct);
-		tr->cct = split;
+		for (size_t i = 0; i < np;) {
+			size_t e = i;
+
+			while (e < np && pairs[e].node == pairs[i].node)
+				e++;
+			if (split_node(b, ti, t, cct, pairs + i, e - i, st->v))
+				goto out;
+			i = e;
+		}
 	}
 	rc = 0;
 out:
@@ -934,124 +575,101 @@ out:
 	return rc;
 }
 
-int nw_sections_split(const char *dir, const struct nw_sections *s, const char *outdir,
-		      char *err, size_t errlen)
+/* Each section path as a prefix of "[section NAME]" frames, outermost first. */
+static int split_prefixes(struct nw_split *sp, const struct nw_sectree *t,
+			  const struct nw_seclog *log, struct nw_frames *frames)
 {
-	struct nw_manifest *mf = NULL;
-	struct nw_symtab *st = NULL;
-	struct pending_syms ps = { 0 };
-	struct join j = { 0 };
-	char path[PATH_MAX], msg[512] = "";
-	int rc;
+	int64_t *frame_of = malloc((log->nnames ? log->nnames : 1) * sizeof(*frame_of));
+	int rc = -ENOMEM;
 
-	snprintf(path, sizeof(path), "%s/manifest.json", dir);
-	rc = nw_manifest_read(path, &mf, msg, sizeof(msg));
-	if (rc) {
-		nw_set_err(err, errlen, "%s", msg[0] ? msg : strerror(-rc));
+	sp->prefixes = calloc(t->n, sizeof(*sp->prefixes));
+	if (!frame_of || !sp->prefixes)
 		goto out;
+	sp->nprefixes = t->n;
+	for (uint32_t k = 0; k < log->nnames; k++) {
+		char *name = nw_strdup_printf(NW_FRAMES_SECTION_PREFIX "%s]", log->names[k].name);
+
+		frame_of[k] = name ? nw_frames_intern(frames, NW_FRAME_SECTION, name,
+						      log->names[k].file[0] ? log->names[k].file
+									    : NULL,
+						      log->names[k].line, NW_FRAMES_SECTION_MODULE)
+				   : -ENOMEM;
+		free(name);
+		if (frame_of[k] < 0)
+			goto out;
 	}
-	snprintf(path, sizeof(path), "%s/symbols.json", dir);
-	rc = nw_symtab_read(path, &st, msg, sizeof(msg));
-	if (rc == -ENOENT) {
-		st = nw_symtab_new();
-		rc = st ? 0 : -ENOMEM;
-	} else if (rc) {
-		nw_set_err(err, errlen, "%s", msg[0] ? msg : strerror(-rc));
-		goto out;
+	for (uint32_t i = 1; i < t->n; i++) {
+		struct nw_split_prefix *p = &sp->prefixes[i];
+		uint32_t d = t->nodes[i].depth;
+
+		p->frames = malloc(d * sizeof(*p->frames));
+		if (!p->frames)
+			goto out;
+		p->n = d;
+		for (uint32_t s = i; s != NW_SECNODE_ROOT; s = t->nodes[s].parent)
+			p->frames[--d] = (uint32_t)frame_of[t->nodes[s].name];
 	}
-	if (rc || (rc = join_init(&j, s, NULL, NULL)))
+	rc = 0;
+out:
+	free(frame_of);
+	return rc;
+}
+
+void nw_split_free(struct nw_split *sp)
+{
+	if (!sp)
+		return;
+	for (uint32_t i = 0; sp->prefixes && i < sp->nprefixes; i++)
+		free(sp->prefixes[i].frames);
+	free(sp->prefixes);
+	free(sp->entries);
+	free(sp->values);
+	free(sp);
+}
+
+int nw_sections_split(const struct nw_sections *s, const struct nw_measurement *m,
+		      struct nw_frames *frames, struct nw_split **ret)
+{
+	struct split_build b = { .m = m };
+	struct join j = { 0 };
+	int rc = -ENOMEM;
+
+	b.split = calloc(1, sizeof(*b.split));
+	b.metrics = calloc(m->run.nevents ? m->run.nevents : 1, sizeof(*b.metrics));
+	b.count = calloc(m->run.nevents ? m->run.nevents : 1, sizeof(*b.count));
+	b.per = calloc(m->run.nevents ? m->run.nevents : 1, sizeof(*b.per));
+	if (!b.split || !b.metrics || !b.count || !b.per)
 		goto out;
-	for (uint32_t i = 0; i < mf->nthreads; i++) {
-		const struct nw_manifest_thread *mt = &mf->threads[i];
-		struct nw_csprof_error cerr = { 0 };
-		struct nw_csprof *cp = NULL;
-		const struct nw_stimes_thread *times;
+	for (uint32_t e = 0; e < m->run.nevents; e++)
+		event_metrics(m, e, &b.metrics[e][0], &b.metrics[e][1]);
+	rc = join_init(&j, s, NULL, NULL);
+	if (!rc)
+		rc = split_prefixes(b.split, j.t, s->log, frames);
+	/* Manifest order is model order: the n-th (pid, tid) is its n-th occurrence. */
+	for (uint32_t ti = 0; !rc && ti < m->nthreads; ti++) {
+		const struct nw_mthread *th = &m->threads[ti];
+		const struct nw_stimes_thread *st = NULL;
 		uint32_t occurrence = 0;
 
-		if (!mt->file || !mt->file[0] || strchr(mt->file, '/'))
-			continue;
-		for (uint32_t k = 0; k < i; k++)
-			occurrence += mf->threads[k].pid == mt->pid && mf->threads[k].tid == mt->tid;
-		snprintf(path, sizeof(path), "%s/%s", dir, mt->file);
-		rc = nw_csprof_read_file(path, &cp, &cerr);
-		if (rc == -EBADMSG) {
-			nw_set_err(err, errlen, "%s: %s at offset %llu", path, cerr.msg,
-				(unsigned long long)cerr.offset);
-			goto out;
-		} else if (rc) {
-			nw_set_err(err, errlen, "%s: %s", path, cerr.msg[0] ? cerr.msg : strerror(-rc));
-			goto out;
-		}
-		times = times_of(s->times, mt->pid, mt->tid, occurrence);
-		rc = add_sections_module(cp);
-		if (!rc && times)
-			rc = split_thread(cp, &j, s->log, times, st, &ps);
-		if (!rc) {
-			snprintf(path, sizeof(path), "%s/%s", outdir, mt->file);
-			rc = nw_csprof_write_file(path, cp);
-			if (rc)
-				nw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
-		}
-		nw_csprof_free(cp);
-		if (rc)
-			goto out;
+		for (uint32_t k = 0; k < ti; k++)
+			occurrence += m->threads[k].pid == th->pid && m->threads[k].tid == th->tid;
+		for (uint32_t i = 0; s->times && i < s->times->nthreads && !st; i++)
+			if (s->times->threads[i].pid == th->pid &&
+			    s->times->threads[i].tid == th->tid &&
+			    s->times->threads[i].occurrence == occurrence)
+				st = &s->times->threads[i];
+		if (st)
+			rc = split_thread(&b, &j, s->log, ti, st);
 	}
-	rc = pending_commit(&ps, st);
-	if (!rc)
-		rc = add_section_symbols(st, s->log);
-	if (rc)
-		goto out;
-	nw_symtab_sort(st);
-	snprintf(path, sizeof(path), "%s/symbols.json", outdir);
-	rc = nw_symtab_write(path, st);
-	if (rc) {
-		nw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
-		goto out;
-	}
-	snprintf(path, sizeof(path), "%s/manifest.json", outdir);
-	rc = nw_manifest_write(path, mf);
-	if (rc)
-		nw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
 out:
-	if (rc == -ENOMEM)
-		nw_set_err(err, errlen, "%s: out of memory splitting by section", dir);
-	pending_free(&ps);
 	join_fini(&j, s->log);
-	nw_symtab_free(st);
-	nw_manifest_free(mf);
-	return rc;
-}
-
-int nw_sections_split_tmp(const char *dir, char *tmp, size_t len, char *err, size_t errlen)
-{
-	const char *base = getenv("TMPDIR");
-	struct nw_sections *s = NULL;
-	int rc;
-
-	tmp[0] = 0;
-	rc = nw_sections_load(dir, &s, err, errlen);
-	if (rc)
-		return rc;
-	if (snprintf(tmp, len, "%s/narwhal-by-section.XXXXXX", base && base[0] ? base : "/tmp") >=
-		    (int)len ||
-	    !mkdtemp(tmp)) {
-		rc = errno ? -errno : -ENAMETOOLONG;
-		nw_set_err(err, errlen, "cannot make a directory for --by-section in %s: %s",
-			base && base[0] ? base : "/tmp", strerror(-rc));
-		tmp[0] = 0;
-		nw_sections_free(s);
-		return rc;
-	}
-	rc = nw_sections_split(dir, s, tmp, err, errlen);
-	nw_sections_free(s);
+	free(b.metrics);
+	free(b.count);
+	free(b.per);
 	if (rc) {
-		nw_sections_remove_tmp(tmp);
-		tmp[0] = 0;
+		nw_split_free(b.split);
+		return rc;
 	}
-	return rc;
-}
-
-void nw_sections_remove_tmp(const char *tmp)
-{
-	nw_seclog_stage_remove(tmp);
+	*ret = b.split;
+	return 0;
 }

@@ -11,10 +11,10 @@
  *  - nw_sectree_build(): the tree of section paths (count, total, self,
  *    min, max time per path) with the samples inside each path:
  *    narwhal-report --sections.
- *  - nw_sections_split(): a copy of the measurement in which every sample
- *    taken inside sections hangs below pseudo-frames "[section NAME]",
- *    outermost section first, above its own stack: narwhal-report
- *    --by-section, which then runs any view or export on the copy.
+ *  - nw_sections_split(): the samples taken inside sections, moved below
+ *    frames "[section NAME]" (outermost section first, above their own
+ *    stacks) when symbolic stacks are built (report/stacks.h):
+ *    narwhal-report --by-section, for every view and export.
  */
 #ifndef NW_REPORT_SECTIONS_H
 #define NW_REPORT_SECTIONS_H
@@ -22,13 +22,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "model/measurement.h"
+#include "report/stacks.h"
 #include "sections/seclog.h"
-#include "report/profile.h"
-
-/* The pseudo-frames' module in a split measurement, and where it is mapped. */
-#define NW_SECTIONS_MODULE "[sections]"
-#define NW_SECTIONS_BASE 0xffffff0000000000ull
-#define NW_SECTIONS_FRAME_PREFIX "[section "
 
 struct nw_sections {
 	struct nw_seclog *log;
@@ -70,34 +66,29 @@ struct nw_sectree {
 };
 
 /*
- * The tree of the threads @f selects (NULL: all; names from @p's manifest),
- * each sample weighing what it adds to metric @metric of @p (samples: 1;
- * period metrics: its period).  -ENOMEM.
+ * The tree of the threads @f selects (NULL: all; names from the model @p),
+ * each sample weighing what it adds to metric @metric of @p (a count: 1;
+ * a sum: its period).  -ENOMEM.
  */
-int nw_sectree_build(const struct nw_sections *s, const struct nw_profile *p,
+int nw_sectree_build(const struct nw_sections *s, const struct nw_measurement *p,
 		     const struct nw_filter *f, unsigned metric, struct nw_sectree **ret);
 void nw_sectree_free(struct nw_sectree *t);
 
 /* narwhal-report --sections: the tree as a table.  -EIO, -ENOMEM. */
-int nw_sections_view(FILE *out, const struct nw_sections *s, const struct nw_profile *p,
+int nw_sections_view(FILE *out, const struct nw_sections *s, const struct nw_measurement *p,
 		     const struct nw_filter *f, unsigned metric);
 
 /*
- * Writes to the empty directory @out a copy of measurement @dir (its
- * manifest, symbol table and thread files) in which every sample taken
- * inside sections is moved below their "[section NAME]" pseudo-frames:
- * module NW_SECTIONS_MODULE, mapped at NW_SECTIONS_BASE in every epoch.
- * Totals do not change: samples the join cannot place keep their place.
- * -errno with a message naming the file.
+ * The split of @m by section: every sample of a thread with sample times
+ * that was taken inside sections, moved from its node to the same stack
+ * below the frames of its section path (interned into @frames, the
+ * stacks' table), the metrics of its event moved as counted (a sum moves
+ * by the samples' periods, or shared by counts where those do not add
+ * up).  Totals do not change: samples the join cannot place keep their
+ * place.  -ENOMEM.  *ret is the caller's (nw_split_free()).
  */
-int nw_sections_split(const char *dir, const struct nw_sections *s, const char *out, char *err,
-		      size_t errlen);
-/*
- * nw_sections_split() of @dir into a new directory under $TMPDIR (or /tmp),
- * whose path goes to @tmp.  -errno with a message; @tmp is then "".
- */
-int nw_sections_split_tmp(const char *dir, char *tmp, size_t len, char *err, size_t errlen);
-/* Removes a directory nw_sections_split_tmp() made, and its files. */
-void nw_sections_remove_tmp(const char *tmp);
+int nw_sections_split(const struct nw_sections *s, const struct nw_measurement *m,
+		      struct nw_frames *frames, struct nw_split **ret);
+void nw_split_free(struct nw_split *sp);
 
 #endif

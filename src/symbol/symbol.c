@@ -35,12 +35,6 @@
 
 #include "elf/vdso.h"
 
-struct nw_symload {
-	uint64_t offset, filesz; /* file range */
-	uint64_t vaddr, memsz;	 /* address range */
-	bool exec;		 /* PF_X */
-};
-
 /* A function symbol of the ELF symbol table (the fallback without DWARF). */
 struct nw_elfsym {
 	uint64_t addr, size; /* size 0: extent unknown */
@@ -66,8 +60,7 @@ struct nw_symfile {
 	char *path;
 	int err; /* < 0: the file is unusable, returned as is */
 	Dwfl_Module *mod;
-	struct nw_symload *loads;
-	size_t nloads;
+	const struct nw_module_facts *facts; /* the file's loadable segments, from the cache */
 	bool syms_done;		/* syms built (possibly empty) */
 	struct nw_elfsym *syms; /* sorted by addr, one per address */
 	size_t nsyms;
@@ -80,6 +73,7 @@ struct nw_symbolizer {
 	Dwfl_Callbacks callbacks; /* the Dwfl keeps a pointer to them */
 	char *debuginfo_path;	  /* NULL: libdwfl's default */
 	struct nw_vdso vdso;
+	struct nw_elf_cache *elf; /* ELF facts, shared with the recorder */
 	struct nw_symfile *files; /* sorted by path */
 	size_t nfiles, cap_files;
 };
@@ -87,13 +81,14 @@ struct nw_symbolizer {
 /* libdwfl's default (libdwflP.h): the file's directory, its .debug/, /usr/lib/debug. */
 #define NW_DEFAULT_DEBUGINFO_PATH ":.debug:/usr/lib/debug"
 
-struct nw_symbolizer *nw_symbolizer_new(void)
+struct nw_symbolizer *nw_symbolizer_new(struct nw_elf_cache *elf)
 {
 	struct nw_symbolizer *s = calloc(1, sizeof(*s));
 	const char *extra = getenv("NARWHAL_DEBUG_PATH");
 
 	if (!s)
 		return NULL;
+	s->elf = elf;
 	nw_vdso_init(&s->vdso);
 	/* The user's directories first; the defaults still apply after them. */
 	if (extra && *extra &&
@@ -120,7 +115,6 @@ static void symfile_fini(struct nw_symfile *f)
 		free(f->cus[i].v);
 	free(f->cus);
 	free(f->syms);
-	free(f->loads);
 	free(f->path);
 }
 
@@ -138,39 +132,15 @@ void nw_symbolizer_free(struct nw_symbolizer *s)
 	free(s);
 }
 
-/* Reads the PT_LOAD table of @elf into @f.  -ENOENT when it has none, -ENOMEM. */
-static int symfile_read_loads(struct nw_symfile *f, Elf *elf)
-{
-	size_t phnum, n = 0;
-
-	if (elf_getphdrnum(elf, &phnum) != 0 || phnum == 0)
-		return -ENOENT;
-	f->loads = calloc(phnum, sizeof(*f->loads));
-	if (!f->loads)
-		return -ENOMEM;
-	for (size_t i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		f->loads[n].offset = ph.p_offset;
-		f->loads[n].filesz = ph.p_filesz;
-		f->loads[n].vaddr = ph.p_vaddr;
-		f->loads[n].memsz = ph.p_memsz;
-		f->loads[n].exec = ph.p_flags & PF_X;
-		n++;
-	}
-	f->nloads = n;
-	return 0;
-}
-
-/* Opens @f->path, reports it to the Dwfl and reads its PT_LOADs; sets f->err. */
+/* Opens @f->path, reports it to the Dwfl and finds its ELF facts; sets f->err. */
 static void symfile_open(struct nw_symbolizer *s, struct nw_symfile *f)
 {
 	Dwarf_Addr bias;
-	Elf *elf;
 	int fd;
 
+	f->err = nw_elf_facts_get(s->elf, f->path, &f->facts);
+	if (f->err)
+		return;
 	if (!strcmp(f->path, "[vdso]")) {
 		/*
 		 * The target mapped the image this process has (same kernel;
@@ -198,12 +168,8 @@ static void symfile_open(struct nw_symbolizer *s, struct nw_symfile *f)
 		f->err = -ENOENT;
 		return;
 	}
-	elf = dwfl_module_getelf(f->mod, &bias);
-	if (!elf) {
+	if (!dwfl_module_getelf(f->mod, &bias))
 		f->err = -ENOENT;
-		return;
-	}
-	f->err = symfile_read_loads(f, elf);
 }
 
 /*
@@ -258,41 +224,6 @@ out_found:
 	if (f->err)
 		return f->err;
 	*ret = f;
-	return 0;
-}
-
-int nw_symbol_offset_to_vaddr(struct nw_symbolizer *s, const char *path, uint64_t offset,
-			      uint64_t *ret_vaddr)
-{
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	const struct nw_symload *best = NULL;
-	struct nw_symfile *f;
-	int err;
-
-	err = symfile_lookup(s, path, &f);
-	if (err)
-		return err;
-	if (page == 0 || (page & (page - 1)))
-		page = 4096;
-	/*
-	 * The kernel maps a segment from its offset rounded down to a page,
-	 * so a mapping's offset can lie in the page an earlier segment ends
-	 * in (lld packs segments so).  Mappings here are executable: among
-	 * the segments the offset can belong to, the PF_X one wins.
-	 */
-	for (size_t i = 0; i < f->nloads; i++) {
-		const struct nw_symload *l = &f->loads[i];
-		uint64_t first = l->offset & ~(page - 1);
-
-		if (offset < first || offset - first >= l->filesz + (l->offset - first))
-			continue;
-		if (!best || (l->exec && !best->exec))
-			best = l;
-	}
-	if (!best)
-		return -ERANGE;
-	/* Wraps as intended when the offset precedes the segment's first byte. */
-	*ret_vaddr = offset - best->offset + best->vaddr;
 	return 0;
 }
 
@@ -617,16 +548,10 @@ static int elfsyms_build(struct nw_symfile *f)
 	return 0;
 }
 
-/* The index of the PT_LOAD holding @vaddr, or nloads. */
-static size_t symfile_load_of(const struct nw_symfile *f, uint64_t vaddr)
+/* The index of the PT_LOAD holding @vaddr, or -1. */
+static int symfile_load_of(const struct nw_symfile *f, uint64_t vaddr)
 {
-	size_t i;
-
-	for (i = 0; i < f->nloads; i++) {
-		if (vaddr >= f->loads[i].vaddr && vaddr - f->loads[i].vaddr < f->loads[i].memsz)
-			break;
-	}
-	return i;
+	return nw_facts_segment_of(f->facts, vaddr);
 }
 
 /*
@@ -867,7 +792,7 @@ int nw_symbolize(struct nw_symbolizer *s, const char *path, uint64_t vaddr,
 	err = symfile_lookup(s, path, &f);
 	if (err)
 		return err;
-	if (symfile_load_of(f, vaddr) < f->nloads) {
+	if (symfile_load_of(f, vaddr) >= 0) {
 		err = symbolize_dwarf(f, vaddr, &frames, &n);
 		if (!err && n == 0)
 			err = symbolize_elf(f, vaddr, &frames, &n);
@@ -877,46 +802,4 @@ int nw_symbolize(struct nw_symbolizer *s, const char *path, uint64_t vaddr,
 	*ret_frames = n ? frames : NULL;
 	*ret_n = n;
 	return 0;
-}
-
-int nw_symbol_build_id(const char *path, char *buf, size_t len)
-{
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *id;
-	const void *p = NULL;
-	ssize_t n;
-	Elf *elf;
-	int fd, err = 0;
-
-	if (len == 0)
-		return -EINVAL;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOENT;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -ENOENT;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		err = -ENOENT;
-		goto out;
-	}
-	n = dwelf_elf_gnu_build_id(elf, &p);
-	if (n <= 0) {
-		buf[0] = '\0';
-		goto out;
-	}
-	if ((size_t)n > (len - 1) / 2) {
-		err = -ERANGE;
-		goto out;
-	}
-	id = p;
-	for (ssize_t i = 0; i < n; i++) {
-		buf[2 * i] = hex[id[i] >> 4];
-		buf[2 * i + 1] = hex[id[i] & 0xf];
-	}
-	buf[2 * n] = '\0';
-out:
-	elf_end(elf);
-	close(fd);
-	return err;
 }

@@ -14,24 +14,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "elf/facts.h"
 #include "model/symtab.h"
 
 struct nw_symbolizer;
 
-/* NULL on allocation failure. */
-struct nw_symbolizer *nw_symbolizer_new(void);
+/* NULL on allocation failure.  @elf (ELF facts, borrowed) must outlive it. */
+struct nw_symbolizer *nw_symbolizer_new(struct nw_elf_cache *elf);
 void nw_symbolizer_free(struct nw_symbolizer *s);
-
-/*
- * The ELF virtual address of file offset @offset in @path (through the
- * PT_LOAD that holds it).  Meant for the offsets of executable mappings:
- * a segment is mapped from its offset rounded down to a page, and where
- * that page is shared with another segment (lld's layout), the PF_X
- * segment wins.  -ENOENT when the file cannot be opened or is no ELF,
- * -ERANGE when no loadable segment holds the offset.
- */
-int nw_symbol_offset_to_vaddr(struct nw_symbolizer *s, const char *path, uint64_t offset,
-			      uint64_t *ret_vaddr);
 
 /*
  * Resolves ELF virtual address @vaddr in @path: on success *ret_frames is
@@ -41,8 +31,5 @@ int nw_symbol_offset_to_vaddr(struct nw_symbolizer *s, const char *path, uint64_
  */
 int nw_symbolize(struct nw_symbolizer *s, const char *path, uint64_t vaddr,
 		 struct nw_symframe **ret_frames, uint32_t *ret_n);
-
-/* Lowercase hex build-id of @path's ELF note into @buf (2*20+1), "" when none. */
-int nw_symbol_build_id(const char *path, char *buf, size_t len);
 
 #endif

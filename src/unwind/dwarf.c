@@ -31,7 +31,6 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 
-#include "symbol/symbol.h"
 #include "elf/vdso.h"
 #include "util/log.h"
 
@@ -94,7 +93,6 @@ struct nw_dwarf {
 	int sp_index, ip_index, fp_index;
 	struct proc_dwfl **procs;       /* open addressing by pid */
 	uint32_t nslots, nprocs;
-	struct nw_symbolizer *elf;      /* PT_LOAD tables, for load biases */
 	struct nw_vdso vdso;
 	struct rule *rules;
 	uint32_t nrules, cap_rules;
@@ -133,12 +131,11 @@ struct nw_dwarf *nw_dwarf_new(const struct nw_arch_ops *arch, uint64_t regs_mask
 	d->nslots = 64;
 	d->self_fd = -1;
 	d->procs = calloc(d->nslots, sizeof(*d->procs));
-	d->elf = nw_symbolizer_new();
 	nw_vdso_init(&d->vdso);
 	elf_version(EV_CURRENT);
 	d->self_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	d->self_elf = d->self_fd >= 0 ? elf_begin(d->self_fd, ELF_C_READ_MMAP, NULL) : NULL;
-	if (!d->procs || !d->elf || d->sp_index < 0 || d->ip_index < 0) {
+	if (!d->procs || d->sp_index < 0 || d->ip_index < 0) {
 		nw_dwarf_free(d);
 		return NULL;
 	}
@@ -161,7 +158,6 @@ void nw_dwarf_free(struct nw_dwarf *d)
 	for (uint32_t i = 0; d->procs && i < d->nslots; i++)
 		proc_free(d->procs[i]);
 	free(d->procs);
-	nw_symbolizer_free(d->elf);
 	nw_vdso_fini(&d->vdso);
 	free(d->check_frames);
 	free(d->rules);
@@ -286,8 +282,9 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 static bool report_map(struct nw_dwarf *d, struct proc_dwfl *p, const struct nw_unwind_ctx *ctx,
 		       const struct nw_map *m)
 {
-	const char *path = ctx->modules->v[m->module].path;
-	uint64_t vaddr, bias;
+	const struct nw_module *mod = &ctx->modules->v[m->module];
+	const char *path = mod->path;
+	uint64_t bias;
 	int fd = -1;
 
 	if (!strcmp(path, "[vdso]")) {
@@ -297,9 +294,10 @@ static bool report_map(struct nw_dwarf *d, struct proc_dwfl *p, const struct nw_
 		/* The vdso's first PT_LOAD sits at vaddr 0 and offset 0. */
 		bias = m->start - m->pgoff;
 	} else {
-		if (path[0] != '/' || nw_symbol_offset_to_vaddr(d->elf, path, m->pgoff, &vaddr))
+		/* The mapping's ELF address comes from the module's facts (elf/facts.h). */
+		if (path[0] != '/' || !mod->facts.known)
 			return true; /* anonymous or unreadable: nothing to unwind with */
-		bias = m->start - vaddr; /* where the file's vaddr 0 went */
+		bias = m->start - m->vaddr; /* where the file's vaddr 0 went */
 	}
 	for (uint32_t i = 0; i < p->nreported; i++) {
 		if (p->reported[i].module == m->module && p->reported[i].bias == bias) {

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one reader of ELF headers: the facts a measurement keeps about each
+ * module (model/module.h: loadable segments, build-id, entry point, CFI
+ * present), read once per file and cached by path.  The recorder, the
+ * unwinder and the symbolizer share a cache.  The path "[vdso]" stands for
+ * this process's vdso image (elf/vdso.h), which every process of this
+ * kernel and ABI maps.
+ */
+#ifndef NW_ELF_FACTS_H
+#define NW_ELF_FACTS_H
+
+#include "model/module.h"
+
+struct nw_elf_cache;
+
+/* An empty cache; NULL on ENOMEM. */
+struct nw_elf_cache *nw_elf_cache_new(void);
+void nw_elf_cache_free(struct nw_elf_cache *c);
+
+/*
+ * The facts of the file at @path, read at the first call and kept until
+ * the cache is freed (a file that cannot be read is remembered too, so it
+ * is tried once).  -ENOENT when it cannot be opened or is not ELF, -ENOMEM.
+ */
+int nw_elf_facts_get(struct nw_elf_cache *c, const char *path,
+		     const struct nw_module_facts **ret);
+
+/*
+ * The facts of @path for a module mapped with build-id @build_id (@size
+ * bytes, 0: unknown): into @dst (a copy the caller owns) when the file is
+ * there and is that build; dst->known stays false otherwise.  -ENOMEM.
+ */
+int nw_elf_facts_for(struct nw_elf_cache *c, const char *path, const uint8_t *build_id,
+		     size_t size, struct nw_module_facts *dst);
+
+#endif

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/* Reading a measurement directory into the model; see reader.h. */
+#include "format/reader.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "format/csprof.h"
+#include "format/manifest.h"
+#include "format/symbols.h"
+#include "util/log.h"
+#include "util/strbuf.h"
+
+/* Makes sure a reader's message names @path. */
+static void name_file(char *err, size_t errlen, const char *path, int rc)
+{
+	char msg[512];
+
+	if (!err || !errlen)
+		return;
+	if (!err[0]) {
+		nw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
+	} else if (!strstr(err, path)) {
+		snprintf(msg, sizeof(msg), "%s", err);
+		nw_set_err(err, errlen, "%s: %s", path, msg);
+	}
+}
+
+/* The model's module of a file epoch's module @name (added when the manifest lacks it). */
+static int module_of(struct nw_measurement *m, const char *name)
+{
+	int idx = nw_module_find(m->modules, name ? name : "");
+
+	return idx >= 0 ? idx : nw_module_intern(m->modules, name ? name : "", NULL, 0);
+}
+
+/* Appends the epoch @fe of a file as epoch @index of its process.  -ENOMEM. */
+static int add_file_epoch(struct nw_measurement *m, const struct nw_csprof_epoch *fe,
+			  uint32_t index)
+{
+	struct nw_map *maps = calloc(fe->nmodules ? fe->nmodules : 1, sizeof(*maps));
+	struct nw_epoch *e = NULL;
+	int ret = -ENOMEM;
+
+	if (!maps)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < fe->nmodules; k++) {
+		const struct nw_csprof_module *fm = &fe->modules[k];
+		int mod = module_of(m, fm->name);
+		uint64_t off;
+
+		if (mod < 0)
+			goto out;
+		maps[k] = (struct nw_map){ .start = fm->mapped, .vaddr = fm->vaddr,
+					   .pgoff = fm->vaddr, .module = (uint32_t)mod };
+		/* The file keeps the ELF address; the module's facts give the offset. */
+		if (m->modules->v[mod].facts.known &&
+		    nw_facts_vaddr_to_offset(&m->modules->v[mod].facts, fm->vaddr, &off) == 0)
+			maps[k].pgoff = off;
+	}
+	e = nw_epoch_new(maps, fe->nmodules, index);
+	if (!e)
+		goto out;
+	/* The file keeps no ends: each mapping reaches the next. */
+	for (uint32_t k = 0; k < e->n; k++)
+		e->maps[k].end = k + 1 < e->n ? e->maps[k + 1].start : UINT64_MAX;
+	ret = nw_measurement_add_epoch(m, e);
+	if (ret < 0)
+		free(e);
+out:
+	free(maps);
+	return ret < 0 ? ret : 0;
+}
+
+static int load_thread(struct nw_measurement *m, const char *dir, struct nw_mthread *th,
+		       char *err, size_t errlen)
+{
+	struct nw_csprof_error cerr = { 0 };
+	struct nw_csprof *cp = NULL;
+	char *path = nw_strdup_printf("%s/%s", dir, th->file);
+	int ret;
+
+	if (!path)
+		return -ENOMEM;
+	ret = nw_csprof_read_file(path, &cp, &cerr);
+	if (ret == -EBADMSG) {
+		nw_set_err(err, errlen, "%s: %s at offset %llu", path, cerr.msg,
+			   (unsigned long long)cerr.offset);
+		goto out;
+	} else if (ret) {
+		nw_set_err(err, errlen, "%s", cerr.msg);
+		name_file(err, errlen, path, ret);
+		goto out;
+	}
+	if (cp->nmetrics != m->nmetrics) {
+		nw_set_err(err, errlen, "%s: %u metrics, but the manifest describes %u", path,
+			   cp->nmetrics, m->nmetrics);
+		ret = -EBADMSG;
+		goto out;
+	}
+	th->first_epoch = m->nepochs;
+	th->nepochs = cp->nepochs;
+	/* File epoch 0 is the newest: the model lists them oldest first. */
+	for (uint32_t e = cp->nepochs; e-- > 0;) {
+		ret = add_file_epoch(m, &cp->epochs[e], cp->nepochs - 1 - e);
+		if (ret)
+			goto out;
+	}
+	th->samples = 0;
+	for (uint32_t t = 0; t < cp->ntrees; t++) {
+		struct nw_csprof_tree *tr = &cp->trees[t];
+
+		ret = nw_mthread_add_tree(th, th->first_epoch + cp->nepochs - 1 - tr->epoch, tr->cct);
+		if (ret)
+			goto out;
+		tr->cct = NULL; /* the model's now */
+	}
+	for (uint32_t i = 0; i < m->nmetrics; i++)
+		if (nw_metric_counts_samples(&m->metrics[i]))
+			th->samples += nw_mthread_total(th, i);
+out:
+	if (ret == -ENOMEM)
+		nw_set_err(err, errlen, "%s: out of memory", path);
+	nw_csprof_free(cp);
+	free(path);
+	return ret;
+}
+
+int nw_measurement_read(const char *dir, struct nw_measurement **ret, char *err, size_t errlen)
+{
+	struct nw_measurement *m;
+	struct stat sb;
+	char *path = NULL;
+	int rc;
+
+	nw_set_err(err, errlen, "%s", "");
+	if (stat(dir, &sb) < 0) {
+		rc = -errno;
+		nw_set_err(err, errlen, "%s: %s", dir, strerror(-rc));
+		return rc;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		nw_set_err(err, errlen, "%s: not a measurement directory", dir);
+		return -ENOTDIR;
+	}
+	m = nw_measurement_new();
+	if (!m)
+		return -ENOMEM;
+	rc = -ENOMEM;
+	path = nw_strdup_printf("%s/manifest.json", dir);
+	if (!path)
+		goto out_free;
+	rc = nw_manifest_read(path, m, err, errlen);
+	if (rc) {
+		name_file(err, errlen, path, rc);
+		goto out_free;
+	}
+	free(path);
+
+	rc = -ENOMEM;
+	path = nw_strdup_printf("%s/symbols.json", dir);
+	if (!path)
+		goto out_free;
+	nw_set_err(err, errlen, "%s", "");
+	rc = nw_symbols_read(path, m->modules, m->symtab, err, errlen);
+	if (rc == -ENOENT) {
+		/* No symbol table: every frame shows as module+0xADDR. */
+		nw_set_err(err, errlen, "%s", "");
+		rc = 0;
+	} else if (rc) {
+		name_file(err, errlen, path, rc);
+		goto out_free;
+	}
+
+	for (uint32_t i = 0; i < m->nthreads; i++) {
+		if (!m->threads[i].file)
+			continue;
+		nw_set_err(err, errlen, "%s", "");
+		rc = load_thread(m, dir, &m->threads[i], err, errlen);
+		if (rc)
+			goto out_free;
+	}
+	nw_set_err(err, errlen, "%s", "");
+	free(path);
+	*ret = m;
+	return 0;
+
+out_free:
+	if (rc == -ENOMEM && err && !err[0])
+		nw_set_err(err, errlen, "%s: out of memory", dir);
+	free(path);
+	nw_measurement_free(m);
+	return rc;
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading a measurement directory into the model, once: the manifest, the
+ * symbol table and every thread's HPC_CSPROF file.  Each file's epochs
+ * become epochs of the model (mappings with their ELF address and, from
+ * the module's ELF facts, their file offset); each tree keeps its file's
+ * node order, so node i is the file's node i.
+ */
+#ifndef NW_READER_H
+#define NW_READER_H
+
+#include <stddef.h>
+
+#include "model/measurement.h"
+
+/*
+ * Reads the measurement in @dir.  -errno, or -EBADMSG for a corrupt or
+ * truncated file, with a message for the user in @err naming the file
+ * (and the offset, for an HPC_CSPROF file).  *ret is the caller's.
+ */
+int nw_measurement_read(const char *dir, struct nw_measurement **ret, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT */
+/* The model of a measurement; see measurement.h. */
+#include "model/measurement.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/strbuf.h"
+
+struct nw_measurement *nw_measurement_new(void)
+{
+	struct nw_measurement *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->modules = calloc(1, sizeof(*m->modules));
+	m->symtab = nw_symtab_new();
+	if (!m->modules || !m->symtab) {
+		nw_measurement_free(m);
+		return NULL;
+	}
+	nw_module_table_init(m->modules);
+	m->run.exit_status = -1;
+	return m;
+}
+
+void nw_run_fini(struct nw_run *r)
+{
+	free(r->narwhal_version);
+	free(r->arch);
+	for (uint32_t i = 0; r->argv && i < r->argc; i++)
+		free(r->argv[i]);
+	free(r->argv);
+	free(r->call_graph);
+	for (uint32_t i = 0; r->events && i < r->nevents; i++)
+		free(r->events[i].name);
+	free(r->events);
+	memset(r, 0, sizeof(*r));
+}
+
+int nw_run_set_argv(struct nw_run *r, int argc, char *const *argv)
+{
+	r->argv = calloc((size_t)argc + 1, sizeof(*r->argv));
+	if (!r->argv)
+		return -ENOMEM;
+	for (int i = 0; i < argc; i++) {
+		r->argv[i] = strdup(argv[i] ? argv[i] : "");
+		if (!r->argv[i])
+			return -ENOMEM;
+		r->argc++;
+	}
+	return 0;
+}
+
+void nw_measurement_free(struct nw_measurement *m)
+{
+	if (!m)
+		return;
+	nw_run_fini(&m->run);
+	for (uint32_t i = 0; i < m->nmetrics; i++)
+		nw_metric_fini(&m->metrics[i]);
+	free(m->metrics);
+	for (uint32_t i = 0; i < m->nprocs; i++)
+		free(m->procs[i].comm);
+	free(m->procs);
+	for (uint32_t i = 0; i < m->nthreads; i++) {
+		struct nw_mthread *th = &m->threads[i];
+
+		free(th->comm);
+		free(th->file);
+		for (uint32_t t = 0; !m->borrowed && t < th->ntrees; t++)
+			nw_cct_free(th->trees[t].cct);
+		free(th->trees);
+	}
+	free(m->threads);
+	for (uint32_t i = 0; !m->borrowed && i < m->nepochs; i++)
+		free((void *)m->epochs[i]);
+	free(m->epochs);
+	if (!m->borrowed) {
+		if (m->modules)
+			nw_module_table_fini(m->modules);
+		free(m->modules);
+		nw_symtab_free(m->symtab);
+	}
+	free(m);
+}
+
+static int add_metric_slot(struct nw_measurement *m, struct nw_metric **ret)
+{
+	struct nw_metric *v = realloc(m->metrics, (m->nmetrics + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	m->metrics = v;
+	*ret = &v[m->nmetrics];
+	return 0;
+}
+
+int nw_measurement_add_metric(struct nw_measurement *m, const char *event,
+			      enum nw_metric_kind kind, uint64_t period)
+{
+	struct nw_metric *d;
+	int ret = add_metric_slot(m, &d);
+
+	if (!ret)
+		ret = nw_metric_init(d, event, kind, period);
+	return ret ? ret : (int)m->nmetrics++;
+}
+
+int nw_measurement_copy_metric(struct nw_measurement *m, const struct nw_metric *src)
+{
+	struct nw_metric *d;
+	int ret = add_metric_slot(m, &d);
+
+	if (!ret)
+		ret = nw_metric_copy(d, src);
+	return ret ? ret : (int)m->nmetrics++;
+}
+
+int nw_measurement_find_metric(const struct nw_measurement *m, const char *name)
+{
+	if (!m->nmetrics)
+		return -ENOENT;
+	if (!name) {
+		for (uint32_t i = 0; i < m->nmetrics; i++)
+			if (nw_metric_counts_samples(&m->metrics[i]))
+				return (int)i;
+		return 0;
+	}
+	for (uint32_t i = 0; i < m->nmetrics; i++)
+		if (!strcmp(m->metrics[i].name, name))
+			return (int)i;
+	/* An event name: its samples metric, else its first one. */
+	for (uint32_t i = 0; i < m->nmetrics; i++)
+		if (!strcmp(m->metrics[i].event, name) && nw_metric_counts_samples(&m->metrics[i]))
+			return (int)i;
+	for (uint32_t i = 0; i < m->nmetrics; i++)
+		if (!strcmp(m->metrics[i].event, name))
+			return (int)i;
+	return -ENOENT;
+}
+
+int nw_measurement_samples_metric(const struct nw_measurement *m, unsigned metric)
+{
+	const struct nw_metric *d;
+
+	if (metric >= m->nmetrics)
+		return -ENOENT;
+	d = &m->metrics[metric];
+	if (nw_metric_counts_samples(d))
+		return (int)metric;
+	for (uint32_t i = 0; i < m->nmetrics; i++)
+		if (!strcmp(m->metrics[i].event, d->event) &&
+		    nw_metric_counts_samples(&m->metrics[i]))
+			return (int)i;
+	return -ENOENT;
+}
+
+int nw_measurement_add_epoch(struct nw_measurement *m, const struct nw_epoch *e)
+{
+	size_t cap = m->cap_epochs;
+
+	if (nw_grow(&m->epochs, &cap, (size_t)m->nepochs + 1, sizeof(*m->epochs)))
+		return -ENOMEM;
+	m->cap_epochs = (uint32_t)cap;
+	m->epochs[m->nepochs] = e;
+	return (int)m->nepochs++;
+}
+
+int nw_measurement_add_process(struct nw_measurement *m, uint32_t pid, uint32_t ppid,
+			       const char *comm)
+{
+	size_t cap = m->cap_procs;
+	struct nw_mprocess *p;
+
+	if (nw_grow(&m->procs, &cap, (size_t)m->nprocs + 1, sizeof(*m->procs)))
+		return -ENOMEM;
+	m->cap_procs = (uint32_t)cap;
+	p = &m->procs[m->nprocs];
+	p->pid = pid;
+	p->ppid = ppid;
+	p->comm = strdup(comm ? comm : "");
+	if (!p->comm)
+		return -ENOMEM;
+	return (int)m->nprocs++;
+}
+
+struct nw_mthread *nw_measurement_add_thread(struct nw_measurement *m, uint32_t pid,
+					     uint32_t tid, const char *comm, const char *file)
+{
+	size_t cap = m->cap_threads;
+	struct nw_mthread *th;
+
+	if (nw_grow(&m->threads, &cap, (size_t)m->nthreads + 1, sizeof(*m->threads)))
+		return NULL;
+	m->cap_threads = (uint32_t)cap;
+	th = &m->threads[m->nthreads];
+	memset(th, 0, sizeof(*th));
+	th->pid = pid;
+	th->tid = tid;
+	th->comm = strdup(comm ? comm : "");
+	th->file = file ? strdup(file) : NULL;
+	if (!th->comm || (file && !th->file)) {
+		free(th->comm);
+		free(th->file);
+		return NULL;
+	}
+	m->nthreads++;
+	return th;
+}
+
+int nw_mthread_add_tree(struct nw_mthread *th, uint32_t epoch, struct nw_cct *cct)
+{
+	struct nw_tree *v = realloc(th->trees, (th->ntrees + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	th->trees = v;
+	v[th->ntrees++] = (struct nw_tree){ .epoch = epoch, .cct = cct };
+	return 0;
+}
+
+const struct nw_mprocess *nw_measurement_process(const struct nw_measurement *m, uint32_t pid)
+{
+	for (uint32_t i = m->nprocs; i-- > 0;)
+		if (m->procs[i].pid == pid)
+			return &m->procs[i];
+	return NULL;
+}
+
+uint64_t nw_mthread_total(const struct nw_mthread *th, unsigned metric)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t t = 0; t < th->ntrees; t++) {
+		const struct nw_cct *c = th->trees[t].cct;
+
+		for (uint32_t i = 0; metric < c->nmetrics && i < c->n; i++)
+			sum += nw_cct_metrics(c, i)[metric];
+	}
+	return sum;
+}
+
+void nw_measurement_borrow(struct nw_measurement *m, struct nw_module_table *modules,
+			   struct nw_symtab *symtab)
+{
+	if (!m->borrowed) {
+		nw_module_table_fini(m->modules);
+		free(m->modules);
+		nw_symtab_free(m->symtab);
+	}
+	m->modules = modules;
+	m->symtab = symtab;
+	m->borrowed = true;
+}
+
+void nw_measurement_locate(const struct nw_measurement *m, uint32_t epoch, uint64_t ip,
+			   bool caller, struct nw_resolved *ret)
+{
+	const struct nw_epoch *e = epoch < m->nepochs ? m->epochs[epoch] : NULL;
+	uint32_t lo = 0, hi = e ? e->n : 0;
+
+	memset(ret, 0, sizeof(*ret));
+	/* The mapping with the greatest start <= ip. */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (e->maps[mid].start <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || e->maps[lo - 1].module >= m->modules->n)
+		return;
+	ret->map = &e->maps[lo - 1];
+	ret->module_index = ret->map->module;
+	ret->module = &m->modules->v[ret->module_index];
+	ret->addr = ip - ret->map->start + ret->map->vaddr - (caller ? 1 : 0);
+}
+
+void nw_measurement_resolve(const struct nw_measurement *m, uint32_t epoch, uint64_t ip,
+			    bool caller, struct nw_resolved *ret)
+{
+	nw_measurement_locate(m, epoch, ip, caller, ret);
+	if (ret->map)
+		ret->sym = nw_symtab_lookup(m->symtab, ret->module_index, ret->addr);
+}

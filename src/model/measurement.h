@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The model of a measurement: one value that the recorder builds from its
+ * in-memory trees and that the reader builds from a measurement directory,
+ * and that every view and export reads (DESIGN.md, "One model of a
+ * measurement"):
+ *
+ *  - run: what was recorded and how (command line, events, times, counts);
+ *  - metrics: one descriptor per u64 of a tree node (model/metric.h);
+ *  - modules: every module with its build-id and ELF facts;
+ *  - epochs: the executable mappings of a process over time, each mapping
+ *    with its address, ELF address and file offset;
+ *  - processes and threads; each thread has one physical calling context
+ *    tree per epoch it was sampled in (node ips are addresses);
+ *  - the symbol table.
+ *
+ * One resolver maps (epoch, ip, caller?) to the module, the ELF address
+ * looked up (ip - 1 for a caller frame, whose ip is a return address) and
+ * the symbol entry: nothing else does that arithmetic.  Symbolic (merged)
+ * trees are views derived from the model (report/stacks.h).
+ */
+#ifndef NW_MEASUREMENT_H
+#define NW_MEASUREMENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/cct.h"
+#include "model/epoch.h"
+#include "model/metric.h"
+#include "model/module.h"
+#include "model/symtab.h"
+
+#define NW_COMM_MAX 16
+
+struct nw_event_info {
+	char *name;            /* as the user wrote it, or the default */
+	uint32_t type;         /* perf_event_attr.type */
+	uint64_t config;
+	bool freq;             /* true: value is a frequency in Hz; false: a period */
+	uint64_t value;
+};
+
+/* What was recorded and how: manifest.json's top-level keys. */
+struct nw_run {
+	char *narwhal_version;
+	char *arch;            /* "x86_64" */
+	uint32_t argc;
+	char **argv;           /* NULL-terminated */
+	char *call_graph;      /* "fp", "dwarf", "hybrid" */
+	uint32_t stack_size;   /* dwarf mode's stack copy, 0 otherwise */
+	uint32_t max_stack;    /* frames a chain keeps at most; 0: unknown */
+	uint32_t nevents;
+	struct nw_event_info *events;
+	uint64_t start_ns, end_ns;  /* CLOCK_REALTIME */
+	int exit_status;       /* as a shell reports it: 128+N for signal N; -1 unknown */
+	uint64_t samples, lost, throttled, unwind_errors;
+};
+
+struct nw_mprocess {
+	uint32_t pid, ppid;
+	char *comm;
+};
+
+/* One physical tree: a thread's samples in one epoch of its process. */
+struct nw_tree {
+	uint32_t epoch;        /* index into nw_measurement.epochs */
+	struct nw_cct *cct;    /* cct->nmetrics == nw_measurement.nmetrics */
+};
+
+struct nw_mthread {
+	uint32_t pid, tid;
+	char *comm;
+	char *file;            /* its HPC_CSPROF file, relative to the directory; NULL: none */
+	uint64_t samples;      /* samples of every event */
+	/* The epochs of its process, oldest first: epochs[first_epoch + i]. */
+	uint32_t first_epoch, nepochs;
+	uint32_t ntrees;
+	struct nw_tree *trees;
+};
+
+struct nw_measurement {
+	struct nw_run run;
+	uint32_t nmetrics;
+	struct nw_metric *metrics;
+	struct nw_module_table *modules;
+	uint32_t nepochs, cap_epochs;
+	const struct nw_epoch **epochs;
+	uint32_t nprocs, cap_procs;
+	struct nw_mprocess *procs;
+	uint32_t nthreads, cap_threads;
+	struct nw_mthread *threads;
+	struct nw_symtab *symtab;   /* sorted */
+	/*
+	 * The recorder's model borrows its modules, epochs, trees and symbol
+	 * table (they go on growing after a checkpoint); the reader's owns
+	 * everything.
+	 */
+	bool borrowed;
+};
+
+/* An empty model that owns what is added to it; NULL on ENOMEM. */
+struct nw_measurement *nw_measurement_new(void);
+/* Frees @m and what it owns; NULL is a no-op.  Works on a half-built model. */
+void nw_measurement_free(struct nw_measurement *m);
+
+/* Appends metric (@event, @kind) with sample period @period; its index or -ENOMEM. */
+int nw_measurement_add_metric(struct nw_measurement *m, const char *event,
+			      enum nw_metric_kind kind, uint64_t period);
+/* Appends a copy of @d; its index or -ENOMEM. */
+int nw_measurement_copy_metric(struct nw_measurement *m, const struct nw_metric *d);
+/*
+ * The metric called @name: a metric name ("cpu-clock:period") or an event
+ * name ("cpu-clock": its samples metric, else its first).  NULL asks for
+ * the default: the first metric that counts samples.  -ENOENT.
+ */
+int nw_measurement_find_metric(const struct nw_measurement *m, const char *name);
+/* The metric counting the samples of @metric's event (itself when it does), or -ENOENT. */
+int nw_measurement_samples_metric(const struct nw_measurement *m, unsigned metric);
+
+/* Appends an epoch the model owns (unless borrowed); its index or -ENOMEM. */
+int nw_measurement_add_epoch(struct nw_measurement *m, const struct nw_epoch *e);
+/* Appends a process (copying @comm); its index or -ENOMEM. */
+int nw_measurement_add_process(struct nw_measurement *m, uint32_t pid, uint32_t ppid,
+			       const char *comm);
+/* Appends a thread without trees (copying the strings; @file may be NULL); NULL on ENOMEM. */
+struct nw_mthread *nw_measurement_add_thread(struct nw_measurement *m, uint32_t pid,
+					     uint32_t tid, const char *comm, const char *file);
+/* Appends a tree to @th (owned by the model unless borrowed).  -ENOMEM. */
+int nw_mthread_add_tree(struct nw_mthread *th, uint32_t epoch, struct nw_cct *cct);
+/* The process of @pid (the last one listed: pids are reused), or NULL. */
+const struct nw_mprocess *nw_measurement_process(const struct nw_measurement *m, uint32_t pid);
+
+/* Sum of metric @metric over every node of @th's trees. */
+uint64_t nw_mthread_total(const struct nw_mthread *th, unsigned metric);
+
+/* Where an ip of a tree is, and what the symbol table knows of it. */
+struct nw_resolved {
+	const struct nw_map *map;       /* NULL: no mapping of the epoch holds the ip */
+	const struct nw_module *module; /* the map's module */
+	uint32_t module_index;
+	uint64_t addr;                  /* the module's ELF address of ip (- 1 for a caller) */
+	const struct nw_symentry *sym;  /* NULL: the symbol table knows nothing of it */
+};
+
+/*
+ * Resolves @ip of a tree of epoch @epoch: the mapping with the greatest
+ * start at or below @ip (as csprof's readers map an ip, whose files keep
+ * no mapping ends), the ELF address (@caller: ip - 1, inside the call
+ * instruction of a return address) and the symbol entry.
+ */
+void nw_measurement_resolve(const struct nw_measurement *m, uint32_t epoch, uint64_t ip,
+			    bool caller, struct nw_resolved *ret);
+
+/* nw_measurement_resolve() without the symbol lookup (sym stays NULL). */
+void nw_measurement_locate(const struct nw_measurement *m, uint32_t epoch, uint64_t ip,
+			   bool caller, struct nw_resolved *ret);
+
+/*
+ * Makes @m read @modules and @symtab, owned by someone else, as well as
+ * the epochs and trees added from now on (the recorder's model).
+ */
+void nw_measurement_borrow(struct nw_measurement *m, struct nw_module_table *modules,
+			   struct nw_symtab *symtab);
+
+/* Frees what nw_run holds (not @r itself). */
+void nw_run_fini(struct nw_run *r);
+/* Copies the command line: -ENOMEM. */
+int nw_run_set_argv(struct nw_run *r, int argc, char *const *argv);
+
+#endif

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Metric descriptors: what each u64 of a CCT node counts.  They are data
+ * of the measurement (manifest.json "metrics", read back as written), so
+ * no view guesses a metric's meaning from its name or position.  Every
+ * sampled event has a metric counting its samples and one summing their
+ * periods; the off-CPU event counts context switches and the nanoseconds
+ * off the CPU after them.
+ */
+#ifndef NW_METRIC_H
+#define NW_METRIC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum nw_metric_kind {
+	NW_METRIC_SAMPLES,       /* samples taken (count) */
+	NW_METRIC_PERIOD,        /* sum of the samples' periods (events; ns for clock events) */
+	NW_METRIC_SWITCHES,      /* off-CPU: switches away from the CPU (count) */
+	NW_METRIC_OFFCPU_TIME,   /* off-CPU: time until the thread ran again (ns) */
+	NW_METRIC_KINDS,
+};
+
+enum nw_metric_unit {
+	NW_UNIT_COUNT,           /* things counted: samples, switches */
+	NW_UNIT_EVENTS,          /* hardware or software events */
+	NW_UNIT_NANOSECONDS,
+	NW_UNIT_BYTES,
+	NW_UNIT_UNITS,
+};
+
+/* HPC_CSPROF metric flags (DESIGN.md): sampled asynchronously, or real time. */
+#define NW_METRIC_FLAG_ASYNC (1u << 1)
+#define NW_METRIC_FLAG_REAL  (1u << 2)
+
+struct nw_metric {
+	char *name;               /* "cpu-clock:samples": event ':' kind, the csprof name */
+	char *event;              /* "cpu-clock", "off-cpu" */
+	enum nw_metric_kind kind;
+	enum nw_metric_unit unit;
+	uint64_t period;          /* sample period: fixed (-c), else the mean sampled (-F); 0 unknown */
+	uint32_t flags;           /* NW_METRIC_FLAG_* */
+};
+
+/* "samples", "period", "switches", "nanoseconds". */
+const char *nw_metric_kind_name(enum nw_metric_kind kind);
+/* The kind called @name, or -EINVAL. */
+int nw_metric_kind_parse(const char *name);
+/* "count", "events", "nanoseconds", "bytes". */
+const char *nw_metric_unit_name(enum nw_metric_unit unit);
+/* The unit called @name, or -EINVAL. */
+int nw_metric_unit_parse(const char *name);
+/* Does the metric count samples (one per sample: samples, switches)? */
+bool nw_metric_counts_samples(const struct nw_metric *m);
+
+/*
+ * Fills @m (owning copies of the strings) for @event and @kind: the name
+ * "event:kind", the unit (nanoseconds for the period of cpu-clock and
+ * task-clock and for off-CPU time, events for other periods, else count)
+ * and the csprof flags.  -ENOMEM.
+ */
+int nw_metric_init(struct nw_metric *m, const char *event, enum nw_metric_kind kind,
+		   uint64_t period);
+int nw_metric_copy(struct nw_metric *dst, const struct nw_metric *src);
+void nw_metric_fini(struct nw_metric *m);
+
+#endif

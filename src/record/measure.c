@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/* From a recording session to the model; see measure.h. */
+#include "record/measure.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/strbuf.h"
+
+int nw_measure_init(struct nw_measure *ms, struct nw_elf_cache *elf)
+{
+	memset(ms, 0, sizeof(*ms));
+	nw_perfmaps_init(&ms->jit, "/tmp");
+	ms->sym = nw_symbolizer_new(elf);
+	ms->symtab = nw_symtab_new();
+	return ms->sym && ms->symtab ? 0 : -ENOMEM;
+}
+
+void nw_measure_fini(struct nw_measure *ms)
+{
+	for (size_t i = 0; i < ms->nfiles; i++)
+		free(ms->files[i].name);
+	free(ms->files);
+	nw_perfmaps_fini(&ms->jit);
+	nw_index_fini(&ms->done);
+	free(ms->keys);
+	nw_symtab_free(ms->symtab);
+	nw_symbolizer_free(ms->sym);
+	memset(ms, 0, sizeof(*ms));
+}
+
+struct pc_key {
+	uint32_t module;
+	uint64_t addr;
+};
+
+static uint64_t pc_hash(uint32_t module, uint64_t addr)
+{
+	return nw_hash_add(nw_hash_u64(addr), module);
+}
+
+static uint64_t key_hash(const void *ctx, uint32_t i)
+{
+	const struct nw_measure *ms = ctx;
+
+	return pc_hash(ms->keys[i].module, ms->keys[i].addr);
+}
+
+static bool key_eq(const void *ctx, uint32_t i, const void *key)
+{
+	const struct nw_measure *ms = ctx;
+	const struct pc_key *k = key;
+
+	return ms->keys[i].module == k->module && ms->keys[i].addr == k->addr;
+}
+
+/* 1 when (module, addr) is new (and now marked), 0 when seen before, -ENOMEM. */
+static int mark_pc(struct nw_measure *ms, uint32_t module, uint64_t addr)
+{
+	struct pc_key k = { module, addr };
+	uint32_t *slot = nw_index_slot(&ms->done, pc_hash(module, addr), key_eq, key_hash, ms, &k);
+
+	if (!slot)
+		return -ENOMEM;
+	if (*slot != NW_INDEX_NONE)
+		return 0;
+	if (nw_grow(&ms->keys, &ms->cap_keys, ms->nkeys + 1, sizeof(*ms->keys)))
+		return -ENOMEM;
+	ms->keys[ms->nkeys].module = module;
+	ms->keys[ms->nkeys].addr = addr;
+	nw_index_fill(&ms->done, slot, (uint32_t)ms->nkeys++);
+	return 1;
+}
+
+/*
+ * Frames for @pc in anonymous memory of process @pid from its perf map, if
+ * it has one; the first use keeps a copy of the map as an extra file.
+ */
+static int jit_symbolize(struct nw_measure *ms, uint32_t pid, uint64_t pc,
+			 struct nw_symframe **frames, uint32_t *nframes)
+{
+	const struct nw_perfmap *map;
+	int ret;
+
+	ret = nw_perfmaps_get(&ms->jit, pid, &map);
+	if (ret < 0 || !map)
+		return ret < 0 ? ret : 0;
+	if (ret == 1) {
+		struct nw_extra_file *f;
+
+		if (nw_grow(&ms->files, &ms->cap_files, ms->nfiles + 1, sizeof(*ms->files)))
+			return -ENOMEM;
+		f = &ms->files[ms->nfiles];
+		f->name = nw_strdup_printf("jit/perf-%u.map", pid);
+		if (!f->name)
+			return -ENOMEM;
+		f->data = map->raw;
+		f->size = map->rawlen;
+		ms->nfiles++;
+	}
+	return nw_perfmap_symbolize(map, pc, frames, nframes);
+}
+
+/* Symbolizes every PC of @th's trees not seen before. */
+static int symbolize_thread(struct nw_measure *ms, const struct nw_measurement *m,
+			    const struct nw_mthread *th)
+{
+	for (uint32_t t = 0; t < th->ntrees; t++) {
+		const struct nw_cct *cct = th->trees[t].cct;
+
+		for (uint32_t i = 1; i < cct->n; i++) {
+			const struct nw_cct_node *node = &cct->nodes[i];
+			bool caller = node->first_child != NW_CCT_NONE;
+			struct nw_symframe *frames = NULL;
+			struct nw_resolved r;
+			uint32_t nframes = 0;
+			int ret;
+
+			nw_measurement_locate(m, th->trees[t].epoch, node->ip, caller, &r);
+			if (!r.map)
+				continue;
+			ret = mark_pc(ms, r.module_index, r.addr);
+			if (ret <= 0) {
+				if (ret < 0)
+					return ret;
+				continue;
+			}
+			ret = nw_symbolize(ms->sym, r.module->path, r.addr, &frames, &nframes);
+			if (ret == -ENOMEM)
+				return ret;
+			if (ret < 0) {
+				frames = NULL;
+				nframes = 0;
+			}
+			if (!nframes && nw_perfmap_module_is_anon(r.module->path)) {
+				ret = jit_symbolize(ms, th->pid, node->ip - (caller ? 1 : 0), &frames,
+						    &nframes);
+				if (ret < 0)
+					return ret;
+			}
+			ret = nw_symtab_add(ms->symtab, r.module_index, r.addr, frames, nframes);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/* Adds the session's processes, their epochs, and its sampled threads with their trees. */
+static int add_tasks(struct nw_measurement *m, const struct nw_session *s)
+{
+	const struct nw_task_table *t = &s->tasks;
+	uint32_t *base = calloc(t->nprocs ? t->nprocs : 1, sizeof(*base));
+	int ret = 0;
+
+	if (!base)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->nprocs && !ret; i++) {
+		const struct nw_process *p = t->procs[i];
+
+		base[i] = m->nepochs;
+		for (uint32_t e = 0; e < p->as.nepochs && !ret; e++) {
+			int idx = nw_measurement_add_epoch(m, p->as.epochs[e]);
+
+			ret = idx < 0 ? idx : 0;
+		}
+		if (!ret) {
+			ret = nw_measurement_add_process(m, p->pid, p->ppid, p->comm);
+			ret = ret < 0 ? ret : 0;
+		}
+	}
+	for (uint32_t i = 0; i < t->nthreads && !ret; i++) {
+		const struct nw_thread *th = t->threads[i];
+		const struct nw_addrspace *as = &th->proc->as;
+		struct nw_mthread *mt;
+		char file[NW_COMM_LEN + 48];
+		uint32_t p;
+
+		if (!th->samples)
+			continue;
+		for (p = 0; p < t->nprocs && t->procs[p] != th->proc; p++)
+			;
+		if (p == t->nprocs)
+			continue;
+		nw_thread_file_name(file, sizeof(file), th->comm, th->pid, th->tid);
+		mt = nw_measurement_add_thread(m, th->pid, th->tid, th->comm, file);
+		if (!mt) {
+			ret = -ENOMEM;
+			break;
+		}
+		mt->samples = th->samples;
+		mt->first_epoch = base[p];
+		mt->nepochs = as->nepochs;
+		for (uint32_t e = 0; e < th->nccts && e < as->nepochs && !ret; e++)
+			if (th->ccts[e])
+				ret = nw_mthread_add_tree(mt, base[p] + e, th->ccts[e]);
+	}
+	free(base);
+	return ret;
+}
+
+int nw_measure_build(struct nw_measure *ms, struct nw_session *s, struct nw_run *run,
+		     struct nw_measurement **ret)
+{
+	struct nw_measurement *m = nw_measurement_new();
+	int err = -ENOMEM;
+
+	if (!m)
+		return -ENOMEM;
+	/* The model reads the session's and this symbol table, owning neither. */
+	nw_measurement_borrow(m, &s->modules, ms->symtab);
+	m->run = *run;
+	memset(run, 0, sizeof(*run));
+	err = nw_session_describe_metrics(s, m);
+	if (!err)
+		err = add_tasks(m, s);
+	for (uint32_t i = 0; !err && i < m->nthreads; i++)
+		err = symbolize_thread(ms, m, &m->threads[i]);
+	if (err) {
+		nw_measurement_free(m);
+		return err;
+	}
+	nw_symtab_sort(ms->symtab);
+	*ret = m;
+	return 0;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * From a recording session to the model of its measurement (forward only:
+ * the recorder never reads back what it wrote).  The model borrows the
+ * session's modules, epochs and trees, so it is cheap to build at the end
+ * and at every checkpoint; what it adds is the symbol table: each distinct
+ * sampled PC is symbolized once per run (caller frames at ip - 1), through
+ * the ELF file's DWARF or symbols, or the process's JIT perf map, whose
+ * copy becomes an extra file of the measurement (jit/perf-PID.map).
+ */
+#ifndef NW_MEASURE_H
+#define NW_MEASURE_H
+
+#include "format/writer.h"
+#include "model/measurement.h"
+#include "record/session.h"
+#include "symbol/perfmap.h"
+#include "symbol/symbol.h"
+#include "util/hash.h"
+
+struct nw_measure {
+	struct nw_symbolizer *sym;
+	struct nw_symtab *symtab;     /* every PC symbolized so far */
+	struct nw_index done;         /* (module, addr) already in symtab */
+	struct { uint32_t module; uint64_t addr; } *keys;
+	size_t nkeys, cap_keys;
+	struct nw_perfmaps jit;       /* /tmp/perf-<pid>.map of the processes */
+	struct nw_extra_file *files;  /* copies of the perf maps used */
+	size_t nfiles, cap_files;
+};
+
+/* -ENOMEM. */
+int nw_measure_init(struct nw_measure *ms, struct nw_elf_cache *elf);
+void nw_measure_fini(struct nw_measure *ms);
+
+/*
+ * The model of @s as it stands: @run (moved into the model: the caller's
+ * strings now belong to it, and *run is zeroed), the metrics of the
+ * session's events, its modules, epochs, processes, threads with samples
+ * (each with its file name) and trees, and the symbol table, after
+ * symbolizing every PC not seen before.  The model borrows from @s and
+ * @ms: free it before they change or go.  -ENOMEM.
+ */
+int nw_measure_build(struct nw_measure *ms, struct nw_session *s, struct nw_run *run,
+		     struct nw_measurement **ret);
+
+#endif

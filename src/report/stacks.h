@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Symbolic stacks: the view every text view and export reads, derived from
+ * the model (pprof's Profile after its filters; uftrace's rstack).  The
+ * threads a filter selects are merged into one tree whose nodes are
+ * symbolic frames (report/frames.h): each physical node is resolved once
+ * through the model's resolver and expanded into its inline chain,
+ * outermost nearest the root; the frames of one inline chain share the
+ * physical frame's sp tag.  Optionally each thread sits below a frame of
+ * its own, and parts of the samples below prefix frames (a split: the
+ * instrumented sections the samples were taken in).
+ */
+#ifndef NW_STACKS_H
+#define NW_STACKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/measurement.h"
+#include "report/frames.h"
+
+/* Which threads a view covers: all of them when tid < 0, pid < 0 and comm is NULL. */
+struct nw_filter {
+	int64_t tid;
+	int64_t pid;
+	const char *comm;
+};
+
+#define NW_FILTER_ALL ((struct nw_filter){ .tid = -1, .pid = -1 })
+
+bool nw_filter_thread(const struct nw_filter *f, const struct nw_mthread *th);
+
+/*
+ * Weight moved from a node to a place below prefix frames: thread @thread
+ * (model index), tree @tree of it, node @node; @prefix names a frame path.
+ */
+struct nw_split_entry {
+	uint32_t thread, tree, node;
+	uint32_t prefix;           /* index into nw_split.prefixes */
+};
+
+struct nw_split_prefix {
+	uint32_t n;
+	uint32_t *frames;          /* frame indexes in the stacks' table, outermost first */
+};
+
+struct nw_split {
+	struct nw_split_prefix *prefixes;
+	uint32_t nprefixes;
+	struct nw_split_entry *entries; /* sorted by (thread, tree, node) */
+	size_t n;
+	uint64_t *values;          /* n * nmetrics: what each entry moves */
+};
+
+struct nw_stacks {
+	const struct nw_measurement *m; /* NULL for trees made by hand (tests, --diff) */
+	struct nw_frames frames;
+	struct nw_cct *tree;       /* ips are frame indexes; metrics as the model's */
+	uint32_t nthreads;         /* threads the filter selected */
+	/* per_thread: each model thread's frame node, NW_CCT_NONE when not there */
+	uint32_t *thread_node;
+};
+
+struct nw_stacks_opts {
+	const struct nw_filter *filter; /* NULL: every thread */
+	bool per_thread;           /* each thread below its frame "comm-tid" */
+	const struct nw_split *split; /* NULL: none */
+};
+
+/*
+ * The symbolic stacks of @m as @o asks.  @s comes from nw_stacks_new(m,
+ * ...) (a split interns its prefix frames into s->frames first).  0 or
+ * -ENOMEM.
+ */
+int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o);
+/* An empty view of @m (NULL: none) with an empty tree of @nmetrics metrics; NULL on ENOMEM. */
+struct nw_stacks *nw_stacks_new(const struct nw_measurement *m, unsigned nmetrics);
+void nw_stacks_free(struct nw_stacks *s);
+/* Replaces s->tree with @tree (which @s now owns). */
+void nw_stacks_set_tree(struct nw_stacks *s, struct nw_cct *tree);
+
+/*
+ * The frames of one resolved address, outermost first, into @out (room for
+ * @max): the inline chain of its symbol entry, else "module+0xADDR", else
+ * "[unknown]".  The one place frames are named; pprof names its locations
+ * with it too.  Returns the count, or -ENOMEM.
+ */
+int nw_stacks_frames_of(struct nw_frames *f, const struct nw_resolved *r, uint32_t *out,
+			uint32_t max);
+
+/* The thread frame of @th ("comm-tid", spaces and ';' made '_'): its index or -ENOMEM. */
+int64_t nw_stacks_thread_frame(struct nw_frames *f, const struct nw_mthread *th);
+
+#endif

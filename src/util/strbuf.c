@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+#include "util/strbuf.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool reserve(struct nw_strbuf *b, size_t extra)
+{
+	size_t need, cap;
+	char *s;
+
+	if (b->failed)
+		return false;
+	need = b->len + extra + 1;
+	if (need <= b->cap)
+		return true;
+	cap = b->cap ? b->cap : 64;
+	while (cap < need) {
+		if (cap > SIZE_MAX / 2) {
+			b->failed = true;
+			return false;
+		}
+		cap *= 2;
+	}
+	s = realloc(b->s, cap);
+	if (!s) {
+		b->failed = true;
+		return false;
+	}
+	b->s = s;
+	b->cap = cap;
+	return true;
+}
+
+void nw_sb_printf(struct nw_strbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || !reserve(b, (size_t)n)) {
+		b->failed = true;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+void nw_sb_puts(struct nw_strbuf *b, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!reserve(b, n))
+		return;
+	memcpy(b->s + b->len, s, n + 1);
+	b->len += n;
+}
+
+void nw_sb_putc(struct nw_strbuf *b, char c)
+{
+	if (!reserve(b, 1))
+		return;
+	b->s[b->len++] = c;
+	b->s[b->len] = '\0';
+}
+
+const char *nw_sb_str(const struct nw_strbuf *b)
+{
+	return b->s ? b->s : "";
+}
+
+char *nw_sb_take(struct nw_strbuf *b)
+{
+	char *s = b->s;
+
+	if (b->failed) {
+		nw_sb_fini(b);
+		return NULL;
+	}
+	if (!s)
+		s = strdup("");
+	memset(b, 0, sizeof(*b));
+	return s;
+}
+
+void nw_sb_reset(struct nw_strbuf *b)
+{
+	b->len = 0;
+	b->failed = false;
+	if (b->s)
+		b->s[0] = '\0';
+}
+
+void nw_sb_fini(struct nw_strbuf *b)
+{
+	free(b->s);
+	memset(b, 0, sizeof(*b));
+}
+
+char *nw_strdup_printf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	return n < 0 ? NULL : s;
+}
+
+const char *nw_basename(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s && s[1] ? s + 1 : path;
+}
+
+int nw_grow(void *pv, size_t *cap, size_t need, size_t size)
+{
+	void **p = pv;
+	size_t c = *cap ? *cap : 16;
+	void *v;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need) {
+		if (c > SIZE_MAX / 2 / size)
+			return -ENOMEM;
+		c *= 2;
+	}
+	v = realloc(*p, c * size);
+	if (!v)
+		return -ENOMEM;
+	*p = v;
+	*cap = c;
+	return 0;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Small string and array helpers shared by every layer: a growing string
+ * buffer with printf-style appends that remembers an allocation failure
+ * (so a writer checks once, at the end), a formatted strdup, and the one
+ * "make room in a growing array" helper.
+ */
+#ifndef NW_STRBUF_H
+#define NW_STRBUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct nw_strbuf {
+	char *s;       /* NUL-terminated once anything was added; NULL before */
+	size_t len, cap;
+	bool failed;   /* an append ran out of memory: the contents are cut */
+};
+
+__attribute__((format(printf, 2, 3))) void nw_sb_printf(struct nw_strbuf *b, const char *fmt,
+							 ...);
+void nw_sb_puts(struct nw_strbuf *b, const char *s);
+void nw_sb_putc(struct nw_strbuf *b, char c);
+/* The contents, "" when empty; never NULL (a failed buffer gives what it holds). */
+const char *nw_sb_str(const struct nw_strbuf *b);
+/* Hands the string over (the caller frees it); NULL when an append failed.  Resets @b. */
+char *nw_sb_take(struct nw_strbuf *b);
+void nw_sb_reset(struct nw_strbuf *b);
+void nw_sb_fini(struct nw_strbuf *b);
+
+/* A malloc'd formatted string, NULL on ENOMEM. */
+__attribute__((format(printf, 1, 2))) char *nw_strdup_printf(const char *fmt, ...);
+
+/* The last path component of @path ("a/b/c" -> "c"; "a/" -> "a/"). */
+const char *nw_basename(const char *path);
+
+/*
+ * Makes room for @need elements of @size bytes in the array at *@pv, which
+ * has room for *@cap: doubles the capacity (from 16) until it fits.  0 or
+ * -ENOMEM (the array is unchanged).
+ */
+int nw_grow(void *pv, size_t *cap, size_t need, size_t size);
+
+#endif
