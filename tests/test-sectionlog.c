@@ -321,6 +321,56 @@ static void test_corrupt(void **state)
 	expect_bad(&b, "bad NAME");
 }
 
+/*
+ * An INTERVALS block that holds no interval (found by fuzz/fuzz-seclog.c):
+ * its thread is listed with no interval array, and sorting the log -- as
+ * nw_seclog_read_dir() does for narwhal-report -- gave qsort() a NULL base,
+ * undefined behaviour that UBSan reports (the sanitizer build of this test).
+ */
+static void test_empty_intervals_block(void **state)
+{
+	const struct iv one[] = { { 0, 0, 0, 100, 200 } };
+	char dir[] = "/tmp/narwhal-test-seclog.XXXXXX", file[64], err[256] = "";
+	struct nw_seclog *log = nw_seclog_new(), *read = NULL;
+	const struct nw_secthread *th;
+	struct buf b = { 0 };
+	FILE *f;
+
+	start(&b, 7, 50);
+	name(&b, 0, "s", "a.c", 1);
+	open_block(&b, NW_SECLOG_INTERVALS);
+	u32(&b, 8);   /* tid */
+	u32(&b, 0);   /* no interval */
+	u64(&b, 100); /* base */
+	close_block(&b);
+	intervals(&b, 9, one, 1);
+	end(&b, 300, 0, 0);
+
+	assert_int_equal(nw_seclog_parse(log, b.b, b.n, "x", err, sizeof(err)), 0);
+	assert_int_equal(log->nthreads, 2);
+	assert_int_equal(log->nintervals, 1);
+	th = nw_seclog_thread(log, 7, 8);
+	assert_non_null(th);
+	assert_int_equal(th->n, 0);
+	nw_seclog_sort(log);
+	assert_int_equal(nw_seclog_thread(log, 7, 9)->n, 1);
+	nw_seclog_free(log);
+
+	/* The same through the directory reader. */
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/sections-7.bin", dir);
+	f = fopen(file, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(b.b, 1, b.n, f), b.n);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(nw_seclog_read_dir(dir, &read, err, sizeof(err)), 0);
+	assert_int_equal(read->nthreads, 2);
+	assert_int_equal(nw_seclog_thread(read, 7, 8)->n, 0);
+	assert_int_equal(nw_seclog_thread(read, 7, 9)->v[0].end, 200);
+	nw_seclog_free(read);
+	nw_seclog_stage_remove(dir);
+}
+
 /* ---- sample times ---- */
 
 struct fixture {
@@ -528,6 +578,7 @@ int main(void)
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_two_images),
 		cmocka_unit_test(test_corrupt),
+		cmocka_unit_test(test_empty_intervals_block),
 		cmocka_unit_test(test_sample_times),
 		cmocka_unit_test(test_sample_times_corrupt),
 		cmocka_unit_test(test_stage),

@@ -423,9 +423,14 @@ static int cmp_interval(const void *a, const void *b)
 
 void nw_seclog_sort(struct nw_seclog *log)
 {
+	/*
+	 * An INTERVALS block may hold no interval: its thread then has no
+	 * array (v NULL), and qsort() must not be given a NULL base.
+	 */
 	for (uint32_t i = 0; i < log->nthreads; i++)
-		qsort(log->threads[i].v, log->threads[i].n, sizeof(struct nw_secinterval),
-		      cmp_interval);
+		if (log->threads[i].n > 1)
+			qsort(log->threads[i].v, log->threads[i].n,
+			      sizeof(struct nw_secinterval), cmp_interval);
 }
 
 bool nw_seclog_is_log_name(const char *name)
