@@ -322,6 +322,33 @@ static void test_corrupt(void **state)
 }
 
 /*
+ * Section ids belong to their program image: after a START (exec), an id
+ * the previous image named is unknown until a NAME block names it again.
+ */
+static void test_ids_per_image(void **state)
+{
+	const struct iv one[] = { { 3, 0, 0, 100, 200 } };
+	const struct iv big[] = { { (1u << 20) - 1, 0, 0, 300, 400 } };
+	struct buf b = { 0 };
+
+	start(&b, 5, 50);
+	name(&b, 3, "first", "a.c", 1);
+	intervals(&b, 5, one, 1);
+	start(&b, 5, 250);
+	intervals(&b, 5, one, 1);
+	expect_bad(&b, "without a name");
+
+	/* The largest id a NAME may carry, named in the first image only. */
+	memset(&b, 0, sizeof(b));
+	start(&b, 5, 50);
+	name(&b, (1u << 20) - 1, "last", "a.c", 1);
+	intervals(&b, 5, big, 1);
+	start(&b, 5, 250);
+	intervals(&b, 5, big, 1);
+	expect_bad(&b, "without a name");
+}
+
+/*
  * An INTERVALS block that holds no interval (found by fuzz/fuzz-seclog.c):
  * its thread is listed with no interval array, and sorting the log -- as
  * nw_seclog_read_dir() does for narwhal-report -- gave qsort() a NULL base,
@@ -579,6 +606,7 @@ int main(void)
 		cmocka_unit_test(test_two_images),
 		cmocka_unit_test(test_corrupt),
 		cmocka_unit_test(test_empty_intervals_block),
+		cmocka_unit_test(test_ids_per_image),
 		cmocka_unit_test(test_sample_times),
 		cmocka_unit_test(test_sample_times_corrupt),
 		cmocka_unit_test(test_stage),

@@ -198,11 +198,22 @@ const struct nw_secthread *nw_seclog_thread(const struct nw_seclog *log, uint32_
 	return NULL;
 }
 
-/* The state of one program image while its blocks are read. */
+/* A section id's name in the image numbered @image; stale for other images. */
+struct image_id {
+	uint32_t image;
+	uint32_t name;     /* index into nw_seclog.names */
+};
+
+/*
+ * The state of one program image while its blocks are read.  Ids are per
+ * image: a START numbers a new image instead of clearing ids[], which would
+ * cost up to MAX_SECTION_ID stores per 40-byte block.
+ */
 struct image {
 	bool started, ended;
 	uint32_t pid;
-	int64_t *ids;      /* section id -> name index, -1 unknown */
+	uint32_t number;       /* 1 for the file's first image; 0: none yet */
+	struct image_id *ids;  /* section id -> name, where ids[id].image == number */
 	uint32_t nids;
 };
 
@@ -210,17 +221,22 @@ static int image_map(struct image *im, uint32_t id, int64_t name)
 {
 	if (id >= im->nids) {
 		uint32_t n = id + 1 > 2 * im->nids ? id + 1 : 2 * im->nids;
-		int64_t *v = realloc(im->ids, n * sizeof(*v));
+		struct image_id *v = realloc(im->ids, n * sizeof(*v));
 
 		if (!v)
 			return -ENOMEM;
-		for (uint32_t i = im->nids; i < n; i++)
-			v[i] = -1;
+		memset(v + im->nids, 0, (n - im->nids) * sizeof(*v));
 		im->ids = v;
 		im->nids = n;
 	}
-	im->ids[id] = name;
+	im->ids[id] = (struct image_id){ .image = im->number, .name = (uint32_t)name };
 	return 0;
+}
+
+/* Whether section @id has a name in the current image. */
+static bool image_named(const struct image *im, uint64_t id)
+{
+	return id < im->nids && im->ids[id].image == im->number;
 }
 
 static int parse_intervals(struct nw_seclog *log, const struct image *im, const uint8_t *buf,
@@ -267,10 +283,10 @@ static int parse_intervals(struct nw_seclog *log, const struct image *im, const 
 				path, i, at - NW_SECLOG_BLOCK_HEADER, rec);
 			return -EBADMSG;
 		}
-		if (id >= im->nids || im->ids[id] < 0 || depth > UINT16_MAX || flags > UINT16_MAX) {
+		if (!image_named(im, id) || depth > UINT16_MAX || flags > UINT16_MAX) {
 			nw_set_err(err, errlen, "%s: interval at offset %zu: %s", path, rec,
-				id >= im->nids || im->ids[id] < 0 ? "section id without a name"
-								  : "depth or flags out of range");
+				!image_named(im, id) ? "section id without a name"
+						     : "depth or flags out of range");
 			return -EBADMSG;
 		}
 		iv->start = prev + (uint64_t)((int64_t)(zz >> 1) ^ -(int64_t)(zz & 1));
@@ -280,7 +296,7 @@ static int parse_intervals(struct nw_seclog *log, const struct image *im, const 
 			return -EBADMSG;
 		}
 		iv->end = iv->start + dur;
-		iv->name = (uint32_t)im->ids[id];
+		iv->name = im->ids[id].name;
 		iv->depth = (uint16_t)depth;
 		iv->flags = (uint16_t)flags;
 		prev = iv->start;
@@ -340,8 +356,12 @@ int nw_seclog_parse(struct nw_seclog *log, const void *data, size_t size, const 
 			im.started = true;
 			im.ended = false;
 			im.pid = get_u32(buf + body + 12);
-			for (uint32_t i = 0; i < im.nids; i++)
-				im.ids[i] = -1;
+			/* The previous image's ids go stale; 2^32 images wrap only in theory. */
+			if (++im.number == 0) {
+				if (im.nids)
+					memset(im.ids, 0, im.nids * sizeof(*im.ids));
+				im.number = 1;
+			}
 			log->nimages++;
 			if (!log->start_ns || get_u64(buf + body + 16) < log->start_ns)
 				log->start_ns = get_u64(buf + body + 16);
