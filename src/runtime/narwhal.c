@@ -110,11 +110,11 @@ struct rt_path {
 	uint32_t parent, section;
 };
 
-struct cal_point {
+struct rt_cal_point {
 	uint64_t ticks, ns;
 };
 
-static struct {
+static struct rt_state {
 	pthread_mutex_t lock;          /* registrations, thread list, retired stats */
 	pthread_key_t key;
 	int use_tsc;
@@ -130,7 +130,7 @@ static struct {
 	uint32_t nthreads_seen;
 	/* Timer calibration: ticks -> CLOCK_MONOTONIC ns, piecewise linear. */
 	pthread_mutex_t cal_lock;
-	struct cal_point cal[MAX_CAL];
+	struct rt_cal_point cal[MAX_CAL];
 	uint32_t ncal;
 	uint64_t start_ns;
 	/* Interval log. */
@@ -145,7 +145,7 @@ static struct {
 	char report_path[4096];
 	int finished;
 	pid_t pid;
-} rt = {
+} rt_state = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.cal_lock = PTHREAD_MUTEX_INITIALIZER,
 	.log_fd = -1,
@@ -154,7 +154,7 @@ static struct {
 
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
 static __thread struct rt_thread *tls_thread __attribute__((tls_model("initial-exec")));
-static __thread int tls_busy __attribute__((tls_model("initial-exec")));
+static __thread int rt_tls_busy __attribute__((tls_model("initial-exec")));
 
 /* Scratch of the report: static, so that a crash report allocates nothing. */
 static struct {
@@ -180,7 +180,7 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static __attribute__((noinline)) uint64_t mono_ns_call(void)
+static __attribute__((noinline)) uint64_t rt_mono_ns(void)
 {
 	return mono_ns();
 }
@@ -188,21 +188,21 @@ static __attribute__((noinline)) uint64_t mono_ns_call(void)
 static inline __attribute__((always_inline)) uint64_t ticks(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-	if (likely(rt.use_tsc))
+	if (likely(rt_state.use_tsc))
 		return __rdtsc();
 #elif defined(__aarch64__)
-	if (likely(rt.use_tsc)) {
+	if (likely(rt_state.use_tsc)) {
 		uint64_t v;
 
 		__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
 		return v;
 	}
 #endif
-	return mono_ns_call();
+	return rt_mono_ns();
 }
 
 /* Whether the cycle counter runs at a constant rate in every state (invariant TSC). */
-static int counter_usable(void)
+static int rt_counter_usable(void)
 {
 	const char *env = getenv("NARWHAL_TIMER");
 
@@ -224,12 +224,12 @@ static int counter_usable(void)
 }
 
 /* A (ticks, ns) pair read as close together as this machine allows. */
-static struct cal_point cal_read(void)
+static struct rt_cal_point rt_cal_read(void)
 {
-	struct cal_point best = { 0, 0 };
+	struct rt_cal_point best = { 0, 0 };
 	uint64_t best_gap = UINT64_MAX;
 
-	if (!rt.use_tsc) {
+	if (!rt_state.use_tsc) {
 		best.ns = mono_ns();
 		best.ticks = best.ns;
 		return best;
@@ -247,23 +247,23 @@ static struct cal_point cal_read(void)
 }
 
 /* Adds a point (cal_lock held); every other old point goes when full. */
-static void cal_add(struct cal_point p)
+static void rt_cal_add(struct rt_cal_point p)
 {
-	if (rt.ncal && p.ticks <= rt.cal[rt.ncal - 1].ticks)
+	if (rt_state.ncal && p.ticks <= rt_state.cal[rt_state.ncal - 1].ticks)
 		return;
-	if (rt.ncal == MAX_CAL) {
+	if (rt_state.ncal == MAX_CAL) {
 		uint32_t n = 1;
 
 		for (uint32_t i = 2; i < MAX_CAL - 1; i += 2)
-			rt.cal[n++] = rt.cal[i];
-		rt.cal[n++] = rt.cal[MAX_CAL - 1];
-		rt.ncal = n;
+			rt_state.cal[n++] = rt_state.cal[i];
+		rt_state.cal[n++] = rt_state.cal[MAX_CAL - 1];
+		rt_state.ncal = n;
 	}
-	rt.cal[rt.ncal++] = p;
+	rt_state.cal[rt_state.ncal++] = p;
 }
 
 /* ticks -> ns through the segment of @a and @b (a.ticks < b.ticks). */
-static uint64_t cal_interp(struct cal_point a, struct cal_point b, uint64_t t)
+static uint64_t cal_interp(struct rt_cal_point a, struct rt_cal_point b, uint64_t t)
 {
 	double slope = (double)(int64_t)(b.ns - a.ns) / (double)(int64_t)(b.ticks - a.ticks);
 	double d = (double)(int64_t)(t - a.ticks) * slope;
@@ -277,14 +277,14 @@ static uint64_t cal_interp(struct cal_point a, struct cal_point b, uint64_t t)
  * where it is newer, are the corners of a piecewise linear map.  The search
  * starts at the newest segment: what is flushed is mostly recent.
  */
-static uint64_t cal_convert(uint64_t t, struct cal_point last)
+static uint64_t rt_cal_convert(uint64_t t, struct rt_cal_point last)
 {
-	uint32_t n = rt.ncal, m, k;
+	uint32_t n = rt_state.ncal, m, k;
 
-#define P(i) ((i) < n ? rt.cal[(i)] : last)
-	if (!rt.use_tsc)
+#define P(i) ((i) < n ? rt_state.cal[(i)] : last)
+	if (!rt_state.use_tsc)
 		return t;
-	m = n + (n == 0 || last.ticks > rt.cal[n - 1].ticks);
+	m = n + (n == 0 || last.ticks > rt_state.cal[n - 1].ticks);
 	if (m < 2)
 		return P(0).ns;
 	for (k = m - 1; k > 0 && P(k).ticks > t; k--)
@@ -297,11 +297,11 @@ static uint64_t cal_convert(uint64_t t, struct cal_point last)
 }
 
 /* Nanoseconds per tick over the whole run so far. */
-static double ns_per_tick(struct cal_point now)
+static double rt_ns_per_tick(struct rt_cal_point now)
 {
-	if (!rt.use_tsc || rt.ncal == 0 || now.ticks <= rt.cal[0].ticks)
+	if (!rt_state.use_tsc || rt_state.ncal == 0 || now.ticks <= rt_state.cal[0].ticks)
 		return 1.0;
-	return (double)(now.ns - rt.cal[0].ns) / (double)(now.ticks - rt.cal[0].ticks);
+	return (double)(now.ns - rt_state.cal[0].ns) / (double)(now.ticks - rt_state.cal[0].ticks);
 }
 
 /* ---- little-endian output ---- */
@@ -349,9 +349,9 @@ static size_t start_block(unsigned char *b)
 	memcpy(p, NW_SECLOG_MAGIC, 8);
 	p += 8;
 	p = put_u32(p, NW_SECLOG_VERSION);
-	p = put_u32(p, (uint32_t)rt.pid);
-	p = put_u64(p, rt.start_ns);
-	p = put_u32(p, rt.use_tsc ? 1 : 0);
+	p = put_u32(p, (uint32_t)rt_state.pid);
+	p = put_u64(p, rt_state.start_ns);
+	p = put_u32(p, rt_state.use_tsc ? 1 : 0);
 	p = put_u32(p, NARWHAL_MAX_DEPTH);
 	return (size_t)(p - b);
 }
@@ -360,7 +360,7 @@ static size_t start_block(unsigned char *b)
 
 static size_t name_block(unsigned char *b, uint32_t id)
 {
-	const struct rt_section *s = &rt.sections[id];
+	const struct rt_section *s = &rt_state.sections[id];
 	size_t nl = strlen(s->name), fl = strlen(s->file);
 	unsigned char *p = b;
 
@@ -387,30 +387,31 @@ static size_t name_block(unsigned char *b, uint32_t id)
 static int log_fd_get(void)
 {
 	unsigned char b[NAME_BLOCK_MAX];
-	char path[sizeof(rt.log_dir) + 32];
-	int fd = __atomic_load_n(&rt.log_fd, __ATOMIC_ACQUIRE);
+	char path[sizeof(rt_state.log_dir) + 32];
+	int fd = __atomic_load_n(&rt_state.log_fd, __ATOMIC_ACQUIRE);
 
-	if (fd >= 0 || !rt.logging)
+	if (fd >= 0 || !rt_state.logging)
 		return fd;
-	pthread_mutex_lock(&rt.open_lock);
-	fd = rt.log_fd;
-	if (fd < 0 && rt.logging) {
-		snprintf(path, sizeof(path), "%s/%s%d.bin", rt.log_dir, NW_SECLOG_PREFIX, (int)rt.pid);
+	pthread_mutex_lock(&rt_state.open_lock);
+	fd = rt_state.log_fd;
+	if (fd < 0 && rt_state.logging) {
+		snprintf(path, sizeof(path), "%s/%s%d.bin", rt_state.log_dir, NW_SECLOG_PREFIX,
+			 (int)rt_state.pid);
 		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 		if (fd < 0 || write_block(fd, b, start_block(b))) {
 			if (fd >= 0)
 				close(fd);
 			fd = -1;
-			rt.logging = 0;
+			rt_state.logging = 0;
 		} else {
-			uint32_t n = __atomic_load_n(&rt.nsections, __ATOMIC_ACQUIRE);
+			uint32_t n = __atomic_load_n(&rt_state.nsections, __ATOMIC_ACQUIRE);
 
 			for (uint32_t i = 0; i < n; i++)
 				write_block(fd, b, name_block(b, i));
-			__atomic_store_n(&rt.log_fd, fd, __ATOMIC_RELEASE);
+			__atomic_store_n(&rt_state.log_fd, fd, __ATOMIC_RELEASE);
 		}
 	}
-	pthread_mutex_unlock(&rt.open_lock);
+	pthread_mutex_unlock(&rt_state.open_lock);
 	return fd;
 }
 
@@ -423,22 +424,22 @@ static int log_write(const void *buf, size_t len, int counted)
 {
 	int fd;
 
-	if (!rt.logging || __atomic_load_n(&rt.log_broken, __ATOMIC_RELAXED))
+	if (!rt_state.logging || __atomic_load_n(&rt_state.log_broken, __ATOMIC_RELAXED))
 		return -1;
 	if (counted &&
-	    __atomic_add_fetch(&rt.log_bytes, len, __ATOMIC_RELAXED) > rt.log_limit)
+	    __atomic_add_fetch(&rt_state.log_bytes, len, __ATOMIC_RELAXED) > rt_state.log_limit)
 		return -1;
 	fd = log_fd_get();
 	if (fd < 0)
 		return -1;
 	if (write_block(fd, buf, len)) {
-		__atomic_store_n(&rt.log_broken, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&rt_state.log_broken, 1, __ATOMIC_RELAXED);
 		return -1;
 	}
 	return 0;
 }
 
-static void log_name_block(uint32_t id)
+static void rt_log_name_block(uint32_t id)
 {
 	unsigned char b[NAME_BLOCK_MAX];
 
@@ -452,44 +453,46 @@ static void log_name_block(uint32_t id)
  */
 static void log_encode(struct rt_thread *t, const struct rt_rec *recs, uint32_t n)
 {
-	struct cal_point last, seg = { 0, 0 };
+	struct rt_cal_point last, seg = { 0, 0 };
 	double slope = 1.0;
 	uint32_t i = 0;
 	int locked;
 
 	if (!n)
 		return;
-	if (__atomic_load_n(&rt.finished, __ATOMIC_ACQUIRE) == 2 || !rt.logging ||
-	    __atomic_load_n(&rt.log_bytes, __ATOMIC_RELAXED) >= rt.log_limit) {
+	if (__atomic_load_n(&rt_state.finished, __ATOMIC_ACQUIRE) == 2 || !rt_state.logging ||
+	    __atomic_load_n(&rt_state.log_bytes, __ATOMIC_RELAXED) >= rt_state.log_limit) {
 		/* After the end, or over the size limit: counted, not encoded. */
-		__atomic_add_fetch(&rt.dropped, n, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&rt_state.dropped, n, __ATOMIC_RELAXED);
 		return;
 	}
 	/* A crash report must not wait for a lock its own thread may hold. */
-	locked = pthread_mutex_trylock(&rt.cal_lock) == 0;
-	if (!locked && !__atomic_load_n(&rt.finished, __ATOMIC_ACQUIRE)) {
-		pthread_mutex_lock(&rt.cal_lock);
+	locked = pthread_mutex_trylock(&rt_state.cal_lock) == 0;
+	if (!locked && !__atomic_load_n(&rt_state.finished, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&rt_state.cal_lock);
 		locked = 1;
 	}
-	last = cal_read();
-	if (locked && rt.use_tsc && (!rt.ncal || last.ns - rt.cal[rt.ncal - 1].ns >= CAL_GAP_NS))
-		cal_add(last);
+	last = rt_cal_read();
+	if (locked && rt_state.use_tsc &&
+	    (!rt_state.ncal || last.ns - rt_state.cal[rt_state.ncal - 1].ns >= CAL_GAP_NS))
+		rt_cal_add(last);
 	/* Most records fall in the newest segment: its slope, worked out once. */
-	if (rt.use_tsc && rt.ncal && last.ticks > rt.cal[rt.ncal - 1].ticks) {
-		seg = rt.cal[rt.ncal - 1];
+	if (rt_state.use_tsc && rt_state.ncal &&
+	    last.ticks > rt_state.cal[rt_state.ncal - 1].ticks) {
+		seg = rt_state.cal[rt_state.ncal - 1];
 		slope = (double)(int64_t)(last.ns - seg.ns) / (double)(int64_t)(last.ticks - seg.ticks);
-	} else if (rt.use_tsc && rt.ncal >= 2) {
-		seg = rt.cal[rt.ncal - 2];
-		slope = (double)(int64_t)(rt.cal[rt.ncal - 1].ns - seg.ns) /
-			(double)(int64_t)(rt.cal[rt.ncal - 1].ticks - seg.ticks);
+	} else if (rt_state.use_tsc && rt_state.ncal >= 2) {
+		seg = rt_state.cal[rt_state.ncal - 2];
+		slope = (double)(int64_t)(rt_state.cal[rt_state.ncal - 1].ns - seg.ns) /
+			(double)(int64_t)(rt_state.cal[rt_state.ncal - 1].ticks - seg.ticks);
 	} else {
-		seg.ticks = UINT64_MAX; /* no segment: cal_convert() for all */
+		seg.ticks = UINT64_MAX; /* no segment: rt_cal_convert() for all */
 	}
 #define CONVERT(t)                                                                         \
-	(!rt.use_tsc ? (t)                                                                  \
+	(!rt_state.use_tsc ? (t)                                                           \
 	 : (t) >= seg.ticks                                                                 \
 		 ? (uint64_t)((int64_t)seg.ns + (int64_t)((double)((t)-seg.ticks) * slope)) \
-		 : cal_convert((t), last))
+		 : rt_cal_convert((t), last))
 	while (i < n) {
 		unsigned char *p = t->enc + NW_SECLOG_BLOCK_HEADER + NW_SECLOG_INTERVALS_FIXED;
 		unsigned char *end = t->enc + ENCODE_BUF - 60;
@@ -520,15 +523,15 @@ static void log_encode(struct rt_thread *t, const struct rt_rec *recs, uint32_t 
 		h = put_u32(h, count);
 		put_u64(h, base);
 		if (log_write(t->enc, len, 1))
-			__atomic_add_fetch(&rt.dropped, count, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&rt_state.dropped, count, __ATOMIC_RELAXED);
 	}
 #undef CONVERT
 	if (locked)
-		pthread_mutex_unlock(&rt.cal_lock);
+		pthread_mutex_unlock(&rt_state.cal_lock);
 }
 
 /* Writes the records of @t not written yet (t->log_lock held). */
-static void log_flush(struct rt_thread *t)
+static void rt_log_flush(struct rt_thread *t)
 {
 	uint32_t n = __atomic_load_n(&t->nlog, __ATOMIC_ACQUIRE);
 
@@ -541,7 +544,7 @@ static void log_flush(struct rt_thread *t)
 static __attribute__((noinline)) void log_full(struct rt_thread *t)
 {
 	pthread_mutex_lock(&t->log_lock);
-	log_flush(t);
+	rt_log_flush(t);
 	t->flushed = 0;
 	__atomic_store_n(&t->nlog, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&t->log_lock);
@@ -566,7 +569,7 @@ static inline void log_interval(struct rt_thread *t, uint64_t start, uint64_t en
 	__atomic_store_n(&t->nlog, n + 1, __ATOMIC_RELEASE);
 }
 
-/* ---- registration (rt.lock held) ---- */
+/* ---- registration (rt_state.lock held) ---- */
 
 static uint32_t hash_str(const char *s)
 {
@@ -589,28 +592,28 @@ static uint32_t section_lookup(const char *name, const char *file, int line)
 	uint32_t h = hash_str(name) & (SEC_SLOTS - 1), id;
 
 	for (;;) {
-		uint32_t v = rt.sec_slots[h];
+		uint32_t v = rt_state.sec_slots[h];
 
 		if (!v)
 			break;
-		if (strcmp(rt.sections[v - 1].name, name) == 0)
+		if (strcmp(rt_state.sections[v - 1].name, name) == 0)
 			return v - 1;
 		h = (h + 1) & (SEC_SLOTS - 1);
 	}
-	if (rt.nsections == NARWHAL_MAX_SECTIONS)
+	if (rt_state.nsections == NARWHAL_MAX_SECTIONS)
 		return NONE;
-	id = rt.nsections;
-	rt.sections[id].name = strdup(name);
-	rt.sections[id].file = strdup(file ? file : "");
-	rt.sections[id].line = line > 0 ? (uint32_t)line : 0;
-	if (!rt.sections[id].name || !rt.sections[id].file) {
-		free(rt.sections[id].name);
-		free(rt.sections[id].file);
+	id = rt_state.nsections;
+	rt_state.sections[id].name = strdup(name);
+	rt_state.sections[id].file = strdup(file ? file : "");
+	rt_state.sections[id].line = line > 0 ? (uint32_t)line : 0;
+	if (!rt_state.sections[id].name || !rt_state.sections[id].file) {
+		free(rt_state.sections[id].name);
+		free(rt_state.sections[id].file);
 		return NONE;
 	}
-	rt.sec_slots[h] = id + 1;
-	__atomic_store_n(&rt.nsections, id + 1, __ATOMIC_RELEASE);
-	log_name_block(id);
+	rt_state.sec_slots[h] = id + 1;
+	__atomic_store_n(&rt_state.nsections, id + 1, __ATOMIC_RELEASE);
+	rt_log_name_block(id);
 	return id;
 }
 
@@ -621,21 +624,22 @@ static uint32_t path_lookup(uint32_t parent, uint32_t section)
 	uint32_t h = hash_u64(key) & (PATH_SLOTS - 1), id;
 
 	for (;;) {
-		uint32_t v = rt.path_slots[h];
+		uint32_t v = rt_state.path_slots[h];
 
 		if (!v)
 			break;
-		if (rt.paths[v - 1].parent == parent && rt.paths[v - 1].section == section)
+		if (rt_state.paths[v - 1].parent == parent &&
+		    rt_state.paths[v - 1].section == section)
 			return v - 1;
 		h = (h + 1) & (PATH_SLOTS - 1);
 	}
-	if (rt.npaths == NARWHAL_MAX_PATHS)
+	if (rt_state.npaths == NARWHAL_MAX_PATHS)
 		return NONE;
-	id = rt.npaths;
-	rt.paths[id].parent = parent;
-	rt.paths[id].section = section;
-	rt.path_slots[h] = id + 1;
-	__atomic_store_n(&rt.npaths, id + 1, __ATOMIC_RELEASE);
+	id = rt_state.npaths;
+	rt_state.paths[id].parent = parent;
+	rt_state.paths[id].section = section;
+	rt_state.path_slots[h] = id + 1;
+	__atomic_store_n(&rt_state.npaths, id + 1, __ATOMIC_RELEASE);
 	return id;
 }
 
@@ -651,7 +655,7 @@ static struct rt_thread *thread_new(void)
 		return NULL;
 	pthread_mutex_init(&t->log_lock, NULL);
 	t->tid = (uint32_t)syscall(SYS_gettid);
-	if (rt.logging) {
+	if (rt_state.logging) {
 		t->log = malloc(LOG_CAP * sizeof(*t->log));
 		t->enc = malloc(ENCODE_BUF);
 		if (!t->log || !t->enc) {
@@ -661,15 +665,15 @@ static struct rt_thread *thread_new(void)
 			return NULL;
 		}
 	}
-	pthread_mutex_lock(&rt.lock);
-	t->next = rt.threads;
-	if (rt.threads)
-		rt.threads->prev = t;
-	rt.threads = t;
-	rt.nthreads_seen++;
-	pthread_mutex_unlock(&rt.lock);
+	pthread_mutex_lock(&rt_state.lock);
+	t->next = rt_state.threads;
+	if (rt_state.threads)
+		rt_state.threads->prev = t;
+	rt_state.threads = t;
+	rt_state.nthreads_seen++;
+	pthread_mutex_unlock(&rt_state.lock);
 	tls_thread = t;
-	pthread_setspecific(rt.key, t);
+	pthread_setspecific(rt_state.key, t);
 	return t;
 }
 
@@ -730,7 +734,7 @@ static void close_down_to(struct rt_thread *t, uint32_t to, uint64_t end, uint16
 	}
 }
 
-static void merge_stats(struct rt_stats *dst, const struct rt_stats *src)
+static void rt_stats_merge(struct rt_stats *dst, const struct rt_stats *src)
 {
 	uint64_t count = __atomic_load_n(&src->count, __ATOMIC_RELAXED);
 	uint64_t min = __atomic_load_n(&src->min, __ATOMIC_RELAXED);
@@ -763,36 +767,36 @@ static void thread_exit(void *arg)
 	uint64_t now = ticks();
 	uint32_t n;
 
-	tls_busy = 1;
+	rt_tls_busy = 1;
 	if (t->depth)
 		t->unbalanced += t->depth;
 	close_down_to(t, 0, now, NW_SECLOG_OPEN);
 	if (t->log) {
 		pthread_mutex_lock(&t->log_lock);
-		log_flush(t);
+		rt_log_flush(t);
 		pthread_mutex_unlock(&t->log_lock);
 	}
-	pthread_mutex_lock(&rt.lock);
-	n = __atomic_load_n(&rt.npaths, __ATOMIC_ACQUIRE);
+	pthread_mutex_lock(&rt_state.lock);
+	n = __atomic_load_n(&rt_state.npaths, __ATOMIC_ACQUIRE);
 	for (uint32_t p = 0; p < n; p++) {
 		struct rt_stats *c = t->chunks[p >> CHUNK_SHIFT];
 
 		if (c)
-			merge_stats(&rt.retired[p], &c[p & (CHUNK - 1)]);
+			rt_stats_merge(&rt_state.retired[p], &c[p & (CHUNK - 1)]);
 	}
-	rt.retired_overflow += t->overflow;
-	rt.retired_unbalanced += t->unbalanced;
-	rt.retired_unregistered += t->unregistered;
+	rt_state.retired_overflow += t->overflow;
+	rt_state.retired_unbalanced += t->unbalanced;
+	rt_state.retired_unregistered += t->unregistered;
 	if (t->prev)
 		t->prev->next = t->next;
 	else
-		rt.threads = t->next;
+		rt_state.threads = t->next;
 	if (t->next)
 		t->next->prev = t->prev;
-	pthread_mutex_unlock(&rt.lock);
+	pthread_mutex_unlock(&rt_state.lock);
 	tls_thread = NULL;
 	thread_free(t);
-	tls_busy = 0;
+	rt_tls_busy = 0;
 }
 
 /* ---- the fast path ---- */
@@ -812,9 +816,9 @@ static __attribute__((noinline)) uint32_t enter_slow(struct rt_thread *t,
 	} else {
 		if (!name)
 			return NONE;
-		pthread_mutex_lock(&rt.lock);
+		pthread_mutex_lock(&rt_state.lock);
 		sec = section_lookup(name, file, line);
-		pthread_mutex_unlock(&rt.lock);
+		pthread_mutex_unlock(&rt_state.lock);
 		if (sec == NONE)
 			return NONE;
 		__atomic_store_n(&site->id, sec + 1, __ATOMIC_RELEASE);
@@ -825,9 +829,9 @@ static __attribute__((noinline)) uint32_t enter_slow(struct rt_thread *t,
 	if (t->cache_key[slot] == key) {
 		path = t->cache_path[slot];
 	} else {
-		pthread_mutex_lock(&rt.lock);
+		pthread_mutex_lock(&rt_state.lock);
 		path = path_lookup(parent, sec);
-		pthread_mutex_unlock(&rt.lock);
+		pthread_mutex_unlock(&rt_state.lock);
 		if (path == NONE)
 			return NONE;
 		t->cache_key[slot] = key;
@@ -848,11 +852,11 @@ static __attribute__((noinline)) int enter_full(struct narwhal_site *site, const
 	uint64_t c;
 
 	if (!t) {
-		if (tls_busy)
+		if (rt_tls_busy)
 			return -1;
-		tls_busy = 1;
+		rt_tls_busy = 1;
 		t = thread_new();
-		tls_busy = 0;
+		rt_tls_busy = 0;
 		if (!t)
 			return -1;
 	}
@@ -983,11 +987,11 @@ NW_EXPORT int(narwhal_begin)(const char *name)
 	if (!name)
 		name = "(null)";
 	if (unlikely(!t)) {
-		if (tls_busy)
+		if (rt_tls_busy)
 			return -1;
-		tls_busy = 1;
+		rt_tls_busy = 1;
 		t = thread_new();
-		tls_busy = 0;
+		rt_tls_busy = 0;
 		if (!t)
 			return -1;
 	}
@@ -995,14 +999,14 @@ NW_EXPORT int(narwhal_begin)(const char *name)
 	slot = hash_u64((uintptr_t)name) & (NAME_CACHE_SLOTS - 1);
 	if (t->name_ptr[slot] == name) {
 		sec = t->name_sec[slot];
-		if (strcmp(rt.sections[sec].name, name) == 0)
+		if (strcmp(rt_state.sections[sec].name, name) == 0)
 			site.id = sec + 1;
 	}
 	if (!site.id) {
 		pthread_once(&rt_once, rt_init);
-		pthread_mutex_lock(&rt.lock);
+		pthread_mutex_lock(&rt_state.lock);
 		sec = section_lookup(name, NULL, 0);
-		pthread_mutex_unlock(&rt.lock);
+		pthread_mutex_unlock(&rt_state.lock);
 		if (sec != NONE) {
 			t->name_ptr[slot] = name;
 			t->name_sec[slot] = sec;
@@ -1016,10 +1020,10 @@ NW_EXPORT void narwhal_end(void)
 {
 	struct rt_thread *t = tls_thread;
 
-	if (unlikely(!t) && !tls_busy) {
-		tls_busy = 1;
+	if (unlikely(!t) && !rt_tls_busy) {
+		rt_tls_busy = 1;
 		t = thread_new();
-		tls_busy = 0;
+		rt_tls_busy = 0;
 	}
 	if (!t || !t->depth) {
 		if (t)
@@ -1129,7 +1133,7 @@ static void sort_desc(uint32_t *v, uint32_t n, const uint64_t *key, size_t strid
 #undef KEY
 }
 
-struct snapshot {
+struct rt_snapshot {
 	uint32_t nsections, npaths;
 	uint64_t wall_ns;
 	double nspt;
@@ -1137,24 +1141,24 @@ struct snapshot {
 };
 
 /*
- * Merges every thread's statistics into scratch (rt.lock held, or not when
+ * Merges every thread's statistics into scratch (rt_state.lock held, or not when
  * it could not be taken in a crash): ended threads, live ones, and the
  * sections still open now, counted as closed now.
  */
-static void snapshot(struct snapshot *s, struct cal_point now)
+static void snapshot(struct rt_snapshot *s, struct rt_cal_point now)
 {
-	s->nsections = __atomic_load_n(&rt.nsections, __ATOMIC_ACQUIRE);
-	s->npaths = __atomic_load_n(&rt.npaths, __ATOMIC_ACQUIRE);
-	s->wall_ns = now.ns > rt.start_ns ? now.ns - rt.start_ns : 0;
-	s->nspt = ns_per_tick(now);
-	s->overflow = rt.retired_overflow;
-	s->unbalanced = rt.retired_unbalanced;
-	s->unregistered = rt.retired_unregistered;
+	s->nsections = __atomic_load_n(&rt_state.nsections, __ATOMIC_ACQUIRE);
+	s->npaths = __atomic_load_n(&rt_state.npaths, __ATOMIC_ACQUIRE);
+	s->wall_ns = now.ns > rt_state.start_ns ? now.ns - rt_state.start_ns : 0;
+	s->nspt = rt_ns_per_tick(now);
+	s->overflow = rt_state.retired_overflow;
+	s->unbalanced = rt_state.retired_unbalanced;
+	s->unregistered = rt_state.retired_unregistered;
 	s->open = 0;
-	s->threads = rt.nthreads_seen;
-	memcpy(scratch.paths, rt.retired, s->npaths * sizeof(scratch.paths[0]));
+	s->threads = rt_state.nthreads_seen;
+	memcpy(scratch.paths, rt_state.retired, s->npaths * sizeof(scratch.paths[0]));
 	memset(scratch.open, 0, s->npaths * sizeof(scratch.open[0]));
-	for (struct rt_thread *t = rt.threads; t; t = t->next) {
+	for (struct rt_thread *t = rt_state.threads; t; t = t->next) {
 		uint32_t depth = __atomic_load_n(&t->depth, __ATOMIC_RELAXED);
 
 		for (uint32_t p = 0; p < s->npaths; p++) {
@@ -1162,7 +1166,7 @@ static void snapshot(struct snapshot *s, struct cal_point now)
 							     __ATOMIC_ACQUIRE);
 
 			if (c)
-				merge_stats(&scratch.paths[p], &c[p & (CHUNK - 1)]);
+				rt_stats_merge(&scratch.paths[p], &c[p & (CHUNK - 1)]);
 		}
 		s->overflow += t->overflow;
 		s->unbalanced += t->unbalanced;
@@ -1176,7 +1180,7 @@ static void snapshot(struct snapshot *s, struct cal_point now)
 
 			if (f->path >= s->npaths)
 				continue;
-			merge_stats(&scratch.paths[f->path], &one);
+			rt_stats_merge(&scratch.paths[f->path], &one);
 			scratch.open[f->path]++;
 			s->open++;
 		}
@@ -1185,7 +1189,7 @@ static void snapshot(struct snapshot *s, struct cal_point now)
 	for (uint32_t p = 0; p < s->npaths; p++)
 		scratch.self[p] = scratch.paths[p].total;
 	for (uint32_t p = 0; p < s->npaths; p++) {
-		uint32_t q = rt.paths[p].parent;
+		uint32_t q = rt_state.paths[p].parent;
 
 		if (q < s->npaths)
 			scratch.self[q] -= scratch.self[q] > scratch.paths[p].total
@@ -1195,10 +1199,10 @@ static void snapshot(struct snapshot *s, struct cal_point now)
 	memset(scratch.secs, 0, s->nsections * sizeof(scratch.secs[0]));
 	memset(scratch.sec_self, 0, s->nsections * sizeof(scratch.sec_self[0]));
 	for (uint32_t p = 0; p < s->npaths; p++) {
-		uint32_t sec = rt.paths[p].section;
+		uint32_t sec = rt_state.paths[p].section;
 
 		if (sec < s->nsections) {
-			merge_stats(&scratch.secs[sec], &scratch.paths[p]);
+			rt_stats_merge(&scratch.secs[sec], &scratch.paths[p]);
 			scratch.sec_self[sec] += scratch.self[p];
 		}
 	}
@@ -1209,7 +1213,7 @@ static double pct(double part, double whole)
 	return whole > 0 ? 100.0 * part / whole : 0.0;
 }
 
-static void report_flat(struct out *o, const struct snapshot *s)
+static void report_flat(struct out *o, const struct rt_snapshot *s)
 {
 	char a[32], b[32], c[32], d[32], e[32];
 	uint32_t n = 0;
@@ -1232,11 +1236,11 @@ static void report_flat(struct out *o, const struct snapshot *s)
 			   fmt_time(c, sizeof(c), total / (double)st->count),
 			   fmt_time(d, sizeof(d), (double)st->min * s->nspt),
 			   fmt_time(e, sizeof(e), (double)st->max * s->nspt),
-			   rt.sections[scratch.order[k]].name);
+			   rt_state.sections[scratch.order[k]].name);
 	}
 }
 
-static void report_tree(struct out *o, const struct snapshot *s, uint32_t node, unsigned depth,
+static void report_tree(struct out *o, const struct rt_snapshot *s, uint32_t node, unsigned depth,
 			char *prefix, size_t plen)
 {
 	char a[32], b[32];
@@ -1248,9 +1252,9 @@ static void report_tree(struct out *o, const struct snapshot *s, uint32_t node, 
 
 		out_printf(o, "  %s%s%s  %.2f%%  %s  (%llu call%s, self %s%s)\n", prefix,
 			   depth ? (last ? "`-- " : "|-- ") : "",
-			   rt.sections[rt.paths[c].section].name, pct(total, (double)s->wall_ns),
-			   fmt_time(a, sizeof(a), total), (unsigned long long)st->count,
-			   st->count == 1 ? "" : "s",
+			   rt_state.sections[rt_state.paths[c].section].name,
+			   pct(total, (double)s->wall_ns), fmt_time(a, sizeof(a), total),
+			   (unsigned long long)st->count, st->count == 1 ? "" : "s",
 			   fmt_time(b, sizeof(b), (double)scratch.self[c] * s->nspt),
 			   scratch.open[c] ? ", open at exit" : "");
 		if (scratch.first_child[c] != NONE && plen + 5 < 512) {
@@ -1264,7 +1268,7 @@ static void report_tree(struct out *o, const struct snapshot *s, uint32_t node, 
 	}
 }
 
-static void report_hierarchy(struct out *o, const struct snapshot *s)
+static void report_hierarchy(struct out *o, const struct rt_snapshot *s)
 {
 	char prefix[520] = "";
 	uint32_t n = 0, roots = NONE;
@@ -1279,7 +1283,7 @@ static void report_hierarchy(struct out *o, const struct snapshot *s)
 	sort_desc(scratch.order, n, &scratch.paths[0].total, sizeof(scratch.paths[0]));
 	/* Link children in order of total, so each list comes out sorted. */
 	for (uint32_t k = n; k-- > 0;) {
-		uint32_t p = scratch.order[k], parent = rt.paths[p].parent;
+		uint32_t p = scratch.order[k], parent = rt_state.paths[p].parent;
 
 		if (parent == NONE) {
 			scratch.next_sibling[p] = roots;
@@ -1293,7 +1297,7 @@ static void report_hierarchy(struct out *o, const struct snapshot *s)
 		report_tree(o, s, roots, 0, prefix, 0);
 }
 
-static void report_details(struct out *o, const struct snapshot *s)
+static void report_details(struct out *o, const struct rt_snapshot *s)
 {
 	char a[32], b[32], c[32], d[32];
 	uint32_t n = 0;
@@ -1305,7 +1309,7 @@ static void report_details(struct out *o, const struct snapshot *s)
 	out_printf(o, "\nSection details:\n");
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t id = scratch.order[k];
-		const struct rt_section *sec = &rt.sections[id];
+		const struct rt_section *sec = &rt_state.sections[id];
 		const struct rt_stats *st = &scratch.secs[id];
 		double total = (double)st->total * s->nspt;
 		int first = 1;
@@ -1326,18 +1330,18 @@ static void report_details(struct out *o, const struct snapshot *s)
 		/* Calls per enclosing section (index nsections: top level). */
 		out_printf(o, "    called from:");
 		for (uint32_t p = 0; p < s->npaths; p++) {
-			uint32_t parent = rt.paths[p].parent;
+			uint32_t parent = rt_state.paths[p].parent;
 
-			if (rt.paths[p].section == id)
+			if (rt_state.paths[p].section == id)
 				scratch.callers[parent == NONE ? s->nsections
-							       : rt.paths[parent].section] +=
+							       : rt_state.paths[parent].section] +=
 					scratch.paths[p].count;
 		}
 		for (uint32_t c = 0; c <= s->nsections; c++) {
 			if (!scratch.callers[c])
 				continue;
 			out_printf(o, "%s %s (%llu)", first ? "" : ",",
-				   c == s->nsections ? "(top level)" : rt.sections[c].name,
+				   c == s->nsections ? "(top level)" : rt_state.sections[c].name,
 				   (unsigned long long)scratch.callers[c]);
 			scratch.callers[c] = 0;
 			first = 0;
@@ -1347,16 +1351,17 @@ static void report_details(struct out *o, const struct snapshot *s)
 }
 
 /* The three reports on @fd. */
-static void report_write(int fd, const struct snapshot *s, const char *why)
+static void report_write(int fd, const struct rt_snapshot *s, const char *why)
 {
-	static struct out o; /* one report at a time: finish and narwhal_report hold rt.lock */
+	/* One report at a time: finish and narwhal_report hold rt_state.lock. */
+	static struct out o;
 	char a[32];
 
 	o.fd = fd;
 	o.len = 0;
 	out_printf(&o, "==== Narwhal sections: pid %d, wall time %s, %u section%s, %llu thread%s%s "
 		       "====\n",
-		   (int)rt.pid, fmt_time(a, sizeof(a), (double)s->wall_ns), s->nsections,
+		   (int)rt_state.pid, fmt_time(a, sizeof(a), (double)s->wall_ns), s->nsections,
 		   s->nsections == 1 ? "" : "s", (unsigned long long)s->threads,
 		   s->threads == 1 ? "" : "s", why);
 	report_flat(&o, s);
@@ -1387,16 +1392,16 @@ static void report_write(int fd, const struct snapshot *s, const char *why)
 /* Where the report goes: -1 none, else a file descriptor (2: stderr). */
 static int report_open(int *close_it)
 {
-	char path[sizeof(rt.report_path) + 32];
+	char path[sizeof(rt_state.report_path) + 32];
 	size_t k = 0;
 
 	*close_it = 0;
-	if (!rt.report)
+	if (!rt_state.report)
 		return -1;
-	if (!rt.report_path[0])
+	if (!rt_state.report_path[0])
 		return 2;
 	/* "%p" becomes the process id, so that forked children keep their own. */
-	for (const char *s = rt.report_path; *s && k + 24 < sizeof(path); s++) {
+	for (const char *s = rt_state.report_path; *s && k + 24 < sizeof(path); s++) {
 		if (s[0] == '%' && s[1] == 'p') {
 			k += (size_t)snprintf(path + k, sizeof(path) - k, "%d", (int)getpid());
 			s++;
@@ -1410,15 +1415,15 @@ static int report_open(int *close_it)
 }
 
 /* Writes out every thread's buffered intervals; @final: open sections as closed @now. */
-static void log_flush_all(struct cal_point now, int final)
+static void rt_log_flush_all(struct rt_cal_point now, int final)
 {
-	for (struct rt_thread *t = rt.threads; t; t = t->next) {
+	for (struct rt_thread *t = rt_state.threads; t; t = t->next) {
 		struct rt_rec open[NARWHAL_MAX_DEPTH];
 		uint32_t depth, n = 0;
 
 		if (!t->log || pthread_mutex_trylock(&t->log_lock) != 0)
 			continue;
-		log_flush(t);
+		rt_log_flush(t);
 		if (final) {
 			/* Sections open now: one interval each up to the end. */
 			depth = __atomic_load_n(&t->depth, __ATOMIC_RELAXED);
@@ -1437,60 +1442,60 @@ static void log_flush_all(struct cal_point now, int final)
 	}
 }
 
-static void log_end_block(const struct snapshot *s, uint32_t reason, int sig)
+static void rt_log_end_block(const struct rt_snapshot *s, uint32_t reason, int sig)
 {
 	unsigned char b[NW_SECLOG_BLOCK_HEADER + NW_SECLOG_END_SIZE], *p = b;
 
 	p = put_u32(p, NW_SECLOG_END);
 	p = put_u32(p, NW_SECLOG_END_SIZE);
-	p = put_u64(p, rt.start_ns + s->wall_ns);
+	p = put_u64(p, rt_state.start_ns + s->wall_ns);
 	p = put_u64(p, s->overflow);
 	p = put_u64(p, s->unbalanced);
-	p = put_u64(p, __atomic_load_n(&rt.dropped, __ATOMIC_RELAXED));
+	p = put_u64(p, __atomic_load_n(&rt_state.dropped, __ATOMIC_RELAXED));
 	p = put_u64(p, s->unregistered);
 	p = put_u32(p, reason);
 	put_u32(p, (uint32_t)sig);
 	log_write(b, sizeof(b), 0);
 }
 
-enum { END_EXIT, END_SIGNAL, END_NOW };
+enum { RT_END_EXIT, RT_END_SIGNAL, RT_END_NOW };
 
 /* The end of the image (or narwhal_report): the log's last blocks and the report. */
-static void finish(int reason, int sig)
+static void rt_finish(int reason, int sig)
 {
-	struct snapshot s;
-	struct cal_point now;
+	struct rt_snapshot s;
+	struct rt_cal_point now;
 	int locked, fd, close_it;
-	const char *why = reason == END_SIGNAL ? ", ended by a signal"
-			  : reason == END_NOW  ? ", so far"
+	const char *why = reason == RT_END_SIGNAL ? ", ended by a signal"
+			  : reason == RT_END_NOW  ? ", so far"
 					       : "";
 
-	if (reason != END_NOW) {
+	if (reason != RT_END_NOW) {
 		int expect = 0;
 
-		if (!__atomic_compare_exchange_n(&rt.finished, &expect, 1, 0, __ATOMIC_ACQ_REL,
-						 __ATOMIC_ACQUIRE))
+		if (!__atomic_compare_exchange_n(&rt_state.finished, &expect, 1, 0,
+						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 			return;
 	}
-	tls_busy = 1;
+	rt_tls_busy = 1;
 	/* In a crash the lock may be held by this very thread: go on without it. */
-	locked = reason == END_SIGNAL ? pthread_mutex_trylock(&rt.lock) == 0
-				      : pthread_mutex_lock(&rt.lock) == 0;
-	if (reason == END_SIGNAL ? pthread_mutex_trylock(&rt.cal_lock) == 0
-				 : pthread_mutex_lock(&rt.cal_lock) == 0) {
-		now = cal_read();
-		cal_add(now);
-		pthread_mutex_unlock(&rt.cal_lock);
+	locked = reason == RT_END_SIGNAL ? pthread_mutex_trylock(&rt_state.lock) == 0
+				      : pthread_mutex_lock(&rt_state.lock) == 0;
+	if (reason == RT_END_SIGNAL ? pthread_mutex_trylock(&rt_state.cal_lock) == 0
+				 : pthread_mutex_lock(&rt_state.cal_lock) == 0) {
+		now = rt_cal_read();
+		rt_cal_add(now);
+		pthread_mutex_unlock(&rt_state.cal_lock);
 	} else {
-		now = cal_read();
+		now = rt_cal_read();
 	}
-	log_flush_all(now, reason != END_NOW);
+	rt_log_flush_all(now, reason != RT_END_NOW);
 	snapshot(&s, now);
-	if (reason != END_NOW) {
+	if (reason != RT_END_NOW) {
 		/* A fork child that logged nothing leaves no file at all. */
-		if (__atomic_load_n(&rt.log_fd, __ATOMIC_ACQUIRE) >= 0)
-			log_end_block(&s, reason == END_SIGNAL ? 1 : 0, sig);
-		__atomic_store_n(&rt.finished, 2, __ATOMIC_RELEASE);
+		if (__atomic_load_n(&rt_state.log_fd, __ATOMIC_ACQUIRE) >= 0)
+			rt_log_end_block(&s, reason == RT_END_SIGNAL ? 1 : 0, sig);
+		__atomic_store_n(&rt_state.finished, 2, __ATOMIC_RELEASE);
 	}
 	if (s.nsections) {
 		fd = report_open(&close_it);
@@ -1501,35 +1506,35 @@ static void finish(int reason, int sig)
 		}
 	}
 	if (locked)
-		pthread_mutex_unlock(&rt.lock);
-	tls_busy = 0;
+		pthread_mutex_unlock(&rt_state.lock);
+	rt_tls_busy = 0;
 }
 
 NW_EXPORT void narwhal_report(void)
 {
 	pthread_once(&rt_once, rt_init);
-	if (__atomic_load_n(&rt.finished, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&rt_state.finished, __ATOMIC_ACQUIRE))
 		return;
-	finish(END_NOW, 0);
+	rt_finish(RT_END_NOW, 0);
 }
 
 NW_EXPORT int narwhal_stats(const char *name, struct narwhal_stats *ret)
 {
-	struct snapshot s;
-	struct cal_point now;
+	struct rt_snapshot s;
+	struct rt_cal_point now;
 	int found = name ? -1 : 0;
 
 	pthread_once(&rt_once, rt_init);
 	memset(ret, 0, sizeof(*ret));
-	pthread_mutex_lock(&rt.lock);
-	pthread_mutex_lock(&rt.cal_lock);
-	now = cal_read();
-	pthread_mutex_unlock(&rt.cal_lock);
+	pthread_mutex_lock(&rt_state.lock);
+	pthread_mutex_lock(&rt_state.cal_lock);
+	now = rt_cal_read();
+	pthread_mutex_unlock(&rt_state.cal_lock);
 	snapshot(&s, now);
 	for (uint32_t i = 0; name && i < s.nsections; i++) {
 		const struct rt_stats *st = &scratch.secs[i];
 
-		if (strcmp(rt.sections[i].name, name) != 0)
+		if (strcmp(rt_state.sections[i].name, name) != 0)
 			continue;
 		found = 0;
 		ret->count = st->count;
@@ -1538,13 +1543,13 @@ NW_EXPORT int narwhal_stats(const char *name, struct narwhal_stats *ret)
 		ret->min_ns = st->count ? (unsigned long long)((double)st->min * s.nspt) : 0;
 		ret->max_ns = (unsigned long long)((double)st->max * s.nspt);
 		for (uint32_t p = 0; p < s.npaths; p++)
-			if (rt.paths[p].section == i)
+			if (rt_state.paths[p].section == i)
 				ret->open += scratch.open[p];
 	}
 	ret->overflow = s.overflow;
 	ret->unbalanced = s.unbalanced;
 	ret->unregistered = s.unregistered;
-	pthread_mutex_unlock(&rt.lock);
+	pthread_mutex_unlock(&rt_state.lock);
 	return found;
 }
 
@@ -1558,7 +1563,7 @@ static void on_fatal(int sig)
 {
 	int saved = errno;
 
-	finish(END_SIGNAL, sig);
+	rt_finish(RT_END_SIGNAL, sig);
 	/* SA_RESETHAND made the action the default: the signal, pending until
 	 * we return (or the fault, run again), ends the program as it would have. */
 	raise(sig);
@@ -1581,39 +1586,40 @@ static void install_handlers(void)
 	}
 }
 
-static void log_open(void)
+static void rt_log_open(void)
 {
 	const char *dir = getenv(NW_SECLOG_ENV);
 	const char *limit = getenv("NARWHAL_SECTIONS_MAX_MB");
 
-	rt.log_fd = -1;
-	rt.logging = 0;
+	rt_state.log_fd = -1;
+	rt_state.logging = 0;
 	if (!dir || !dir[0] ||
-	    snprintf(rt.log_dir, sizeof(rt.log_dir), "%s", dir) >= (int)sizeof(rt.log_dir))
+	    snprintf(rt_state.log_dir, sizeof(rt_state.log_dir), "%s", dir) >=
+		    (int)sizeof(rt_state.log_dir))
 		return;
-	rt.log_limit = DEFAULT_LOG_LIMIT;
+	rt_state.log_limit = DEFAULT_LOG_LIMIT;
 	if (limit && limit[0]) {
 		char *end;
 		unsigned long long mb = strtoull(limit, &end, 10);
 
 		if (!*end)
-			rt.log_limit = (uint64_t)mb << 20;
+			rt_state.log_limit = (uint64_t)mb << 20;
 	}
-	rt.logging = 1;
+	rt_state.logging = 1;
 	/* The file now: the recorder learns at once that the program has sections. */
 	log_fd_get();
 }
 
 static void at_fork_prepare(void)
 {
-	pthread_mutex_lock(&rt.lock);
-	pthread_mutex_lock(&rt.cal_lock);
+	pthread_mutex_lock(&rt_state.lock);
+	pthread_mutex_lock(&rt_state.cal_lock);
 }
 
 static void at_fork_parent(void)
 {
-	pthread_mutex_unlock(&rt.cal_lock);
-	pthread_mutex_unlock(&rt.lock);
+	pthread_mutex_unlock(&rt_state.cal_lock);
+	pthread_mutex_unlock(&rt_state.lock);
 }
 
 /*
@@ -1623,39 +1629,39 @@ static void at_fork_parent(void)
 static void at_fork_child(void)
 {
 	struct rt_thread *self = tls_thread, *t, *next;
-	struct cal_point now;
+	struct rt_cal_point now;
 
-	pthread_mutex_init(&rt.cal_lock, NULL);
-	pthread_mutex_init(&rt.lock, NULL);
-	for (t = rt.threads; t; t = next) {
+	pthread_mutex_init(&rt_state.cal_lock, NULL);
+	pthread_mutex_init(&rt_state.lock, NULL);
+	for (t = rt_state.threads; t; t = next) {
 		next = t->next;
 		if (t != self)
 			thread_free(t);
 	}
-	rt.threads = self;
-	rt.nthreads_seen = self ? 1 : 0;
-	memset(rt.retired, 0, rt.npaths * sizeof(rt.retired[0]));
-	rt.retired_overflow = rt.retired_unbalanced = rt.retired_unregistered = 0;
-	rt.finished = 0;
-	rt.pid = getpid();
-	rt.ncal = 0;
-	now = cal_read();
-	cal_add(now);
-	rt.start_ns = now.ns;
-	pthread_mutex_init(&rt.open_lock, NULL);
-	if (rt.log_fd >= 0)
-		close(rt.log_fd);
-	rt.log_fd = -1; /* opened at the child's first write: sections-<child pid>.bin */
-	rt.log_bytes = 0;
-	rt.log_broken = 0;
-	rt.dropped = 0;
+	rt_state.threads = self;
+	rt_state.nthreads_seen = self ? 1 : 0;
+	memset(rt_state.retired, 0, rt_state.npaths * sizeof(rt_state.retired[0]));
+	rt_state.retired_overflow = rt_state.retired_unbalanced = rt_state.retired_unregistered = 0;
+	rt_state.finished = 0;
+	rt_state.pid = getpid();
+	rt_state.ncal = 0;
+	now = rt_cal_read();
+	rt_cal_add(now);
+	rt_state.start_ns = now.ns;
+	pthread_mutex_init(&rt_state.open_lock, NULL);
+	if (rt_state.log_fd >= 0)
+		close(rt_state.log_fd);
+	rt_state.log_fd = -1; /* opened at the child's first write: sections-<child pid>.bin */
+	rt_state.log_bytes = 0;
+	rt_state.log_broken = 0;
+	rt_state.dropped = 0;
 	if (!self)
 		return;
 	self->next = self->prev = NULL;
 	pthread_mutex_init(&self->log_lock, NULL);
 	self->nlog = self->flushed = 0;
 	self->overflow = self->unbalanced = self->unregistered = 0;
-	if (rt.logging && !self->log) {
+	if (rt_state.logging && !self->log) {
 		self->log = malloc(LOG_CAP * sizeof(*self->log));
 		self->enc = malloc(ENCODE_BUF);
 		if (!self->log || !self->enc) {
@@ -1679,28 +1685,28 @@ static void at_fork_child(void)
 static void rt_init(void)
 {
 	const char *report = getenv("NARWHAL_REPORT");
-	struct cal_point now;
+	struct rt_cal_point now;
 
-	rt.pid = getpid();
-	rt.use_tsc = counter_usable();
-	now = cal_read();
-	pthread_mutex_lock(&rt.cal_lock);
-	cal_add(now);
-	pthread_mutex_unlock(&rt.cal_lock);
-	rt.start_ns = now.ns;
-	pthread_key_create(&rt.key, thread_exit);
-	log_open();
+	rt_state.pid = getpid();
+	rt_state.use_tsc = rt_counter_usable();
+	now = rt_cal_read();
+	pthread_mutex_lock(&rt_state.cal_lock);
+	rt_cal_add(now);
+	pthread_mutex_unlock(&rt_state.cal_lock);
+	rt_state.start_ns = now.ns;
+	pthread_key_create(&rt_state.key, thread_exit);
+	rt_log_open();
 	/*
 	 * The text report: to stderr by default; under narwhal-record (the
 	 * measurement holds the sections) only when NARWHAL_REPORT asks.
 	 */
 	if (report && strcmp(report, "off") == 0) {
-		rt.report = 0;
+		rt_state.report = 0;
 	} else if (report && report[0] && strcmp(report, "stderr") != 0) {
-		rt.report = snprintf(rt.report_path, sizeof(rt.report_path), "%s", report) <
-			    (int)sizeof(rt.report_path);
+		rt_state.report = snprintf(rt_state.report_path, sizeof(rt_state.report_path), "%s",
+					   report) < (int)sizeof(rt_state.report_path);
 	} else {
-		rt.report = (report && report[0]) || !getenv(NW_SECLOG_ENV);
+		rt_state.report = (report && report[0]) || !getenv(NW_SECLOG_ENV);
 	}
 	install_handlers();
 	pthread_atfork(at_fork_prepare, at_fork_parent, at_fork_child);
@@ -1713,5 +1719,5 @@ __attribute__((constructor(101))) static void rt_constructor(void)
 
 __attribute__((destructor(101))) static void rt_destructor(void)
 {
-	finish(END_EXIT, 0);
+	rt_finish(RT_END_EXIT, 0);
 }
