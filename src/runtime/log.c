@@ -284,11 +284,16 @@ void rt_log_flush_all(struct rt_cal_point now, int final)
 	}
 }
 
-/* The END block: the counts of @s, why it ended (0 exit, 1 signal @sig). */
+/*
+ * The END block: the counts of @s, why it ended (0 exit, 1 signal @sig).
+ * Not where no file was made: a fork child that logged nothing leaves none.
+ */
 void rt_log_end_block(const struct rt_snapshot *s, uint32_t reason, int sig)
 {
 	unsigned char b[NW_SECLOG_BLOCK_HEADER + NW_SECLOG_END_SIZE], *p = b;
 
+	if (__atomic_load_n(&rt_state.log_fd, __ATOMIC_ACQUIRE) < 0)
+		return;
 	p = put_u32(p, NW_SECLOG_END);
 	p = put_u32(p, NW_SECLOG_END_SIZE);
 	p = put_u64(p, rt_state.start_ns + s->wall_ns);
@@ -324,4 +329,16 @@ void rt_log_open(void)
 	rt_state.logging = 1;
 	/* The file now: the recorder learns at once that the program has sections. */
 	log_fd_get();
+}
+
+/* In a fork child: a log of its own, sections-<child pid>.bin, from zero. */
+void rt_log_fork_child(void)
+{
+	pthread_mutex_init(&rt_state.open_lock, NULL);
+	if (rt_state.log_fd >= 0)
+		close(rt_state.log_fd);
+	rt_state.log_fd = -1; /* opened at the child's first write: sections-<child pid>.bin */
+	rt_state.log_bytes = 0;
+	rt_state.log_broken = 0;
+	rt_state.dropped = 0;
 }

@@ -433,9 +433,7 @@ void rt_finish(int reason, int sig)
 	rt_log_flush_all(now, reason != RT_END_NOW);
 	snapshot(&s, now);
 	if (reason != RT_END_NOW) {
-		/* A fork child that logged nothing leaves no file at all. */
-		if (__atomic_load_n(&rt_state.log_fd, __ATOMIC_ACQUIRE) >= 0)
-			rt_log_end_block(&s, reason == RT_END_SIGNAL ? 1 : 0, sig);
+		rt_log_end_block(&s, reason == RT_END_SIGNAL ? 1 : 0, sig);
 		__atomic_store_n(&rt_state.finished, 2, __ATOMIC_RELEASE);
 	}
 	if (s.nsections) {

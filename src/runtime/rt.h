@@ -196,6 +196,7 @@ void rt_log_name_block(uint32_t id);
 void rt_log_flush(struct rt_thread *t);
 void rt_log_flush_all(struct rt_cal_point now, int final);
 void rt_log_end_block(const struct rt_snapshot *s, uint32_t reason, int sig);
+void rt_log_fork_child(void);
 
 /* ---- section.c ---- */
 

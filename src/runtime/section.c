@@ -599,13 +599,7 @@ static void at_fork_child(void)
 	now = rt_cal_read();
 	rt_cal_add(now);
 	rt_state.start_ns = now.ns;
-	pthread_mutex_init(&rt_state.open_lock, NULL);
-	if (rt_state.log_fd >= 0)
-		close(rt_state.log_fd);
-	rt_state.log_fd = -1; /* opened at the child's first write: sections-<child pid>.bin */
-	rt_state.log_bytes = 0;
-	rt_state.log_broken = 0;
-	rt_state.dropped = 0;
+	rt_log_fork_child();
 	if (!self)
 		return;
 	self->next = self->prev = NULL;
