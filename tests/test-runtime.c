@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libnarwhal, the sections runtime (src/runtime/narwhal.c, compiled into
+ * libnarwhal, the sections runtime (the files of src/runtime/, compiled into
  * this test): nesting and self time, early returns, many threads, the depth
  * limit, unbalanced ends, names made at run time, sections open at a query,
  * the timer against CLOCK_MONOTONIC, a forked child, and the interval log
