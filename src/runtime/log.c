@@ -196,7 +196,8 @@ static void log_encode(struct rt_thread *t, const struct rt_rec *recs, uint32_t 
 	if (rt_state.use_tsc && rt_state.ncal &&
 	    last.ticks > rt_state.cal[rt_state.ncal - 1].ticks) {
 		seg = rt_state.cal[rt_state.ncal - 1];
-		slope = (double)(int64_t)(last.ns - seg.ns) / (double)(int64_t)(last.ticks - seg.ticks);
+		slope = (double)(int64_t)(last.ns - seg.ns) /
+			(double)(int64_t)(last.ticks - seg.ticks);
 	} else if (rt_state.use_tsc && rt_state.ncal >= 2) {
 		seg = rt_state.cal[rt_state.ncal - 2];
 		slope = (double)(int64_t)(rt_state.cal[rt_state.ncal - 1].ns - seg.ns) /
@@ -275,8 +276,9 @@ void rt_log_flush_all(struct rt_cal_point now, int final)
 				const struct rt_frame *f = &t->stack[d];
 
 				if (f->section != NONE)
-					open[n++] = (struct rt_rec){ f->start, now.ticks, f->section,
-								     (uint16_t)d, NW_SECLOG_OPEN };
+					open[n++] = (struct rt_rec){ f->start, now.ticks,
+								     f->section, (uint16_t)d,
+								     NW_SECLOG_OPEN };
 			}
 			log_encode(t, open, n);
 		}

@@ -217,7 +217,8 @@ static void report_flat(struct out *o, const struct rt_snapshot *s)
 
 		out_printf(o, "%7.2f%% %12s %12s %10llu %12s %12s %12s  %s\n",
 			   pct(total, (double)s->wall_ns), fmt_time(a, sizeof(a), total),
-			   fmt_time(b, sizeof(b), (double)scratch.sec_self[scratch.order[k]] * s->nspt),
+			   fmt_time(b, sizeof(b),
+				    (double)scratch.sec_self[scratch.order[k]] * s->nspt),
 			   (unsigned long long)st->count,
 			   fmt_time(c, sizeof(c), total / (double)st->count),
 			   fmt_time(d, sizeof(d), (double)st->min * s->nspt),

@@ -188,7 +188,8 @@ static inline void stat_set(uint64_t *p, uint64_t v)
 }
 
 /* Closes frame @d of @t at @end (ticks). */
-static inline __attribute__((always_inline)) void close_frame(struct rt_thread *t, uint32_t d, uint64_t end, uint16_t flags)
+static inline __attribute__((always_inline)) void close_frame(struct rt_thread *t, uint32_t d,
+							      uint64_t end, uint16_t flags)
 {
 	struct rt_frame *f = &t->stack[d];
 	uint64_t dur = end - f->start;
