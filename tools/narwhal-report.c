@@ -259,10 +259,12 @@ static void unload(struct loaded *l)
 
 /*
  * The stacks the views and the graphs show: merged or per thread, split by
- * section, recursion folded.  NULL after telling the user.
+ * section, recursion folded.  @last: nothing reads the model's trees after
+ * this, so they are freed once the stacks are built (a large measurement
+ * and its stacks are then not both held).  NULL after telling the user.
  */
 static struct nw_stacks *report_stacks(const struct report_opts *o, const struct loaded *l,
-				       bool per_thread)
+				       bool per_thread, bool last)
 {
 	struct nw_stacks_opts so = { .filter = &o->filter, .per_thread = per_thread };
 	struct nw_stacks *s = nw_stacks_new(l->m, l->m->nmetrics);
@@ -275,6 +277,8 @@ static struct nw_stacks *report_stacks(const struct report_opts *o, const struct
 	if (!ret)
 		ret = nw_stacks_build(s, &so);
 	nw_split_free(split);
+	if (!ret && last)
+		nw_measurement_drop_trees(l->m);
 	if (!ret && o->fold_recursion) {
 		struct nw_cct *folded = nw_frames_fold_recursion(&s->frames, s->tree);
 
@@ -300,7 +304,7 @@ static int run_view(FILE *out, const struct report_opts *o, const struct loaded 
 		return nw_view_threads(out, l->m, &o->filter);
 	if (o->view == VIEW_SECTIONS)
 		return nw_sections_view(out, l->sections, l->m, &o->filter, o->view_opts.metric);
-	s = report_stacks(o, l, o->per_thread || o->view == VIEW_HEALTH);
+	s = report_stacks(o, l, o->per_thread || o->view == VIEW_HEALTH, true);
 	if (!s)
 		return -ENOMEM;
 	switch (o->view) {
@@ -367,23 +371,25 @@ static int write_flamegraph(const char *path, const struct nw_stacks *s,
 
 static int write_pprof(const struct report_opts *o, const struct loaded *l)
 {
-	struct nw_pprof *b = nw_pprof_new(l->m);
 	struct nw_split *split = NULL;
+	struct nw_pprof_file *pf;
+	struct nw_pprof *b;
 	char err[1024] = "";
-	int ret = b ? 0 : -ENOMEM;
+	int ret = 0;
 
-	if (!ret && o->by_section)
+	b = nw_pprof_open(l->m, o->pprof, &pf, err, sizeof(err));
+	if (!b) {
+		fprintf(stderr, "narwhal-report: %s\n", err);
+		return 1;
+	}
+	if (o->by_section)
 		ret = nw_sections_split(l->sections, l->m, nw_pprof_frames(b), &split);
 	if (!ret)
 		ret = nw_pprof_add(b, &o->filter, split);
-	if (!ret)
-		ret = nw_pprof_write(b, o->pprof, err, sizeof(err));
+	ret = nw_pprof_close(b, pf, ret, err, sizeof(err));
 	if (ret)
-		fprintf(stderr, "narwhal-report: %s\n",
-			err[0] ? err : ret == -EBADMSG ? "a tree with a bad metric count"
-						       : strerror(-ret));
+		fprintf(stderr, "narwhal-report: %s\n", err);
 	nw_split_free(split);
-	nw_pprof_free(b);
 	return ret ? 1 : 0;
 }
 
@@ -399,7 +405,7 @@ static int run_exports(const struct report_opts *o, const struct loaded *l)
 	if (o->speedscope) {
 		FILE *f;
 
-		s = report_stacks(o, l, true);
+		s = report_stacks(o, l, true, !o->flamegraph && o->view == VIEW_NONE);
 		if (!s)
 			return 1;
 		f = open_out(o->speedscope);
@@ -418,7 +424,7 @@ static int run_exports(const struct report_opts *o, const struct loaded *l)
 						 .base_metric = -1 };
 		char *subtitle;
 
-		s = report_stacks(o, l, o->per_thread);
+		s = report_stacks(o, l, o->per_thread, o->view == VIEW_NONE);
 		if (!s)
 			return 1;
 		subtitle = nw_export_subtitle(s, metric);
@@ -460,8 +466,8 @@ static int run_diff(const struct report_opts *o)
 	if (ret)
 		goto out;
 	ret = 1;
-	bs = report_stacks(o, &base, false);
-	ns = bs ? report_stacks(o, &new, false) : NULL;
+	bs = report_stacks(o, &base, false, true);
+	ns = bs ? report_stacks(o, &new, false, true) : NULL;
 	if (!bs || !ns)
 		goto out;
 	if (nw_diff_new(bs, base.metric, ns, new.metric, &d)) {

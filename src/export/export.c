@@ -74,6 +74,25 @@ char *nw_export_clean(const char *s, int *failed)
 	return d;
 }
 
+int nw_export_json_str(FILE *out, const char *s)
+{
+	int failed = 0;
+	char *c = nw_export_clean(s ? s : "", &failed);
+
+	if (!c)
+		return -ENOMEM;
+	fputc('"', out);
+	for (const unsigned char *p = (const unsigned char *)c; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(out, "\\%c", *p);
+		else
+			fputc(*p, out);
+	}
+	fputc('"', out);
+	free(c);
+	return 0;
+}
+
 const char *nw_export_unit(const struct nw_metric *d)
 {
 	if (nw_metric_counts_samples(d))

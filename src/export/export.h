@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "model/measurement.h"
 #include "report/stacks.h"
@@ -21,6 +22,12 @@
  * is replaced by '?'.  NULL for NULL @s or on ENOMEM (*failed then set).
  */
 char *nw_export_clean(const char *s, int *failed);
+
+/*
+ * Writes @s as a JSON string literal: made valid UTF-8 without control
+ * characters (nw_export_clean), '"' and '\\' escaped.  -ENOMEM.
+ */
+int nw_export_json_str(FILE *out, const char *s);
 
 /* What metric @d counts, for people: "samples", "switches", "ns", "bytes" or "events". */
 const char *nw_export_unit(const struct nw_metric *d);

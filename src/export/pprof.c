@@ -55,12 +55,6 @@ struct location {
 	bool symbolized;  /* the lines come from the symbol table */
 };
 
-struct sample {
-	size_t first_loc;  /* in loc_ids */
-	uint32_t nlocs;
-	uint32_t thread;   /* in threads */
-};
-
 struct thread_label {
 	int64_t comm;
 	uint32_t pid, tid;
@@ -86,15 +80,17 @@ struct nw_pprof {
 	struct line *lines;
 	size_t nlines, cap_lines;
 
-	struct sample *samples;
-	size_t nsamples, cap_samples;
-	uint32_t *loc_ids; /* location indexes, leaf first per sample */
-	size_t nloc_ids, cap_loc_ids;
-	uint64_t *values;  /* nmetrics per sample */
-	size_t cap_values;
-
-	struct thread_label *threads;
-	size_t nthreads, cap_threads;
+	/* Samples are packed and written as they are made (Profile field 2). */
+	nw_pprof_write_fn write;
+	void *write_arg;
+	uint64_t nsamples;
+	uint64_t *sample_locs;     /* one sample's location ids, leaf first */
+	size_t cap_sample_locs;
+	int64_t *sample_values;
+	uint8_t *packed;
+	size_t cap_packed;
+	int64_t key_thread, key_tid, key_pid;
+	struct thread_label thread; /* the thread being added */
 };
 
 /* strings */
@@ -309,38 +305,81 @@ static int64_t frame_location(struct nw_pprof *b, uint32_t frame)
 
 /* samples */
 
+/* Appends @v as a protobuf varint at @p; returns the end. */
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/*
+ * Packs one Sample and writes it as field 2 of the Profile: the fields of
+ * a message may come in any order and repeated ones add up, so samples
+ * stream out as they are made and the rest of the Profile follows them.
+ */
+static int write_sample(struct nw_pprof *b, size_t nlocs, const uint64_t *m, unsigned nm)
+{
+	Perftools__Profiles__Sample ps = PERFTOOLS__PROFILES__SAMPLE__INIT;
+	Perftools__Profiles__Label labs[3], *labp[3];
+	size_t len;
+	uint8_t *p;
+
+	for (int j = 0; j < 3; j++) {
+		perftools__profiles__label__init(&labs[j]);
+		labp[j] = &labs[j];
+	}
+	labs[0].key = b->key_thread;
+	labs[0].str = b->thread.comm;
+	labs[1].key = b->key_tid;
+	labs[1].num = b->thread.tid;
+	labs[2].key = b->key_pid;
+	labs[2].num = b->thread.pid;
+	for (unsigned k = 0; k < b->nmetrics; k++)
+		b->sample_values[k] = k >= nm ? 0 : m[k] > INT64_MAX ? INT64_MAX : (int64_t)m[k];
+	ps.n_location_id = nlocs;
+	ps.location_id = b->sample_locs;
+	ps.n_value = b->nmetrics;
+	ps.value = b->sample_values;
+	ps.n_label = 3;
+	ps.label = labp;
+	len = perftools__profiles__sample__get_packed_size(&ps);
+	if (nw_grow(&b->packed, &b->cap_packed, len + 11, 1))
+		return -ENOMEM;
+	p = b->packed;
+	*p++ = 2 << 3 | 2; /* field 2 (sample), length-delimited */
+	p = put_varint(p, len);
+	perftools__profiles__sample__pack(&ps, p);
+	b->nsamples++;
+	return b->write(b->write_arg, b->packed, (size_t)(p - b->packed) + len);
+}
+
 /* A sample of @node (values @m) with the locations of @prefix above its stack. */
 static int add_sample(struct nw_pprof *b, const struct nw_cct *t, uint32_t node, const uint64_t *m,
-		      const uint32_t *locof, uint32_t thread, const struct nw_split_prefix *prefix)
+		      const uint32_t *locof, const struct nw_split_prefix *prefix)
 {
 	unsigned nm = t->nmetrics < b->nmetrics ? t->nmetrics : b->nmetrics;
 	uint32_t npre = prefix ? prefix->n : 0;
-	struct sample *s;
-	uint32_t depth = 0;
+	size_t n = 0, depth = 0;
 
 	for (uint32_t i = node; i != NW_CCT_ROOT; i = t->nodes[i].parent)
 		depth++;
-	if (nw_grow(&b->samples, &b->cap_samples, b->nsamples + 1, sizeof(*b->samples)) ||
-	    nw_grow(&b->loc_ids, &b->cap_loc_ids, b->nloc_ids + depth + npre, sizeof(*b->loc_ids)) ||
-	    nw_grow(&b->values, &b->cap_values, (b->nsamples + 1) * b->nmetrics,
-		    sizeof(*b->values)))
+	if (nw_grow(&b->sample_locs, &b->cap_sample_locs, depth + npre, sizeof(*b->sample_locs)))
 		return -ENOMEM;
-	s = &b->samples[b->nsamples];
-	*s = (struct sample){ .first_loc = b->nloc_ids, .nlocs = depth + npre, .thread = thread };
 	for (uint32_t i = node; i != NW_CCT_ROOT; i = t->nodes[i].parent)
-		b->loc_ids[b->nloc_ids++] = locof[i];
+		b->sample_locs[n++] = (uint64_t)locof[i] + 1;
 	/* Leaf first: the innermost section, then the ones around it. */
 	for (uint32_t k = npre; k-- > 0;) {
 		int64_t loc = frame_location(b, prefix->frames[k]);
 
 		if (loc < 0)
 			return -ENOMEM;
-		b->loc_ids[b->nloc_ids++] = (uint32_t)loc;
+		b->sample_locs[n++] = (uint64_t)loc + 1;
 	}
-	for (unsigned k = 0; k < b->nmetrics; k++)
-		b->values[b->nsamples * b->nmetrics + k] = k < nm ? m[k] : 0;
-	b->nsamples++;
-	return 0;
+	return write_sample(b, n, m, nm);
 }
 
 static bool has_weight(const uint64_t *m, unsigned nm)
@@ -356,8 +395,8 @@ static bool has_weight(const uint64_t *m, unsigned nm)
  * from *@se on), then what stays.
  */
 static int node_samples(struct nw_pprof *b, const struct nw_cct *t, uint32_t node,
-			const uint32_t *locof, uint32_t thread, const struct nw_split *split,
-			size_t *se, uint32_t ti, uint32_t tree, uint64_t *rest)
+			const uint32_t *locof, const struct nw_split *split, size_t *se, uint32_t ti,
+			uint32_t tree, uint64_t *rest)
 {
 	unsigned nm = t->nmetrics;
 	int ret;
@@ -375,16 +414,16 @@ static int node_samples(struct nw_pprof *b, const struct nw_cct *t, uint32_t nod
 			rest[k] -= v[k];
 		}
 		if (e->prefix < split->nprefixes && has_weight(v, nm)) {
-			ret = add_sample(b, t, node, v, locof, thread, &split->prefixes[e->prefix]);
+			ret = add_sample(b, t, node, v, locof, &split->prefixes[e->prefix]);
 			if (ret)
 				return ret;
 		}
 	}
-	return has_weight(rest, nm) ? add_sample(b, t, node, rest, locof, thread, NULL) : 0;
+	return has_weight(rest, nm) ? add_sample(b, t, node, rest, locof, NULL) : 0;
 }
 
-static int add_tree(struct nw_pprof *b, const struct nw_tree *tr, uint32_t thread,
-		    const struct nw_split *split, size_t *se, uint32_t ti, uint32_t tree)
+static int add_tree(struct nw_pprof *b, const struct nw_tree *tr, const struct nw_split *split,
+		    size_t *se, uint32_t ti, uint32_t tree)
 {
 	const struct nw_cct *t = tr->cct;
 	uint32_t *order = malloc((size_t)t->n * sizeof(*order));
@@ -416,7 +455,7 @@ static int add_tree(struct nw_pprof *b, const struct nw_tree *tr, uint32_t threa
 		while (split && *se < split->n && split->entries[*se].thread == ti &&
 		       split->entries[*se].tree == tree && split->entries[*se].node < i)
 			(*se)++;
-		ret = node_samples(b, t, i, locof, thread, split, se, ti, tree, rest);
+		ret = node_samples(b, t, i, locof, split, se, ti, tree, rest);
 	}
 out:
 	free(order);
@@ -432,10 +471,9 @@ int nw_pprof_add_thread(struct nw_pprof *b, uint32_t ti, const struct nw_split *
 	size_t se = 0;
 	int ret = 0;
 
-	if (c < 0 || nw_grow(&b->threads, &b->cap_threads, b->nthreads + 1, sizeof(*b->threads)))
+	if (c < 0)
 		return -ENOMEM;
-	b->threads[b->nthreads] = (struct thread_label){ .comm = c, .pid = th->pid,
-							 .tid = th->tid };
+	b->thread = (struct thread_label){ .comm = c, .pid = th->pid, .tid = th->tid };
 	/* The split's entries of this thread. */
 	while (split && se < split->n && split->entries[se].thread < ti)
 		se++;
@@ -445,14 +483,12 @@ int nw_pprof_add_thread(struct nw_pprof *b, uint32_t ti, const struct nw_split *
 		while (split && se < split->n && split->entries[se].thread == ti &&
 		       split->entries[se].tree < t)
 			se++;
-		ret = add_tree(b, &th->trees[t], (uint32_t)b->nthreads, split, &se, ti, t);
+		ret = add_tree(b, &th->trees[t], split, &se, ti, t);
 	}
-	if (!ret)
-		b->nthreads++;
 	return ret;
 }
 
-struct nw_pprof *nw_pprof_new(const struct nw_measurement *m)
+struct nw_pprof *nw_pprof_new(const struct nw_measurement *m, nw_pprof_write_fn write, void *arg)
 {
 	struct nw_pprof *b = calloc(1, sizeof(*b));
 
@@ -460,6 +496,13 @@ struct nw_pprof *nw_pprof_new(const struct nw_measurement *m)
 		return NULL;
 	b->m = m;
 	b->nmetrics = m->nmetrics;
+	b->write = write;
+	b->write_arg = arg;
+	b->sample_values = calloc(m->nmetrics ? m->nmetrics : 1, sizeof(*b->sample_values));
+	if (!b->sample_values) {
+		free(b);
+		return NULL;
+	}
 	nw_frames_init(&b->frames);
 	/* Entry 0 of the string table is "". */
 	if (nw_grow(&b->strs, &b->cap_strs, 1, sizeof(*b->strs)) || !(b->strs[0] = strdup(""))) {
@@ -477,6 +520,13 @@ struct nw_pprof *nw_pprof_new(const struct nw_measurement *m)
 		}
 		nw_index_fill(&b->str_ix, slot, 0);
 	}
+	b->key_thread = str_intern(b, "thread");
+	b->key_tid = str_intern(b, "tid");
+	b->key_pid = str_intern(b, "pid");
+	if (b->key_thread < 0 || b->key_tid < 0 || b->key_pid < 0) {
+		nw_pprof_free(b);
+		return NULL;
+	}
 	return b;
 }
 
@@ -493,10 +543,9 @@ void nw_pprof_free(struct nw_pprof *b)
 	free(b->locs);
 	nw_index_fini(&b->loc_ix);
 	free(b->lines);
-	free(b->samples);
-	free(b->loc_ids);
-	free(b->values);
-	free(b->threads);
+	free(b->sample_locs);
+	free(b->sample_values);
+	free(b->packed);
 	nw_frames_fini(&b->frames);
 	free(b);
 }
@@ -576,10 +625,7 @@ static uint32_t *mapping_order(const struct nw_pprof *b)
 /* Everything packing allocates, freed in one place. */
 struct pack {
 	Perftools__Profiles__ValueType *vts, **vtp, period_type;
-	Perftools__Profiles__Sample *ss, **ssp;
-	Perftools__Profiles__Label *labs, **labp;
-	uint64_t *loc_ids;
-	int64_t *values, comments[2];
+	int64_t comments[2];
 	Perftools__Profiles__Mapping *ms, **msp;
 	Perftools__Profiles__Location *ls, **lsp;
 	Perftools__Profiles__Line *lns, **lnp;
@@ -592,12 +638,6 @@ static void pack_fini(struct pack *k)
 {
 	free(k->vts);
 	free(k->vtp);
-	free(k->ss);
-	free(k->ssp);
-	free(k->labs);
-	free(k->labp);
-	free(k->loc_ids);
-	free(k->values);
 	free(k->ms);
 	free(k->msp);
 	free(k->ls);
@@ -614,55 +654,6 @@ static void pack_fini(struct pack *k)
 static void *alloc_n(size_t n, size_t size)
 {
 	return calloc(n ? n : 1, size);
-}
-
-static int pack_samples(struct nw_pprof *b, struct pack *k, Perftools__Profiles__Profile *prof)
-{
-	int64_t key_thread = str_intern(b, "thread"), key_tid = str_intern(b, "tid");
-	int64_t key_pid = str_intern(b, "pid");
-
-	if (key_thread < 0 || key_tid < 0 || key_pid < 0)
-		return -ENOMEM;
-	k->ss = alloc_n(b->nsamples, sizeof(*k->ss));
-	k->ssp = alloc_n(b->nsamples, sizeof(*k->ssp));
-	k->labs = alloc_n(3 * b->nsamples, sizeof(*k->labs));
-	k->labp = alloc_n(3 * b->nsamples, sizeof(*k->labp));
-	k->loc_ids = alloc_n(b->nloc_ids, sizeof(*k->loc_ids));
-	k->values = alloc_n(b->nsamples * b->nmetrics, sizeof(*k->values));
-	if (!k->ss || !k->ssp || !k->labs || !k->labp || !k->loc_ids || !k->values)
-		return -ENOMEM;
-	for (size_t i = 0; i < b->nloc_ids; i++)
-		k->loc_ids[i] = (uint64_t)b->loc_ids[i] + 1;
-	for (size_t i = 0; i < b->nsamples * b->nmetrics; i++)
-		k->values[i] = b->values[i] > INT64_MAX ? INT64_MAX : (int64_t)b->values[i];
-	for (size_t i = 0; i < b->nsamples; i++) {
-		const struct sample *s = &b->samples[i];
-		const struct thread_label *th = &b->threads[s->thread];
-		Perftools__Profiles__Sample *ps = &k->ss[i];
-		Perftools__Profiles__Label *l = &k->labs[3 * i];
-
-		perftools__profiles__sample__init(ps);
-		ps->n_location_id = s->nlocs;
-		ps->location_id = &k->loc_ids[s->first_loc];
-		ps->n_value = b->nmetrics;
-		ps->value = &k->values[i * b->nmetrics];
-		for (int j = 0; j < 3; j++) {
-			perftools__profiles__label__init(&l[j]);
-			k->labp[3 * i + j] = &l[j];
-		}
-		l[0].key = key_thread;
-		l[0].str = th->comm;
-		l[1].key = key_tid;
-		l[1].num = th->tid;
-		l[2].key = key_pid;
-		l[2].num = th->pid;
-		ps->n_label = 3;
-		ps->label = &k->labp[3 * i];
-		k->ssp[i] = ps;
-	}
-	prof->n_sample = b->nsamples;
-	prof->sample = k->ssp;
-	return 0;
 }
 
 static int pack_mappings(struct nw_pprof *b, struct pack *k, Perftools__Profiles__Profile *prof)
@@ -834,7 +825,8 @@ static int pack_header(struct nw_pprof *b, struct pack *k, Perftools__Profiles__
 	return 0;
 }
 
-int nw_pprof_pack(struct nw_pprof *b, uint8_t **ret_buf, size_t *ret_len)
+/* Writes the rest of the Profile after the samples: one message without them. */
+int nw_pprof_finish(struct nw_pprof *b)
 {
 	Perftools__Profiles__Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
 	struct pack k = { 0 };
@@ -843,8 +835,6 @@ int nw_pprof_pack(struct nw_pprof *b, uint8_t **ret_buf, size_t *ret_len)
 	int ret;
 
 	ret = pack_header(b, &k, &prof);
-	if (!ret)
-		ret = pack_samples(b, &k, &prof);
 	if (!ret)
 		ret = pack_mappings(b, &k, &prof);
 	if (!ret)
@@ -863,8 +853,8 @@ int nw_pprof_pack(struct nw_pprof *b, uint8_t **ret_buf, size_t *ret_len)
 		goto out;
 	}
 	perftools__profiles__profile__pack(&prof, buf);
-	*ret_buf = buf;
-	*ret_len = len;
+	ret = b->write(b->write_arg, buf, len);
+	free(buf);
 out:
 	pack_fini(&k);
 	return ret;
@@ -872,28 +862,36 @@ out:
 
 /* ---- the export ---- */
 
-static int write_gzip(const char *path, const uint8_t *buf, size_t len)
-{
-	gzFile gz;
-	int ret = 0;
+/* Growing memory, for nw_pprof_build(). */
+struct membuf {
+	uint8_t *v;
+	size_t n, cap;
+};
 
-	errno = 0;
-	gz = gzopen(path, "wb");
-	if (!gz)
-		return errno ? -errno : -ENOMEM;
+static int write_mem(void *arg, const void *buf, size_t len)
+{
+	struct membuf *mb = arg;
+
+	if (nw_grow(&mb->v, &mb->cap, mb->n + len, 1))
+		return -ENOMEM;
+	memcpy(mb->v + mb->n, buf, len);
+	mb->n += len;
+	return 0;
+}
+
+static int write_gz(void *arg, const void *buf, size_t len)
+{
+	gzFile gz = arg;
+
 	while (len > 0) {
 		unsigned chunk = len > (1u << 30) ? 1u << 30 : (unsigned)len;
 
-		if (gzwrite(gz, buf, chunk) != (int)chunk) {
-			ret = -EIO;
-			break;
-		}
-		buf += chunk;
+		if (gzwrite(gz, buf, chunk) != (int)chunk)
+			return errno ? -errno : -EIO;
+		buf = (const uint8_t *)buf + chunk;
 		len -= chunk;
 	}
-	if (gzclose(gz) != Z_OK && !ret)
-		ret = -EIO;
-	return ret;
+	return 0;
 }
 
 struct nw_frames *nw_pprof_frames(struct nw_pprof *b)
@@ -914,46 +912,80 @@ int nw_pprof_add(struct nw_pprof *b, const struct nw_filter *f, const struct nw_
 int nw_pprof_build(const struct nw_measurement *m, const struct nw_filter *f, uint8_t **ret_buf,
 		   size_t *ret_len)
 {
-	struct nw_pprof *b = nw_pprof_new(m);
+	struct membuf mb = { 0 };
+	struct nw_pprof *b = nw_pprof_new(m, write_mem, &mb);
 	int ret = b ? nw_pprof_add(b, f, NULL) : -ENOMEM;
 
 	if (!ret)
-		ret = nw_pprof_pack(b, ret_buf, ret_len);
+		ret = nw_pprof_finish(b);
 	nw_pprof_free(b);
-	return ret;
+	if (ret) {
+		free(mb.v);
+		return ret;
+	}
+	*ret_buf = mb.v ? mb.v : malloc(1);
+	*ret_len = mb.n;
+	return *ret_buf ? 0 : -ENOMEM;
 }
 
-int nw_pprof_write(struct nw_pprof *b, const char *path, char *err, size_t errlen)
-{
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	int ret;
+struct nw_pprof_file {
+	gzFile gz;
+	char *path;
+};
 
-	nw_set_err(err, errlen, "%s", "");
-	ret = nw_pprof_pack(b, &buf, &len);
-	if (!ret)
-		ret = write_gzip(path, buf, len);
-	if (ret)
+struct nw_pprof *nw_pprof_open(const struct nw_measurement *m, const char *path,
+			       struct nw_pprof_file **ret_file, char *err, size_t errlen)
+{
+	struct nw_pprof_file *pf = calloc(1, sizeof(*pf));
+	struct nw_pprof *b;
+
+	errno = 0;
+	if (pf)
+		pf->path = strdup(path);
+	if (!pf || !pf->path || !(pf->gz = gzopen(path, "wb1"))) {
 		nw_set_err(err, errlen, "%s: %s", path,
+			   pf && pf->path && errno ? strerror(errno) : "out of memory");
+		if (pf)
+			free(pf->path);
+		free(pf);
+		return NULL;
+	}
+	b = nw_pprof_new(m, write_gz, pf->gz);
+	if (!b) {
+		nw_set_err(err, errlen, "%s: out of memory", path);
+		gzclose(pf->gz);
+		free(pf->path);
+		free(pf);
+		return NULL;
+	}
+	*ret_file = pf;
+	return b;
+}
+
+int nw_pprof_close(struct nw_pprof *b, struct nw_pprof_file *pf, int ret, char *err,
+		   size_t errlen)
+{
+	errno = 0;
+	if (!ret)
+		ret = nw_pprof_finish(b);
+	if (gzclose(pf->gz) != Z_OK && !ret)
+		ret = errno ? -errno : -EIO;
+	if (ret)
+		nw_set_err(err, errlen, "%s: %s", pf->path,
 			   ret == -ENOMEM ? "out of memory" : strerror(-ret));
-	free(buf);
+	free(pf->path);
+	free(pf);
+	nw_pprof_free(b);
 	return ret;
 }
 
 int nw_pprof_export(const char *path, const struct nw_measurement *m, const struct nw_filter *f,
 		    char *err, size_t errlen)
 {
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	int ret;
+	struct nw_pprof_file *pf;
+	struct nw_pprof *b = nw_pprof_open(m, path, &pf, err, errlen);
 
-	nw_set_err(err, errlen, "%s", "");
-	ret = nw_pprof_build(m, f, &buf, &len);
-	if (!ret)
-		ret = write_gzip(path, buf, len);
-	if (ret)
-		nw_set_err(err, errlen, "%s: %s", path,
-			   ret == -ENOMEM ? "out of memory" : strerror(-ret));
-	free(buf);
-	return ret;
+	if (!b)
+		return -EIO;
+	return nw_pprof_close(b, pf, nw_pprof_add(b, f, NULL), err, errlen);
 }

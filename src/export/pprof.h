@@ -23,9 +23,17 @@
 #include "report/stacks.h"
 
 struct nw_pprof;
+struct nw_pprof_file;
 
-/* A builder for a profile of @m (which must outlive it).  NULL on ENOMEM. */
-struct nw_pprof *nw_pprof_new(const struct nw_measurement *m);
+/* Where the encoded profile goes, piece by piece: 0 or -errno. */
+typedef int (*nw_pprof_write_fn)(void *arg, const void *buf, size_t len);
+
+/*
+ * A builder for a profile of @m (which must outlive it) that writes the
+ * encoded Profile through @write: each sample as it is added, the rest at
+ * nw_pprof_finish().  NULL on ENOMEM.
+ */
+struct nw_pprof *nw_pprof_new(const struct nw_measurement *m, nw_pprof_write_fn write, void *arg);
 void nw_pprof_free(struct nw_pprof *b);
 
 /*
@@ -36,21 +44,29 @@ struct nw_frames *nw_pprof_frames(struct nw_pprof *b);
 /*
  * Adds every tree of model thread @ti as samples; what @split (NULL: none)
  * moves below prefix frames becomes samples whose stacks end in locations
- * of those frames (without address).  -ENOMEM, -EBADMSG for a bad tree.
+ * of those frames (without address).  -ENOMEM, -EBADMSG for a bad tree,
+ * or what the writer returned.
  */
 int nw_pprof_add_thread(struct nw_pprof *b, uint32_t ti, const struct nw_split *split);
 /* nw_pprof_add_thread() for every thread @f selects (NULL: all). */
 int nw_pprof_add(struct nw_pprof *b, const struct nw_filter *f, const struct nw_split *split);
+/* Writes what follows the samples: types, mappings, locations, functions, strings. */
+int nw_pprof_finish(struct nw_pprof *b);
 
-/* The profile as protobuf bytes (not compressed): *ret_buf from malloc, the caller's.  -ENOMEM. */
-int nw_pprof_pack(struct nw_pprof *b, uint8_t **ret_buf, size_t *ret_len);
-
-/* Packs @b and writes it gzipped to @path.  -errno with a message in @err. */
-int nw_pprof_write(struct nw_pprof *b, const char *path, char *err, size_t errlen);
-
-/* The protobuf bytes of the threads of @m that @f selects (NULL: all).  -ENOMEM. */
+/* The protobuf bytes (not compressed) of the threads of @m that @f selects (NULL: all). */
 int nw_pprof_build(const struct nw_measurement *m, const struct nw_filter *f, uint8_t **ret_buf,
 		   size_t *ret_len);
+
+/*
+ * A builder writing a gzipped profile to @path: NULL with a message in
+ * @err when the file cannot be made.  nw_pprof_close() finishes it (when
+ * @ret, the result of adding, is 0), closes the file and frees both;
+ * -errno with a message naming the file.
+ */
+struct nw_pprof *nw_pprof_open(const struct nw_measurement *m, const char *path,
+			       struct nw_pprof_file **ret_file, char *err, size_t errlen);
+int nw_pprof_close(struct nw_pprof *b, struct nw_pprof_file *pf, int ret, char *err,
+		   size_t errlen);
 
 /*
  * Writes the threads of @m that @f selects (all when NULL) to @path as a

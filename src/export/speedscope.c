@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The speedscope export (json-c builds and escapes the JSON); see speedscope.h. */
+/*
+ * The speedscope export, written as it is walked: one sampled profile per
+ * thread (its stacks, then their weights), then the frames the stacks
+ * used.  JSON allows the keys in any order, so the frame table can follow
+ * the profiles that fill it; nothing is held but the frame numbers.
+ */
 #include "export/speedscope.h"
 
 #include <errno.h>
-#include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,153 +18,179 @@
 
 struct ctx {
 	const struct nw_stacks *p;
+	FILE *out;
 	unsigned metric;
-	int64_t *frame_of; /* per func: index in shared.frames, or -1 */
-	json_object *frames;
-	int64_t nframes;
+	int64_t *frame_of;   /* per frame: index in shared.frames, or -1 */
+	uint32_t *used;      /* frames in the order of their index */
+	uint32_t nused;
+	uint32_t *path;      /* the frames of the node being written, root first */
+	size_t cap_path;
+	uint32_t *order;     /* a thread's subtree in preorder */
+	uint32_t *depth;     /* per node of the tree: below the thread's frame */
+	char *line;          /* one sample's text */
+	size_t cap_line;
 };
 
-/* Adds a string member made valid UTF-8; -ENOMEM. */
-static int add_str(json_object *o, const char *key, const char *s)
-{
-	int failed = 0;
-	char *c = nw_export_clean(s, &failed);
-	json_object *v;
-
-	if (!c)
-		return -ENOMEM;
-	v = json_object_new_string(c);
-	free(c);
-	if (!v || json_object_object_add(o, key, v)) {
-		json_object_put(v);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-static int add_obj(json_object *o, const char *key, json_object *v)
-{
-	if (!v || json_object_object_add(o, key, v)) {
-		json_object_put(v);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-static int append(json_object *a, json_object *v)
-{
-	if (!v || json_object_array_add(a, v)) {
-		json_object_put(v);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* The shared frame of func @fi, added on first use; -ENOMEM. */
+/* The shared frame of func @fi, numbered on first use. */
 static int64_t frame_of(struct ctx *c, uint32_t fi)
 {
-	const struct nw_func *f = &c->p->frames.v[fi];
-	json_object *fr;
-
-	if (c->frame_of[fi] >= 0)
-		return c->frame_of[fi];
-	fr = json_object_new_object();
-	if (!fr)
-		return -ENOMEM;
-	if (add_str(fr, "name", f->name) || (f->file && add_str(fr, "file", f->file)) ||
-	    (f->line && add_obj(fr, "line", json_object_new_int64(f->line))) ||
-	    append(c->frames, fr)) {
-		json_object_put(fr);
-		return -ENOMEM;
+	if (c->frame_of[fi] < 0) {
+		c->used[c->nused] = fi;
+		c->frame_of[fi] = c->nused++;
 	}
-	c->frame_of[fi] = c->nframes++;
 	return c->frame_of[fi];
 }
 
-/* The stack of @node below @top, root first; -ENOMEM. */
-static json_object *stack_of(struct ctx *c, const struct nw_cct *t, uint32_t top, uint32_t node)
-{
-	uint32_t depth = 0, k;
-	json_object *a;
-
-	for (uint32_t i = node; i != top; i = t->nodes[i].parent)
-		depth++;
-	a = json_object_new_array_ext((int)depth);
-	if (!a)
-		return NULL;
-	/* Fill from the leaf backwards: put_idx with holes is allowed up front. */
-	k = depth;
-	for (uint32_t i = node; i != top; i = t->nodes[i].parent) {
-		int64_t fr = frame_of(c, (uint32_t)t->nodes[i].ip);
-		json_object *v = fr >= 0 ? json_object_new_int64(fr) : NULL;
-
-		if (!v || json_object_array_put_idx(a, --k, v)) {
-			json_object_put(v);
-			json_object_put(a);
-			return NULL;
-		}
-	}
-	return a;
-}
-
-/* The profile of thread @th, whose frame is node @top, or NULL on ENOMEM; *weight gets its total. */
-static json_object *thread_profile(struct ctx *c, const struct nw_mthread *th, uint32_t top,
-				   uint64_t *weight)
+/* The subtree of @top in preorder, and each node's depth below it; returns the count. */
+static uint32_t walk(struct ctx *c, uint32_t top)
 {
 	const struct nw_cct *t = c->p->tree;
-	uint32_t *order = malloc((size_t)t->n * sizeof(*order));
-	json_object *prof = json_object_new_object();
-	json_object *samples = json_object_new_array(), *weights = json_object_new_array();
-	char *name = NULL;
-	uint64_t total = 0;
-	uint32_t n;
+	uint32_t n = nw_cct_subtree_preorder(t, top, c->order);
 
-	if (!order || !prof || !samples || !weights)
-		goto fail;
-	n = nw_cct_subtree_preorder(t, top, order);
-	for (uint32_t k = 0; k < n; k++) {
-		uint32_t i = order[k];
-		uint64_t w = nw_cct_metrics(t, i)[c->metric];
+	c->depth[top] = 0;
+	for (uint32_t k = 1; k < n; k++)
+		c->depth[c->order[k]] = c->depth[t->nodes[c->order[k]].parent] + 1;
+	return n;
+}
 
-		/* The thread's own weight has no stack: speedscope needs one frame. */
-		if (!w || i == top)
+/* Appends the decimal digits of @v at @p; returns the end. */
+static char *put_u64(char *p, uint64_t v)
+{
+	char tmp[20];
+	int n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+/* Writes the stacks of the thread at @top (@n nodes in c->order), root first. */
+static int write_samples(struct ctx *c, uint32_t n)
+{
+	const struct nw_cct *t = c->p->tree;
+	bool first = true;
+
+	fputs("\"samples\":[", c->out);
+	for (uint32_t k = 1; k < n; k++) {
+		uint32_t i = c->order[k], d = c->depth[i];
+
+		if (nw_grow(&c->path, &c->cap_path, d, sizeof(*c->path)))
+			return -ENOMEM;
+		c->path[d - 1] = (uint32_t)t->nodes[i].ip;
+		/* A node's own weight is a sample of its whole stack. */
+		if (!nw_cct_metrics(t, i)[c->metric])
 			continue;
-		if (append(samples, stack_of(c, t, top, i)) ||
-		    append(weights, json_object_new_int64(w > INT64_MAX ? INT64_MAX : (int64_t)w)))
-			goto fail;
+		/* 21 bytes per frame at most, and the brackets. */
+		if (nw_grow(&c->line, &c->cap_line, 21 * (size_t)d + 3, 1))
+			return -ENOMEM;
+		{
+			char *q = c->line;
+
+			if (!first)
+				*q++ = ',';
+			*q++ = '[';
+			for (uint32_t j = 0; j < d; j++) {
+				if (j)
+					*q++ = ',';
+				q = put_u64(q, (uint64_t)frame_of(c, c->path[j]));
+			}
+			*q++ = ']';
+			fwrite(c->line, 1, (size_t)(q - c->line), c->out);
+		}
+		first = false;
+	}
+	fputc(']', c->out);
+	return 0;
+}
+
+static uint64_t write_weights(struct ctx *c, uint32_t n)
+{
+	const struct nw_cct *t = c->p->tree;
+	uint64_t total = 0;
+	bool first = true;
+
+	fputs("\"weights\":[", c->out);
+	for (uint32_t k = 1; k < n; k++) {
+		uint64_t w = nw_cct_metrics(t, c->order[k])[c->metric];
+
+		if (!w)
+			continue;
+		char buf[24], *q = buf;
+
+		if (!first)
+			*q++ = ',';
+		q = put_u64(q, w);
+		fwrite(buf, 1, (size_t)(q - buf), c->out);
+		first = false;
 		total += w;
 	}
-	name = nw_strdup_printf("%s (pid %u, tid %u)", th->comm ? th->comm : "", th->pid, th->tid);
+	fputc(']', c->out);
+	return total;
+}
+
+/* The weight of the thread at @top: what its samples add up to. */
+static uint64_t thread_weight(struct ctx *c, uint32_t top)
+{
+	uint32_t n = nw_cct_subtree_preorder(c->p->tree, top, c->order);
+	uint64_t w = 0;
+
+	for (uint32_t k = 1; k < n; k++)
+		w += nw_cct_metrics(c->p->tree, c->order[k])[c->metric];
+	return w;
+}
+
+static int write_profile(struct ctx *c, const struct nw_mthread *th, uint32_t top, uint64_t w)
+{
+	const struct nw_measurement *m = c->p->m;
+	char *name = nw_strdup_printf("%s (pid %u, tid %u)", th->comm ? th->comm : "", th->pid,
+				      th->tid);
+	uint32_t n;
+	int ret;
+
 	if (!name)
-		goto fail;
-	if (add_str(prof, "type", "sampled") || add_str(prof, "name", name) ||
-	    add_str(prof, "unit",
-		    c->p->m->metrics[c->metric].unit == NW_UNIT_NANOSECONDS ? "nanoseconds"
-									     : "none") ||
-	    add_obj(prof, "startValue", json_object_new_int64(0)) ||
-	    add_obj(prof, "endValue",
-		    json_object_new_int64(total > INT64_MAX ? INT64_MAX : (int64_t)total)))
-		goto fail;
-	if (add_obj(prof, "samples", samples)) {
-		samples = NULL;
-		goto fail;
-	}
-	samples = NULL;
-	if (add_obj(prof, "weights", weights)) {
-		weights = NULL;
-		goto fail;
-	}
+		return -ENOMEM;
+	fputs("{\"type\":\"sampled\",\"name\":", c->out);
+	ret = nw_export_json_str(c->out, name);
 	free(name);
-	free(order);
-	*weight = total;
-	return prof;
-fail:
-	free(name);
-	free(order);
-	json_object_put(samples);
-	json_object_put(weights);
-	json_object_put(prof);
-	return NULL;
+	if (ret)
+		return ret;
+	fprintf(c->out, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,",
+		m->metrics[c->metric].unit == NW_UNIT_NANOSECONDS ? "nanoseconds" : "none",
+		(unsigned long long)w);
+	n = walk(c, top);
+	ret = write_samples(c, n);
+	if (ret)
+		return ret;
+	fputc(',', c->out);
+	write_weights(c, n);
+	fputc('}', c->out);
+	return 0;
+}
+
+static int write_frames(struct ctx *c)
+{
+	fputs("\"shared\":{\"frames\":[", c->out);
+	for (uint32_t k = 0; k < c->nused; k++) {
+		const struct nw_func *f = &c->p->frames.v[c->used[k]];
+
+		fputs(k ? ",{\"name\":" : "{\"name\":", c->out);
+		if (nw_export_json_str(c->out, f->name))
+			return -ENOMEM;
+		if (f->file) {
+			fputs(",\"file\":", c->out);
+			if (nw_export_json_str(c->out, f->file))
+				return -ENOMEM;
+		}
+		if (f->line)
+			fprintf(c->out, ",\"line\":%u", f->line);
+		fputc('}', c->out);
+	}
+	fputs("]}", c->out);
+	return 0;
 }
 
 unsigned nw_speedscope_default_metric(const struct nw_measurement *m)
@@ -175,95 +205,80 @@ unsigned nw_speedscope_default_metric(const struct nw_measurement *m)
 	return s > 0 ? (unsigned)s : 0;
 }
 
-static int build(struct ctx *c, json_object *root)
+static int write_all(struct ctx *c)
 {
 	const struct nw_measurement *m = c->p->m;
-	json_object *profiles, *shared;
-	uint64_t best = 0;
-	int64_t active = 0, nprof = 0;
 	struct nw_strbuf cmd = { 0 };
+	uint64_t best = 0, *weight;
+	int64_t active = 0, nprof = 0;
+	int ret = 0;
 
-	/* Each object belongs to its parent as soon as it is made. */
-	profiles = json_object_new_array();
-	if (add_obj(root, "profiles", profiles))
+	weight = calloc(m->nthreads ? m->nthreads : 1, sizeof(*weight));
+	if (!weight)
 		return -ENOMEM;
-	shared = json_object_new_object();
-	if (add_obj(root, "shared", shared))
-		return -ENOMEM;
-	c->frames = json_object_new_array();
-	if (add_obj(shared, "frames", c->frames))
-		return -ENOMEM;
+	/* A thread without weight would be an empty, useless tab. */
 	for (uint32_t i = 0; i < m->nthreads; i++) {
-		const struct nw_mthread *th = &m->threads[i];
-		uint64_t w = 0;
-		json_object *prof;
-
 		if (c->p->thread_node[i] == NW_CCT_NONE)
 			continue;
-		prof = thread_profile(c, th, c->p->thread_node[i], &w);
-		if (!prof)
-			return -ENOMEM;
-		/* A thread without weight would be an empty, useless tab. */
-		if (!w) {
-			json_object_put(prof);
-			continue;
-		}
-		if (append(profiles, prof))
-			return -ENOMEM;
-		if (w > best) {
-			best = w;
+		weight[i] = thread_weight(c, c->p->thread_node[i]);
+		if (weight[i] > best) {
+			best = weight[i];
 			active = nprof;
 		}
-		nprof++;
+		nprof += weight[i] != 0;
 	}
 	for (uint32_t i = 0; i < m->run.argc; i++)
 		nw_sb_printf(&cmd, "%s%s", i ? " " : "", m->run.argv[i] ? m->run.argv[i] : "");
-	if (cmd.failed ||
-	    add_str(root, "name", cmd.len ? nw_sb_str(&cmd) : "narwhal measurement")) {
-		nw_sb_fini(&cmd);
-		return -ENOMEM;
-	}
+	fputs("{\"$schema\":\"" SCHEMA_URL "\",\"exporter\":\"narwhal " NW_VERSION "\",\"name\":",
+	      c->out);
+	ret = cmd.failed ? -ENOMEM
+			 : nw_export_json_str(c->out, cmd.len ? nw_sb_str(&cmd)
+							      : "narwhal measurement");
 	nw_sb_fini(&cmd);
-	if (add_obj(root, "activeProfileIndex", json_object_new_int64(active)))
-		return -ENOMEM;
-	return 0;
+	fprintf(c->out, ",\"activeProfileIndex\":%lld,\"profiles\":[", (long long)active);
+	nprof = 0;
+	for (uint32_t i = 0; !ret && i < m->nthreads; i++) {
+		if (!weight[i])
+			continue;
+		if (nprof++)
+			fputc(',', c->out);
+		ret = write_profile(c, &m->threads[i], c->p->thread_node[i], weight[i]);
+	}
+	fputs("],", c->out);
+	if (!ret)
+		ret = write_frames(c);
+	fputs("}\n", c->out);
+	free(weight);
+	return ret;
 }
 
 int nw_speedscope_write(FILE *out, const struct nw_stacks *p, unsigned metric)
 {
-	struct ctx c = { .p = p, .metric = metric };
-	uint32_t nfuncs = p->frames.n;
-	json_object *root;
-	const char *text;
+	struct ctx c = { .p = p, .out = out, .metric = metric };
+	uint32_t nfuncs = p->frames.n, n = p->tree->n;
 	int ret = -ENOMEM;
 
 	if (!p->m || !p->thread_node || metric >= p->m->nmetrics || metric >= p->tree->nmetrics)
 		return -EINVAL;
-	for (uint32_t n = 1; n < p->tree->n; n++)
-		if (p->tree->nodes[n].ip >= nfuncs)
+	for (uint32_t i = 1; i < n; i++)
+		if (p->tree->nodes[i].ip >= nfuncs)
 			return -EINVAL;
 	c.frame_of = malloc((nfuncs ? nfuncs : 1) * sizeof(*c.frame_of));
-	root = json_object_new_object();
-	if (!c.frame_of || !root)
+	c.used = malloc((nfuncs ? nfuncs : 1) * sizeof(*c.used));
+	c.order = malloc((size_t)n * sizeof(*c.order));
+	c.depth = malloc((size_t)n * sizeof(*c.depth));
+	if (!c.frame_of || !c.used || !c.order || !c.depth)
 		goto out;
 	memset(c.frame_of, 0xff, (nfuncs ? nfuncs : 1) * sizeof(*c.frame_of));
-	if (add_str(root, "$schema", SCHEMA_URL) ||
-	    add_str(root, "exporter", "narwhal " NW_VERSION))
-		goto out;
-	ret = build(&c, root);
-	if (ret)
-		goto out;
-	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
-							    JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (!text) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	fputs(text, out);
-	fputc('\n', out);
-	ret = fflush(out) != 0 || ferror(out) ? -EIO : 0;
+	ret = write_all(&c);
+	if (!ret && (fflush(out) != 0 || ferror(out)))
+		ret = -EIO;
 out:
-	json_object_put(root);
 	free(c.frame_of);
+	free(c.used);
+	free(c.order);
+	free(c.depth);
+	free(c.path);
+	free(c.line);
 	return ret;
 }

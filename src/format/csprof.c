@@ -245,12 +245,31 @@ int nw_csprof_write_file(const char *path, const struct nw_csprof *p)
 
 /* ---- reader ---- */
 
+/* Bytes of a mapped file given back at a time (a multiple of the page size). */
+#define RELEASE_CHUNK (4u << 20)
+
 struct csprof_in {
 	const uint8_t *buf;
 	size_t size;
 	size_t pos;
 	struct nw_csprof_error *err;
+	bool mapped;       /* buf is a private mapping of the file: release what was read */
+	size_t released;   /* bytes of buf given back so far */
 };
+
+/*
+ * A file mapped for reading is given back as its trees are parsed, so
+ * reading a 200 MB file does not hold 200 MB of it besides the trees.
+ */
+static void in_release(struct csprof_in *in)
+{
+	size_t upto = in->pos & ~(size_t)(RELEASE_CHUNK - 1);
+
+	if (!in->mapped || upto < in->released + RELEASE_CHUNK)
+		return;
+	madvise((void *)(in->buf + in->released), upto - in->released, MADV_DONTNEED);
+	in->released = upto;
+}
 
 __attribute__((format(printf, 3, 4))) static int in_fail(struct csprof_in *in, size_t offset,
 							  const char *fmt, ...)
@@ -612,6 +631,8 @@ static int read_tree(struct csprof_in *in, struct nw_csprof *p, uint32_t t,
 		}
 		add_metrics(nw_cct_metrics(cct, node), b + NODE_FIXED_SIZE, p->nmetrics);
 		in->pos += node_size;
+		if (!(i & 0xffff))
+			in_release(in);
 	}
 	keep_file_order(cct);
 	err = 0;
@@ -647,10 +668,10 @@ static int read_trees(struct csprof_in *in, struct nw_csprof *p)
 	return 0;
 }
 
-int nw_csprof_read(const void *buf, size_t size, struct nw_csprof **ret,
-		   struct nw_csprof_error *err)
+static int csprof_parse(const void *buf, size_t size, bool mapped, struct nw_csprof **ret,
+			struct nw_csprof_error *err)
 {
-	struct csprof_in in = { .buf = buf, .size = size, .err = err };
+	struct csprof_in in = { .buf = buf, .size = size, .err = err, .mapped = mapped };
 	struct nw_csprof *p;
 	int rc;
 
@@ -682,6 +703,12 @@ int nw_csprof_read(const void *buf, size_t size, struct nw_csprof **ret,
 	}
 	*ret = p;
 	return 0;
+}
+
+int nw_csprof_read(const void *buf, size_t size, struct nw_csprof **ret,
+		   struct nw_csprof_error *err)
+{
+	return csprof_parse(buf, size, false, ret, err);
 }
 
 static int read_fd_all(int fd, uint8_t **ret, size_t *ret_size)
@@ -753,7 +780,7 @@ int nw_csprof_read_file(const char *path, struct nw_csprof **ret, struct nw_cspr
 		}
 	}
 	close(fd);
-	rc = nw_csprof_read(map != MAP_FAILED ? map : buf, size, ret, err);
+	rc = csprof_parse(map != MAP_FAILED ? map : buf, size, map != MAP_FAILED, ret, err);
 	if (map != MAP_FAILED)
 		munmap(map, size);
 	free(buf);

@@ -221,6 +221,20 @@ int nw_mthread_add_tree(struct nw_mthread *th, uint32_t epoch, struct nw_cct *cc
 	return 0;
 }
 
+void nw_measurement_drop_trees(struct nw_measurement *m)
+{
+	for (uint32_t i = 0; i < m->nthreads; i++) {
+		struct nw_mthread *th = &m->threads[i];
+
+		for (uint32_t t = 0; !m->borrowed && t < th->ntrees; t++)
+			nw_cct_free(th->trees[t].cct);
+		free(th->trees);
+		th->trees = NULL;
+		th->ntrees = 0;
+	}
+	m->trees_dropped = true;
+}
+
 const struct nw_mprocess *nw_measurement_process(const struct nw_measurement *m, uint32_t pid)
 {
 	for (uint32_t i = m->nprocs; i-- > 0;)

@@ -97,6 +97,7 @@ struct nw_measurement {
 	 * everything.
 	 */
 	bool borrowed;
+	bool trees_dropped;  /* nw_measurement_drop_trees() ran: no tree is left */
 };
 
 /* An empty model that owns what is added to it; NULL on ENOMEM. */
@@ -128,6 +129,12 @@ struct nw_mthread *nw_measurement_add_thread(struct nw_measurement *m, uint32_t 
 					     uint32_t tid, const char *comm, const char *file);
 /* Appends a tree to @th (owned by the model unless borrowed).  -ENOMEM. */
 int nw_mthread_add_tree(struct nw_mthread *th, uint32_t epoch, struct nw_cct *cct);
+/*
+ * Frees every thread's trees (the thread list and its totals stay): for a
+ * one-shot report whose last view needs only what it derived from them, so
+ * that the model and the view are not both held at their largest.
+ */
+void nw_measurement_drop_trees(struct nw_measurement *m);
 /* The process of @pid (the last one listed: pids are reused), or NULL. */
 const struct nw_mprocess *nw_measurement_process(const struct nw_measurement *m, uint32_t pid);
 

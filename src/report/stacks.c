@@ -128,6 +128,33 @@ struct chain {
 	uint32_t first, n;        /* in pool */
 };
 
+/*
+ * The build merges every selected tree at once, top down: the physical
+ * nodes that land on one symbolic node are a group; their children (or
+ * the next frame of their inline chain) are sorted by frame, and each run
+ * of equal frames becomes one new symbolic child, created once, in
+ * preorder.  No (parent, frame) lookups in the growing tree, which would
+ * miss the caches once it is large.
+ */
+
+/* A physical node of tree @tree at position @pos of its frame chain. */
+struct cursor {
+	uint32_t tree, node, chain, pos;
+};
+
+/* A symbolic node being expanded: its child cursors [begin, end), the next run. */
+struct level {
+	uint32_t sym;
+	size_t begin, end, next;
+};
+
+/* A tree being merged. */
+struct btree {
+	const struct nw_tree *tr;
+	uint32_t ti, t;
+	uint32_t *to;             /* with a split: each node's symbolic node */
+};
+
 struct builder {
 	struct nw_stacks *s;
 	const struct nw_measurement *m;
@@ -136,9 +163,13 @@ struct builder {
 	struct nw_index ix;
 	uint32_t *pool;
 	size_t npool, cap_pool;
-	uint32_t *to, *order;     /* per node of the tree being added */
-	size_t cap_nodes;
-	uint64_t *weight;         /* nmetrics: a node's weight less what a split moves */
+	struct btree *trees;
+	size_t ntrees, cap_trees;
+	struct cursor *cur;       /* a stack of the levels' child cursors */
+	size_t ncur, cap_cur;
+	struct level *levels;
+	size_t nlevels, cap_levels;
+	unsigned nm;              /* metrics copied */
 };
 
 static uint64_t chain_key_hash(uint32_t module, uint64_t addr)
@@ -199,26 +230,163 @@ static void builder_fini(struct builder *b)
 	free(b->chains);
 	nw_index_fini(&b->ix);
 	free(b->pool);
-	free(b->to);
-	free(b->order);
-	free(b->weight);
+	for (size_t i = 0; i < b->ntrees; i++)
+		free(b->trees[i].to);
+	free(b->trees);
+	free(b->cur);
+	free(b->levels);
 }
 
-/* Inserts @chain's frames below @node of the symbolic tree; NW_CCT_NONE on ENOMEM. */
-static uint32_t insert_chain(struct nw_cct *dst, uint32_t node, const struct builder *b,
-			     const struct chain *c, uint64_t sp)
+static uint32_t frame_of(const struct builder *b, const struct cursor *c)
 {
-	for (uint32_t k = 0; k < c->n && node != NW_CCT_NONE; k++)
-		node = nw_cct_child(dst, node, b->pool[c->first + k], sp);
-	return node;
+	return b->pool[b->chains[c->chain].first + c->pos];
 }
 
-static void add_weight(struct nw_cct *dst, uint32_t node, const uint64_t *w, unsigned nm)
+/* Appends the cursor of node @node of tree @tree (at its chain's start).  -ENOMEM. */
+static int push_node(struct builder *b, uint32_t tree, uint32_t node)
 {
-	uint64_t *dm = nw_cct_metrics(dst, node);
+	const struct nw_tree *tr = b->trees[tree].tr;
+	const struct nw_cct_node *n = &tr->cct->nodes[node];
+	const struct chain *c = chain_of(b, tr->epoch, n->ip, n->first_child != NW_CCT_NONE);
 
-	for (unsigned i = 0; i < nm; i++)
-		dm[i] += w[i];
+	if (!c || nw_grow(&b->cur, &b->cap_cur, b->ncur + 1, sizeof(*b->cur)))
+		return -ENOMEM;
+	/* A chain of no frames cannot happen: frames_of gives one at least. */
+	b->cur[b->ncur++] = (struct cursor){ tree, node, (uint32_t)(c - b->chains), 0 };
+	return 0;
+}
+
+/* Appends the children of every physical node of @tree below symbolic node @top. */
+static int push_roots(struct builder *b, size_t tree)
+{
+	const struct nw_cct *t = b->trees[tree].tr->cct;
+	int ret = 0;
+
+	for (uint32_t c = t->nodes[NW_CCT_ROOT].first_child; c != NW_CCT_NONE && !ret;
+	     c = t->nodes[c].next_sibling)
+		ret = push_node(b, (uint32_t)tree, c);
+	return ret;
+}
+
+static int cmp_cursor(const void *x, const void *y, void *arg)
+{
+	const struct builder *b = arg;
+	uint32_t fx = frame_of(b, x), fy = frame_of(b, y);
+	const struct cursor *cx = x, *cy = y;
+
+	if (fx != fy)
+		return fx < fy ? -1 : 1;
+	/* Then physical order: the first sp tag is the first tree's. */
+	if (cx->tree != cy->tree)
+		return cx->tree < cy->tree ? -1 : 1;
+	return cx->node < cy->node ? -1 : cx->node > cy->node;
+}
+
+/*
+ * Symbolic node @sym gets the cursors [a, e): the weight of the physical
+ * nodes whose chain ends there, and a level of their children, sorted.
+ */
+static int expand(struct builder *b, uint32_t sym, size_t a, size_t e)
+{
+	struct nw_cct *dst = b->s->tree;
+	size_t begin = b->ncur;
+	int ret = 0;
+
+	for (size_t i = a; i < e && !ret; i++) {
+		struct cursor c = b->cur[i];
+		const struct btree *bt = &b->trees[c.tree];
+		const struct nw_cct *src = bt->tr->cct;
+
+		if (c.pos + 1 < b->chains[c.chain].n) {
+			if (nw_grow(&b->cur, &b->cap_cur, b->ncur + 1, sizeof(*b->cur)))
+				return -ENOMEM;
+			c.pos++;
+			b->cur[b->ncur++] = c;
+			continue;
+		}
+		/* The end of the node's chain: its weight is here. */
+		for (unsigned k = 0; k < b->nm; k++)
+			nw_cct_metrics(dst, sym)[k] += nw_cct_metrics(src, c.node)[k];
+		if (bt->to)
+			bt->to[c.node] = sym;
+		for (uint32_t k = src->nodes[c.node].first_child; k != NW_CCT_NONE && !ret;
+		     k = src->nodes[k].next_sibling)
+			ret = push_node(b, c.tree, k);
+	}
+	if (ret)
+		return ret;
+	if (b->ncur - begin > 1)
+		qsort_r(b->cur + begin, b->ncur - begin, sizeof(*b->cur), cmp_cursor, b);
+	if (nw_grow(&b->levels, &b->cap_levels, b->nlevels + 1, sizeof(*b->levels)))
+		return -ENOMEM;
+	b->levels[b->nlevels++] = (struct level){ sym, begin, b->ncur, begin };
+	return 0;
+}
+
+/* Merges the cursors at [a, e) (children of the symbolic root @top) into the tree. */
+static int merge(struct builder *b, uint32_t top, size_t a, size_t e)
+{
+	struct nw_cct *dst = b->s->tree;
+	size_t base = b->nlevels;
+	int ret = 0;
+
+	if (e - a > 1)
+		qsort_r(b->cur + a, e - a, sizeof(*b->cur), cmp_cursor, b);
+	if (nw_grow(&b->levels, &b->cap_levels, b->nlevels + 1, sizeof(*b->levels)))
+		return -ENOMEM;
+	b->levels[b->nlevels++] = (struct level){ top, a, e, a };
+	while (b->nlevels > base && !ret) {
+		struct level *l = &b->levels[b->nlevels - 1];
+		size_t r = l->next;
+		uint32_t f, child;
+		uint64_t sp = 0;
+
+		if (r == l->end) {
+			b->ncur = l->begin;
+			b->nlevels--;
+			continue;
+		}
+		f = frame_of(b, &b->cur[r]);
+		for (; r < l->end && frame_of(b, &b->cur[r]) == f; r++) {
+			const struct cursor *c = &b->cur[r];
+
+			if (!sp)
+				sp = b->trees[c->tree].tr->cct->nodes[c->node].sp;
+		}
+		child = nw_cct_append(dst, l->sym, f, sp);
+		if (child == NW_CCT_NONE)
+			return -ENOMEM;
+		a = l->next;
+		/* Before expand(), which may move the levels. */
+		l->next = r;
+		ret = expand(b, child, a, r);
+	}
+	return ret;
+}
+
+/* The cursors of the roots of every tree of thread @ti. */
+static int push_thread(struct builder *b, uint32_t ti, bool with_to)
+{
+	const struct nw_mthread *th = &b->m->threads[ti];
+	int ret = 0;
+
+	for (uint32_t t = 0; t < th->ntrees && !ret; t++) {
+		struct btree *bt;
+
+		if (nw_grow(&b->trees, &b->cap_trees, b->ntrees + 1, sizeof(*b->trees)))
+			return -ENOMEM;
+		bt = &b->trees[b->ntrees];
+		*bt = (struct btree){ .tr = &th->trees[t], .ti = ti, .t = t };
+		if (with_to) {
+			bt->to = malloc((size_t)th->trees[t].cct->n * sizeof(*bt->to));
+			if (!bt->to)
+				return -ENOMEM;
+			bt->to[NW_CCT_ROOT] = NW_CCT_ROOT;
+		}
+		b->ntrees++;
+		ret = push_roots(b, b->ntrees - 1);
+	}
+	return ret;
 }
 
 /*
@@ -259,59 +427,40 @@ static uint32_t below_prefix(struct nw_cct *dst, uint32_t top, const struct nw_s
 	return at;
 }
 
-/* Adds tree @t of thread @ti (selected) below @top. */
-static int add_tree(struct builder *b, uint32_t ti, uint32_t t, uint32_t top,
-		    const struct nw_split *split, size_t *se)
+/* What a split moves: out of its node, below the prefix frames. */
+static int apply_split(struct builder *b, const struct nw_split *split, const uint32_t *tops)
 {
-	const struct nw_mthread *th = &b->m->threads[ti];
-	const struct nw_tree *tr = &th->trees[t];
-	const struct nw_cct *src = tr->cct;
 	struct nw_cct *dst = b->s->tree;
-	unsigned nm = src->nmetrics < dst->nmetrics ? src->nmetrics : dst->nmetrics;
+	size_t se = 0;
 
-	if (nw_grow(&b->to, &b->cap_nodes, src->n, sizeof(*b->to)))
-		return -ENOMEM;
-	free(b->order);
-	b->order = malloc((size_t)src->n * sizeof(*b->order));
-	if (!b->order)
-		return -ENOMEM;
-	nw_cct_preorder(src, b->order);
-	b->to[NW_CCT_ROOT] = top;
-	for (uint32_t k = 0; k < src->n; k++) {
-		uint32_t i = b->order[k];
-		const struct nw_cct_node *sn = &src->nodes[i];
+	for (size_t i = 0; i < b->ntrees; i++) {
+		const struct btree *bt = &b->trees[i];
+		const struct nw_cct *src = bt->tr->cct;
 
-		if (i != NW_CCT_ROOT) {
-			const struct chain *c = chain_of(b, tr->epoch, sn->ip,
-							 sn->first_child != NW_CCT_NONE);
+		while (se < split->n && (split->entries[se].thread < bt->ti ||
+					 (split->entries[se].thread == bt->ti &&
+					  split->entries[se].tree < bt->t)))
+			se++;
+		for (; se < split->n && split->entries[se].thread == bt->ti &&
+		       split->entries[se].tree == bt->t;
+		     se++) {
+			const struct nw_split_entry *e = &split->entries[se];
+			const uint64_t *w = split->values + se * src->nmetrics;
+			uint32_t at, from;
 
-			if (!c)
+			if (e->node >= src->n || e->prefix >= split->nprefixes)
+				continue;
+			from = bt->to[e->node];
+			at = below_prefix(dst, tops[bt->ti], &split->prefixes[e->prefix], from);
+			if (at == NW_CCT_NONE)
 				return -ENOMEM;
-			b->to[i] = insert_chain(dst, b->to[sn->parent], b, c, sn->sp);
-			if (b->to[i] == NW_CCT_NONE)
-				return -ENOMEM;
-		}
-		add_weight(dst, b->to[i], nw_cct_metrics(src, i), nm);
-	}
-	/* What a split moves: out of its node, below the prefix frames. */
-	for (; split && *se < split->n && split->entries[*se].thread == ti &&
-	       split->entries[*se].tree == t;
-	     (*se)++) {
-		const struct nw_split_entry *e = &split->entries[*se];
-		const uint64_t *w = split->values + *se * src->nmetrics;
-		uint32_t at;
+			for (unsigned m = 0; m < b->nm; m++) {
+				uint64_t *fm = &nw_cct_metrics(dst, from)[m];
+				uint64_t v = w[m] < *fm ? w[m] : *fm;
 
-		if (e->node >= src->n || e->prefix >= split->nprefixes)
-			continue;
-		at = below_prefix(dst, top, &split->prefixes[e->prefix], b->to[e->node]);
-		if (at == NW_CCT_NONE)
-			return -ENOMEM;
-		for (unsigned m = 0; m < nm; m++) {
-			uint64_t *from = &nw_cct_metrics(dst, b->to[e->node])[m];
-			uint64_t v = w[m] < *from ? w[m] : *from;
-
-			*from -= v;
-			nw_cct_metrics(dst, at)[m] += v;
+				*fm -= v;
+				nw_cct_metrics(dst, at)[m] += v;
+			}
 		}
 	}
 	return 0;
@@ -321,47 +470,68 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 {
 	const struct nw_split *split = o->split;
 	struct builder b = { .s = s, .m = s->m };
-	size_t se = 0;
+	uint32_t *tops = NULL;
 	int ret = 0;
 
 	if (!s->m)
 		return -EINVAL;
+	b.nm = s->tree->nmetrics < s->m->nmetrics ? s->tree->nmetrics : s->m->nmetrics;
+	tops = malloc((s->m->nthreads ? s->m->nthreads : 1) * sizeof(*tops));
+	if (!tops)
+		return -ENOMEM;
 	if (o->per_thread) {
 		free(s->thread_node);
 		s->thread_node = malloc((s->m->nthreads ? s->m->nthreads : 1) *
 					sizeof(*s->thread_node));
-		if (!s->thread_node)
+		if (!s->thread_node) {
+			free(tops);
 			return -ENOMEM;
+		}
 		memset(s->thread_node, 0xff, (s->m->nthreads ? s->m->nthreads : 1) *
 						     sizeof(*s->thread_node));
 	}
 	for (uint32_t ti = 0; ti < s->m->nthreads && !ret; ti++) {
 		const struct nw_mthread *th = &s->m->threads[ti];
-		uint32_t top = NW_CCT_ROOT;
+		size_t a = b.ncur, ta = b.ntrees;
 
-		/* Entries of threads that are not selected are skipped. */
-		while (split && se < split->n && split->entries[se].thread < ti)
-			se++;
+		tops[ti] = NW_CCT_ROOT;
 		if (!nw_filter_thread(o->filter, th))
 			continue;
 		s->nthreads++;
-		if (o->per_thread && th->ntrees) {
+		ret = push_thread(&b, ti, split != NULL);
+		if (ret || !o->per_thread || !th->ntrees)
+			continue;
+		/* Each thread below its own frame: its trees merge there, now. */
+		{
 			int64_t fi = nw_stacks_thread_frame(&s->frames, th);
+			uint32_t top = fi < 0 ? NW_CCT_NONE
+					      : nw_cct_child(s->tree, NW_CCT_ROOT, (uint64_t)fi, 0);
 
-			top = fi < 0 ? NW_CCT_NONE : nw_cct_child(s->tree, NW_CCT_ROOT, (uint64_t)fi, 0);
 			if (top == NW_CCT_NONE) {
 				ret = -ENOMEM;
 				break;
 			}
-			s->thread_node[ti] = top;
-		}
-		for (uint32_t t = 0; t < th->ntrees && !ret; t++) {
-			while (split && se < split->n && split->entries[se].thread == ti &&
-			       split->entries[se].tree < t)
-				se++;
-			ret = add_tree(&b, ti, t, top, split, &se);
+			s->thread_node[ti] = tops[ti] = top;
+			for (size_t t = ta; t < b.ntrees; t++)
+				for (unsigned k = 0; k < b.nm; k++)
+					nw_cct_metrics(s->tree, top)[k] +=
+						nw_cct_metrics(b.trees[t].tr->cct, NW_CCT_ROOT)[k];
+			ret = merge(&b, top, a, b.ncur);
+			b.ncur = a;
 		}
 	}
+	if (!ret && !o->per_thread) {
+		for (size_t t = 0; t < b.ntrees; t++)
+			for (unsigned k = 0; k < b.nm; k++)
+				nw_cct_metrics(s->tree, NW_CCT_ROOT)[k] +=
+					nw_cct_metrics(b.trees[t].tr->cct, NW_CCT_ROOT)[k];
+		ret = merge(&b, NW_CCT_ROOT, 0, b.ncur);
+	}
+	if (!ret)
+		nw_cct_reverse_children(s->tree);
+	if (!ret && split)
+		ret = apply_split(&b, split, tops);
+	free(tops);
 	builder_fini(&b);
 	return ret;
 }

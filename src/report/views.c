@@ -13,18 +13,24 @@
 
 #include "util/strbuf.h"
 
-/* Per-node weights of one metric. */
+/* Per-node inclusive weights of one metric (self weights are the tree's own). */
 struct weights {
 	uint32_t n;
-	uint64_t *self, *incl;
+	unsigned metric;
+	const struct nw_cct *t;
+	uint64_t *incl;
 	uint32_t *order; /* preorder */
 };
 
 static void weights_fini(struct weights *w)
 {
-	free(w->self);
 	free(w->incl);
 	free(w->order);
+}
+
+static uint64_t self_of(const struct weights *w, uint32_t node)
+{
+	return nw_cct_metrics(w->t, node)[w->metric];
 }
 
 /* Fills @w for metric @m; -EINVAL for a bad metric or func index, -ENOMEM. */
@@ -39,15 +45,16 @@ static int weights_init(struct weights *w, const struct nw_stacks *s, unsigned m
 		if (t->nodes[i].ip >= s->frames.n)
 			return -EINVAL;
 	w->n = t->n;
-	w->self = malloc((size_t)t->n * sizeof(*w->self));
+	w->t = t;
+	w->metric = m;
 	w->incl = malloc((size_t)t->n * sizeof(*w->incl));
 	w->order = malloc((size_t)t->n * sizeof(*w->order));
-	if (!w->self || !w->incl || !w->order) {
+	if (!w->incl || !w->order) {
 		weights_fini(w);
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < t->n; i++)
-		w->self[i] = w->incl[i] = nw_cct_metrics(t, i)[m];
+		w->incl[i] = nw_cct_metrics(t, i)[m];
 	nw_cct_preorder(t, w->order);
 	/* Children come after their parent in preorder: sum bottom-up. */
 	for (uint32_t k = t->n; k-- > 1;) {
@@ -188,7 +195,7 @@ int nw_view_tree(FILE *out, const struct nw_stacks *s, const struct nw_view_opts
 		if (pct(w.incl[node], total) < o->percent_limit)
 			continue;
 		fprintf(out, "%5.1f%%  %5.1f%%  %*s%s\n", pct(w.incl[node], total),
-			pct(w.self[node], total), (int)(2 * (d < 1000000 ? d : 1000000)), "",
+			pct(self_of(&w, node), total), (int)(2 * (d < 1000000 ? d : 1000000)), "",
 			func_name(s, node));
 		for (uint32_t c = tree->nodes[node].first_child; c != NW_CCT_NONE;
 		     c = tree->nodes[c].next_sibling) {
@@ -255,7 +262,7 @@ static int flat_sums(const struct nw_stacks *s, const struct weights *w, struct 
 
 		if (onpath[f]++ == 0)
 			rows[f].cumul += w->incl[node];
-		rows[f].self += w->self[node];
+		rows[f].self += self_of(w, node);
 		if (t->nodes[node].first_child != NW_CCT_NONE) {
 			node = t->nodes[node].first_child;
 			continue;
@@ -409,86 +416,113 @@ int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_f
 
 /* ---- folded ---- */
 
-struct folded_line {
-	char *stack;
-	uint64_t count;
+/*
+ * Folded stacks without building a string per stack: a depth-first walk
+ * in which the siblings of a level are sorted by name and those of equal
+ * names (the same function name in two modules) are one group, so equal
+ * stacks make one line.  Each level holds the group's nodes' children;
+ * a line is the names on the path, joined by ';'.
+ */
+struct fold_level {
+	size_t begin, end, next;  /* children [begin, end) in the node stack, the next group */
+	size_t name_len;          /* the line's length up to this level */
 };
 
-static int cmp_folded(const void *a, const void *b)
+struct fold {
+	const struct nw_stacks *s;
+	const struct weights *w;
+	uint32_t *nodes;          /* a stack of the levels' children */
+	size_t nnodes, cap_nodes;
+	struct fold_level *levels;
+	size_t nlevels, cap_levels;
+	struct nw_strbuf line;
+};
+
+static int cmp_fold(const void *a, const void *b, void *arg)
 {
-	return strcmp(((const struct folded_line *)a)->stack, ((const struct folded_line *)b)->stack);
+	const struct nw_stacks *s = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return strcmp(func_name(s, x), func_name(s, y));
 }
 
-/* "root;...;leaf" for @node, or NULL on ENOMEM. */
-static char *stack_string(const struct nw_stacks *s, uint32_t node)
+/* Pushes a level of the children of the group @g (nodes [a, e)), sorted by name. */
+static int fold_push(struct fold *f, size_t a, size_t e)
 {
-	const struct nw_cct *t = s->tree;
-	size_t len = 0;
-	char *str, *end;
+	const struct nw_cct *t = f->s->tree;
+	size_t begin = f->nnodes;
 
-	for (uint32_t i = node; i != NW_CCT_ROOT; i = t->nodes[i].parent)
-		len += strlen(func_name(s, i)) + 1;
-	str = malloc(len ? len : 1);
-	if (!str)
-		return NULL;
-	end = str + len - 1;
-	*end = '\0';
-	/* Fill from the leaf backwards: the root ends up first. */
-	for (uint32_t i = node; i != NW_CCT_ROOT; i = t->nodes[i].parent) {
-		const char *name = func_name(s, i);
-		size_t l = strlen(name);
-
-		end -= l;
-		memcpy(end, name, l);
-		if (end > str)
-			*--end = ';';
+	for (size_t i = a; i < e; i++) {
+		for (uint32_t c = t->nodes[f->nodes[i]].first_child; c != NW_CCT_NONE;
+		     c = t->nodes[c].next_sibling) {
+			/* Subtrees without weight print nothing. */
+			if (!f->w->incl[c])
+				continue;
+			if (nw_grow(&f->nodes, &f->cap_nodes, f->nnodes + 1, sizeof(*f->nodes)))
+				return -ENOMEM;
+			f->nodes[f->nnodes++] = c;
+		}
 	}
-	return str;
+	if (f->nnodes - begin > 1)
+		qsort_r(f->nodes + begin, f->nnodes - begin, sizeof(*f->nodes), cmp_fold,
+			(void *)f->s);
+	if (nw_grow(&f->levels, &f->cap_levels, f->nlevels + 1, sizeof(*f->levels)))
+		return -ENOMEM;
+	f->levels[f->nlevels++] = (struct fold_level){ begin, f->nnodes, begin, f->line.len };
+	return 0;
 }
 
 int nw_view_folded(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o)
 {
-	const struct nw_cct *tree = s->tree;
-	struct folded_line *lines = NULL;
-	uint32_t n = 0;
+	struct fold f = { .s = s };
 	struct weights w;
+	uint32_t root = NW_CCT_ROOT;
 	int ret;
 
 	ret = weights_init(&w, s, o->metric);
 	if (ret)
 		return ret;
-	lines = calloc(tree->n, sizeof(*lines));
-	if (!lines) {
+	f.w = &w;
+	if (nw_grow(&f.nodes, &f.cap_nodes, 1, sizeof(*f.nodes))) {
 		ret = -ENOMEM;
 		goto out;
 	}
+	f.nodes[f.nnodes++] = root;
 	/* The root's own weight has no stack to show. */
-	for (uint32_t i = 1; i < tree->n; i++) {
-		if (!w.self[i])
-			continue;
-		lines[n].stack = stack_string(s, i);
-		if (!lines[n].stack) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		lines[n++].count = w.self[i];
-	}
-	qsort(lines, n, sizeof(*lines), cmp_folded);
-	for (uint32_t i = 0; i < n;) {
-		uint64_t count = lines[i].count;
-		uint32_t j = i + 1;
+	ret = fold_push(&f, 0, 1);
+	while (!ret && f.nlevels) {
+		struct fold_level *l = &f.levels[f.nlevels - 1];
+		size_t g = l->next, e;
+		const char *name;
+		uint64_t self = 0;
 
-		/* Same-named frames of different modules give equal stacks: sum them. */
-		while (j < n && strcmp(lines[j].stack, lines[i].stack) == 0)
-			count += lines[j++].count;
-		fprintf(out, "%s %llu\n", lines[i].stack, (unsigned long long)count);
-		i = j;
+		if (g == l->end) {
+			f.nnodes = l->begin;
+			f.nlevels--;
+			continue;
+		}
+		name = func_name(s, f.nodes[g]);
+		for (e = g; e < l->end && !strcmp(func_name(s, f.nodes[e]), name); e++)
+			self += self_of(&w, f.nodes[e]);
+		l->next = e;
+		nw_sb_truncate(&f.line, l->name_len);
+		if (f.line.len)
+			nw_sb_putc(&f.line, ';');
+		nw_sb_puts(&f.line, name);
+		if (f.line.failed) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (self)
+			fprintf(out, "%s %llu\n", f.line.s, (unsigned long long)self);
+		ret = fold_push(&f, g, e);
 	}
-	ret = finish(out);
+	if (!ret)
+		ret = finish(out);
 out:
-	for (uint32_t i = 0; lines && i < n; i++)
-		free(lines[i].stack);
-	free(lines);
+	free(f.nodes);
+	free(f.levels);
+	nw_sb_fini(&f.line);
 	weights_fini(&w);
 	return ret;
 }

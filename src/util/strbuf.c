@@ -99,6 +99,14 @@ void nw_sb_reset(struct nw_strbuf *b)
 		b->s[0] = '\0';
 }
 
+void nw_sb_truncate(struct nw_strbuf *b, size_t len)
+{
+	if (len < b->len) {
+		b->len = len;
+		b->s[len] = '\0';
+	}
+}
+
 void nw_sb_fini(struct nw_strbuf *b)
 {
 	free(b->s);

@@ -26,6 +26,8 @@ const char *nw_sb_str(const struct nw_strbuf *b);
 /* Hands the string over (the caller frees it); NULL when an append failed.  Resets @b. */
 char *nw_sb_take(struct nw_strbuf *b);
 void nw_sb_reset(struct nw_strbuf *b);
+/* Cuts the contents to their first @len bytes (no-op when shorter). */
+void nw_sb_truncate(struct nw_strbuf *b, size_t len);
 void nw_sb_fini(struct nw_strbuf *b);
 
 /* A malloc'd formatted string, NULL on ENOMEM. */
