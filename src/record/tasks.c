@@ -5,45 +5,47 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/hash.h"
+
 /*
- * The live-task indexes are open-addressing tables of pointers keyed by
- * tid (threads) or pid (processes); entries are only replaced, never
- * removed, so a lookup stops at the first empty slot.  A dead task stays
- * in its slot until a new task with the same id replaces it.
+ * The live tasks are indexed by tid (threads) and pid (processes): an
+ * index entry is replaced, never removed, when a new task takes the id; a
+ * dead task stays in its slot until then.
  */
-static uint32_t id_hash(uint32_t id)
+static uint64_t thr_hash(const void *ctx, uint32_t i)
 {
-	return id * 2654435761u;
+	return nw_hash_u64(((const struct nw_task_table *)ctx)->threads[i]->tid);
 }
 
-#define TABLE_OPS(name, type, key)                                                         \
-	static type **name##_slot(type **slots, uint32_t nslots, uint32_t id)              \
-	{                                                                                  \
-		uint32_t mask = nslots - 1, h = id_hash(id) & mask;                        \
-		while (slots[h] && slots[h]->key != id)                                    \
-			h = (h + 1) & mask;                                                \
-		return &slots[h];                                                          \
-	}                                                                                  \
-	static int name##_put(type ***slots, uint32_t *nslots, uint32_t count, type *v)     \
-	{                                                                                  \
-		if ((count + 1) * 2 > *nslots) {                                           \
-			uint32_t n = *nslots ? *nslots * 2 : 64;                           \
-			type **s = calloc(n, sizeof(*s));                                  \
-			if (!s)                                                            \
-				return -ENOMEM;                                            \
-			for (uint32_t i = 0; i < *nslots; i++)                             \
-				if ((*slots)[i])                                           \
-					*name##_slot(s, n, (*slots)[i]->key) = (*slots)[i]; \
-			free(*slots);                                                      \
-			*slots = s;                                                        \
-			*nslots = n;                                                       \
-		}                                                                          \
-		*name##_slot(*slots, *nslots, v->key) = v;                                 \
-		return 0;                                                                  \
-	}
+static bool thr_eq(const void *ctx, uint32_t i, const void *key)
+{
+	return ((const struct nw_task_table *)ctx)->threads[i]->tid == *(const uint32_t *)key;
+}
 
-TABLE_OPS(thr, struct nw_thread, tid)
-TABLE_OPS(proc, struct nw_process, pid)
+static uint64_t proc_hash(const void *ctx, uint32_t i)
+{
+	return nw_hash_u64(((const struct nw_task_table *)ctx)->procs[i]->pid);
+}
+
+static bool proc_eq(const void *ctx, uint32_t i, const void *key)
+{
+	return ((const struct nw_task_table *)ctx)->procs[i]->pid == *(const uint32_t *)key;
+}
+
+/* Makes entry @i (the task with id @id) the one the index finds for @id.  -ENOMEM. */
+static int index_put(struct nw_index *ix, struct nw_task_table *t, uint32_t id, uint32_t i,
+		     nw_index_eq_fn eq, nw_index_hash_fn hash)
+{
+	uint32_t *slot = nw_index_slot(ix, nw_hash_u64(id), eq, hash, t, &id);
+
+	if (!slot)
+		return -ENOMEM;
+	if (*slot == NW_INDEX_NONE)
+		nw_index_fill(ix, slot, i);
+	else
+		*slot = i;
+	return 0;
+}
 
 void nw_tasks_init(struct nw_task_table *t)
 {
@@ -66,8 +68,8 @@ void nw_tasks_fini(struct nw_task_table *t)
 	}
 	free(t->threads);
 	free(t->procs);
-	free(t->tid_slots);
-	free(t->pid_slots);
+	nw_index_fini(&t->tid_index);
+	nw_index_fini(&t->pid_index);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -88,11 +90,9 @@ static int push(void ***v, uint32_t *n, uint32_t *cap, void *item)
 
 static struct nw_process *find_process(const struct nw_task_table *t, uint32_t pid)
 {
-	struct nw_process *p;
+	uint32_t i = nw_index_find(&t->pid_index, nw_hash_u64(pid), proc_eq, t, &pid);
+	struct nw_process *p = i == NW_INDEX_NONE ? NULL : t->procs[i];
 
-	if (!t->nslots_p)
-		return NULL;
-	p = *proc_slot(t->pid_slots, t->nslots_p, pid);
 	return p && !p->exited ? p : NULL;
 }
 
@@ -110,7 +110,7 @@ static struct nw_process *new_process(struct nw_task_table *t, uint32_t pid, uin
 		return NULL;
 	}
 	/* Owned by procs[] from here on: a failed index insert leaks nothing. */
-	if (proc_put(&t->pid_slots, &t->nslots_p, t->nprocs, p))
+	if (index_put(&t->pid_index, t, pid, t->nprocs - 1, proc_eq, proc_hash))
 		return NULL;
 	return p;
 }
@@ -124,11 +124,9 @@ struct nw_process *nw_tasks_process(struct nw_task_table *t, uint32_t pid)
 
 struct nw_thread *nw_tasks_find_thread(const struct nw_task_table *t, uint32_t tid)
 {
-	struct nw_thread *th;
+	uint32_t i = nw_index_find(&t->tid_index, nw_hash_u64(tid), thr_eq, t, &tid);
+	struct nw_thread *th = i == NW_INDEX_NONE ? NULL : t->threads[i];
 
-	if (!t->nslots_t)
-		return NULL;
-	th = *thr_slot(t->tid_slots, t->nslots_t, tid);
 	return th && !th->exited ? th : NULL;
 }
 
@@ -146,7 +144,7 @@ static struct nw_thread *new_thread(struct nw_task_table *t, struct nw_process *
 		free(th);
 		return NULL;
 	}
-	if (thr_put(&t->tid_slots, &t->nslots_t, t->nthreads, th))
+	if (index_put(&t->tid_index, t, tid, t->nthreads - 1, thr_eq, thr_hash))
 		return NULL;
 	return th;
 }

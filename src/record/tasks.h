@@ -13,6 +13,7 @@
 
 #include "model/cct.h"
 #include "model/epoch.h"
+#include "util/hash.h"
 
 #define NW_COMM_LEN 16
 
@@ -43,10 +44,8 @@ struct nw_task_table {
 	uint32_t nthreads, cap_threads;
 	struct nw_process **procs;   /* every process, in order of appearance */
 	uint32_t nprocs, cap_procs;
-	/* tid -> live thread and pid -> live process, open addressing */
-	struct nw_thread **tid_slots;
-	struct nw_process **pid_slots;
-	uint32_t nslots_t, nslots_p;
+	/* tid -> live thread and pid -> live process (entries of threads[] and procs[]) */
+	struct nw_index tid_index, pid_index;
 };
 
 void nw_tasks_init(struct nw_task_table *t);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "util/hash.h"
 #include "util/log.h"
 #include "util/strbuf.h"
 
@@ -80,11 +81,24 @@ out:
 
 /* ---- the tree ---- */
 
-static uint32_t hash2(uint32_t a, uint32_t b)
+static uint64_t key_hash(uint32_t parent, uint32_t name)
 {
-	uint64_t v = ((uint64_t)a << 32 | b) * 0x9e3779b97f4a7c15ull;
+	return nw_hash_u64((uint64_t)parent << 32 | name);
+}
 
-	return (uint32_t)(v >> 32);
+static uint64_t node_hash(const void *ctx, uint32_t i)
+{
+	const struct nw_secnode *nd = &((const struct nw_sectree *)ctx)->nodes[i];
+
+	return key_hash(nd->parent, nd->name);
+}
+
+static bool node_eq(const void *ctx, uint32_t i, const void *key)
+{
+	const struct nw_secnode *nd = &((const struct nw_sectree *)ctx)->nodes[i];
+	const uint32_t *k = key;
+
+	return nd->parent == k[0] && nd->name == k[1];
 }
 
 static struct nw_sectree *tree_new(void)
@@ -95,13 +109,10 @@ static struct nw_sectree *tree_new(void)
 		return NULL;
 	t->cap = 64;
 	t->nodes = calloc(t->cap, sizeof(*t->nodes));
-	t->nslots = 128;
-	t->slots = malloc(t->nslots * sizeof(*t->slots));
-	if (!t->nodes || !t->slots) {
+	if (!t->nodes) {
 		nw_sectree_free(t);
 		return NULL;
 	}
-	memset(t->slots, 0xff, t->nslots * sizeof(*t->slots));
 	t->nodes[0] = (struct nw_secnode){ .name = NONE, .parent = NONE, .first_child = NONE,
 					   .next_sibling = NONE, .min_ns = UINT64_MAX };
 	t->n = 1;
@@ -113,46 +124,21 @@ void nw_sectree_free(struct nw_sectree *t)
 	if (!t)
 		return;
 	free(t->nodes);
-	free(t->slots);
+	nw_index_fini(&t->index);
 	free(t);
-}
-
-static int tree_grow_slots(struct nw_sectree *t)
-{
-	uint32_t n = t->nslots * 2;
-	uint32_t *s = malloc(n * sizeof(*s));
-
-	if (!s)
-		return -ENOMEM;
-	memset(s, 0xff, n * sizeof(*s));
-	for (uint32_t i = 1; i < t->n; i++) {
-		uint32_t h = hash2(t->nodes[i].parent, t->nodes[i].name) & (n - 1);
-
-		while (s[h] != NONE)
-			h = (h + 1) & (n - 1);
-		s[h] = i;
-	}
-	free(t->slots);
-	t->slots = s;
-	t->nslots = n;
-	return 0;
 }
 
 /* The child of @parent for section @name, made when missing; NONE on ENOMEM. */
 static uint32_t tree_child(struct nw_sectree *t, uint32_t parent, uint32_t name)
 {
-	uint32_t h, id;
+	uint32_t key[2] = { parent, name }, id, *slot;
 	struct nw_secnode *nd;
 
-	if ((t->n + 1) * 2 > t->nslots && tree_grow_slots(t))
+	slot = nw_index_slot(&t->index, key_hash(parent, name), node_eq, node_hash, t, key);
+	if (!slot)
 		return NONE;
-	h = hash2(parent, name) & (t->nslots - 1);
-	while (t->slots[h] != NONE) {
-		nd = &t->nodes[t->slots[h]];
-		if (nd->parent == parent && nd->name == name)
-			return t->slots[h];
-		h = (h + 1) & (t->nslots - 1);
-	}
+	if (*slot != NW_INDEX_NONE)
+		return *slot;
 	if (t->n == t->cap) {
 		uint32_t cap = t->cap * 2;
 		struct nw_secnode *v = realloc(t->nodes, cap * sizeof(*v));
@@ -168,7 +154,7 @@ static uint32_t tree_child(struct nw_sectree *t, uint32_t parent, uint32_t name)
 				   .next_sibling = t->nodes[parent].first_child,
 				   .depth = t->nodes[parent].depth + 1, .min_ns = UINT64_MAX };
 	t->nodes[parent].first_child = id;
-	t->slots[h] = id;
+	nw_index_fill(&t->index, slot, id);
 	return id;
 }
 

@@ -25,6 +25,7 @@
 #include "model/measurement.h"
 #include "report/stacks.h"
 #include "sections/seclog.h"
+#include "util/hash.h"
 
 struct nw_sections {
 	struct nw_seclog *log;
@@ -56,8 +57,7 @@ struct nw_secnode {
 struct nw_sectree {
 	struct nw_secnode *nodes; /* node 0 is the root: samples outside any section */
 	uint32_t n, cap;
-	uint32_t *slots;          /* index over (parent, name) */
-	uint32_t nslots;
+	struct nw_index index;    /* over (parent, name) */
 	uint32_t nthreads;        /* threads with intervals the filter selected */
 	uint64_t nintervals;
 	bool joined;              /* sample times were there */

@@ -32,7 +32,9 @@
 #include <elfutils/libdwfl.h>
 
 #include "elf/vdso.h"
+#include "util/hash.h"
 #include "util/log.h"
+#include "util/strbuf.h"
 
 enum rule_kind {
 	RULE_NONE,       /* no CFI covers the PC: unwinding stops */
@@ -91,8 +93,9 @@ struct nw_dwarf {
 	const struct nw_arch_ops *arch;
 	uint64_t regs_mask;
 	int sp_index, ip_index, fp_index;
-	struct proc_dwfl **procs;       /* open addressing by pid */
-	uint32_t nslots, nprocs;
+	struct proc_dwfl **procs;       /* NULL where a process was forgotten */
+	size_t nprocs, cap_procs;
+	struct nw_index proc_ix;        /* pid -> procs[] */
 	struct nw_vdso vdso;
 	struct rule *rules;
 	uint32_t nrules, cap_rules;
@@ -128,14 +131,12 @@ struct nw_dwarf *nw_dwarf_new(const struct nw_arch_ops *arch, uint64_t regs_mask
 	mode = getenv("NARWHAL_UNWIND");
 	d->no_fast = mode && !strcmp(mode, "libdwfl");
 	d->check = mode && !strcmp(mode, "check");
-	d->nslots = 64;
 	d->self_fd = -1;
-	d->procs = calloc(d->nslots, sizeof(*d->procs));
 	nw_vdso_init(&d->vdso);
 	elf_version(EV_CURRENT);
 	d->self_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	d->self_elf = d->self_fd >= 0 ? elf_begin(d->self_fd, ELF_C_READ_MMAP, NULL) : NULL;
-	if (!d->procs || d->sp_index < 0 || d->ip_index < 0) {
+	if (d->sp_index < 0 || d->ip_index < 0) {
 		nw_dwarf_free(d);
 		return NULL;
 	}
@@ -155,9 +156,10 @@ void nw_dwarf_free(struct nw_dwarf *d)
 {
 	if (!d)
 		return;
-	for (uint32_t i = 0; d->procs && i < d->nslots; i++)
+	for (size_t i = 0; i < d->nprocs; i++)
 		proc_free(d->procs[i]);
 	free(d->procs);
+	nw_index_fini(&d->proc_ix);
 	nw_vdso_fini(&d->vdso);
 	free(d->check_frames);
 	free(d->rules);
@@ -168,50 +170,24 @@ void nw_dwarf_free(struct nw_dwarf *d)
 	free(d);
 }
 
-static uint32_t slot_of(const struct nw_dwarf *d, uint32_t pid)
+static uint64_t proc_hash(const void *ctx, uint32_t i)
 {
-	uint32_t mask = d->nslots - 1, h = (pid * 2654435761u) & mask;
-
-	while (d->procs[h] && d->procs[h]->pid != pid)
-		h = (h + 1) & mask;
-	return h;
+	return nw_hash_u64(((const struct nw_dwarf *)ctx)->procs[i]->pid);
 }
 
-static int grow(struct nw_dwarf *d)
+static bool proc_eq(const void *ctx, uint32_t i, const void *key)
 {
-	uint32_t old = d->nslots;
-	struct proc_dwfl **v = d->procs;
-
-	d->nslots *= 2;
-	d->procs = calloc(d->nslots, sizeof(*d->procs));
-	if (!d->procs) {
-		d->procs = v;
-		d->nslots = old;
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < old; i++)
-		if (v[i])
-			d->procs[slot_of(d, v[i]->pid)] = v[i];
-	free(v);
-	return 0;
+	return ((const struct nw_dwarf *)ctx)->procs[i]->pid == *(const uint32_t *)key;
 }
 
 void nw_dwarf_forget(struct nw_dwarf *d, uint32_t pid)
 {
-	uint32_t h = slot_of(d, pid), mask = d->nslots - 1;
+	uint32_t i = nw_index_remove(&d->proc_ix, nw_hash_u64(pid), proc_eq, proc_hash, d, &pid);
 
-	if (!d->procs[h])
+	if (i == NW_INDEX_NONE)
 		return;
-	proc_free(d->procs[h]);
-	d->procs[h] = NULL;
-	d->nprocs--;
-	/* Re-place the rest of the probe run so lookups still find them. */
-	for (h = (h + 1) & mask; d->procs[h]; h = (h + 1) & mask) {
-		struct proc_dwfl *p = d->procs[h];
-
-		d->procs[h] = NULL;
-		d->procs[slot_of(d, p->pid)] = p;
-	}
+	proc_free(d->procs[i]);
+	d->procs[i] = NULL;
 }
 
 static uint64_t reg(const struct nw_sample *s, int index)
@@ -363,35 +339,31 @@ static void report_epoch(struct nw_dwarf *d, struct proc_dwfl *p, const struct n
 
 static struct proc_dwfl *proc_get(struct nw_dwarf *d, const struct nw_unwind_ctx *ctx)
 {
-	uint32_t h = slot_of(d, ctx->pid);
-	struct proc_dwfl *p = d->procs[h];
+	uint32_t pid = ctx->pid, *slot;
+	uint32_t i = nw_index_find(&d->proc_ix, nw_hash_u64(pid), proc_eq, d, &pid);
+	struct proc_dwfl *p = i == NW_INDEX_NONE ? NULL : d->procs[i];
 
-	if (p && p->proc != ctx->proc) {
+	if (p && p->proc == ctx->proc)
+		return p;
+	if (p)
 		/* A new process with a reused pid. */
-		nw_dwarf_forget(d, ctx->pid);
-		h = slot_of(d, ctx->pid);
-		p = NULL;
+		nw_dwarf_forget(d, pid);
+	slot = nw_index_slot(&d->proc_ix, nw_hash_u64(pid), proc_eq, proc_hash, d, &pid);
+	if (!slot || nw_grow(&d->procs, &d->cap_procs, d->nprocs + 1, sizeof(*d->procs)))
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->proc = ctx->proc;
+	p->d = d;
+	p->dwfl = dwfl_begin(&dwfl_callbacks);
+	if (!p->dwfl) {
+		free(p);
+		return NULL;
 	}
-	if (!p) {
-		if ((d->nprocs + 1) * 2 > d->nslots) {
-			if (grow(d))
-				return NULL;
-			h = slot_of(d, ctx->pid);
-		}
-		p = calloc(1, sizeof(*p));
-		if (!p)
-			return NULL;
-		p->pid = ctx->pid;
-		p->proc = ctx->proc;
-		p->d = d;
-		p->dwfl = dwfl_begin(&dwfl_callbacks);
-		if (!p->dwfl) {
-			free(p);
-			return NULL;
-		}
-		d->procs[h] = p;
-		d->nprocs++;
-	}
+	d->procs[d->nprocs] = p;
+	nw_index_fill(&d->proc_ix, slot, (uint32_t)d->nprocs++);
 	return p;
 }
 

@@ -63,6 +63,35 @@ uint32_t nw_index_find(const struct nw_index *ix, uint64_t hash, nw_index_eq_fn 
 	return NW_INDEX_NONE;
 }
 
+uint32_t nw_index_remove(struct nw_index *ix, uint64_t hash, nw_index_eq_fn eq,
+			 nw_index_hash_fn rehash, const void *ctx, const void *key)
+{
+	uint32_t mask, h, found;
+
+	if (!ix->nslots)
+		return NW_INDEX_NONE;
+	mask = ix->nslots - 1;
+	for (h = (uint32_t)hash & mask; ix->slots[h] != NW_INDEX_NONE; h = (h + 1) & mask)
+		if (eq(ctx, ix->slots[h], key))
+			break;
+	found = ix->slots[h];
+	if (found == NW_INDEX_NONE)
+		return NW_INDEX_NONE;
+	ix->slots[h] = NW_INDEX_NONE;
+	ix->n--;
+	/* Re-place the rest of the probe run, so lookups still reach them. */
+	for (h = (h + 1) & mask; ix->slots[h] != NW_INDEX_NONE; h = (h + 1) & mask) {
+		uint32_t e = ix->slots[h], g;
+
+		ix->slots[h] = NW_INDEX_NONE;
+		for (g = (uint32_t)rehash(ctx, e) & mask; ix->slots[g] != NW_INDEX_NONE;
+		     g = (g + 1) & mask)
+			;
+		ix->slots[g] = e;
+	}
+	return found;
+}
+
 void nw_index_clear(struct nw_index *ix)
 {
 	if (ix->slots)

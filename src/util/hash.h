@@ -51,6 +51,12 @@ static inline void nw_index_fill(struct nw_index *ix, uint32_t *slot, uint32_t e
 	*slot = entry;
 	ix->n++;
 }
+/*
+ * Removes the entry equal to @key and returns its number (NW_INDEX_NONE
+ * when there is none); the caller may then reuse or drop the entry.
+ */
+uint32_t nw_index_remove(struct nw_index *ix, uint64_t hash, nw_index_eq_fn eq,
+			 nw_index_hash_fn rehash, const void *ctx, const void *key);
 /* Forgets every entry (keeps the memory). */
 void nw_index_clear(struct nw_index *ix);
 void nw_index_fini(struct nw_index *ix);
