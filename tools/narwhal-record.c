@@ -55,6 +55,7 @@ struct opts {
 	struct nw_targets targets;          /* -p / -t: attach instead of launching */
 	double duration;                 /* --duration: seconds, 0: until the end */
 	bool off_cpu;
+	bool ring_size_given;            /* -m: keep that size (else shrink when refused) */
 };
 
 static void usage(FILE *f)
@@ -583,115 +584,132 @@ static bool permission_error(int err)
 	return err == -EACCES || err == -EPERM;
 }
 
-int main(int argc, char **argv)
-{
-	/*
-	 * dwarf by default: complete stacks through code without frame pointers
-	 * (all of Debian's libraries) for about 7 us of recorder CPU per sample;
-	 * doc/UNWINDING.md has the measurements behind the choice.
-	 */
-	struct opts o = { .output = "narwhal.data", .freq = 999, .callgraph = NW_CALLGRAPH_DWARF,
-			  .stack_size = NW_DEFAULT_STACK_COPY };
+/* Everything a run holds, released in one place (run_fini). */
+struct run {
+	struct opts o;
+	int argc;                 /* the command's words (0 when attaching) */
+	char **cmd;
+	bool attach;
 	struct nw_event evs[MAX_EVENTS];
+	int nev;
 	struct nw_session_opts so;
 	struct nw_session s;
-	struct nw_launch l = { .pid = -1, .gate_w = -1, .err_r = -1 };
-	struct nw_targets attached = { 0 };
-	struct sigaction sa;
-	uint64_t start_ns, deadline = 0;
+	bool session_ready;
+	struct nw_launch l;
+	struct nw_targets attached;
+	/* Instrumented sections (doc/SECTIONS.md): where libnarwhal in the
+	 * program writes its intervals, moved into the measurement at the end. */
+	char stage[PATH_MAX];
+	struct nw_stimes_rec *stimes;
+	struct nw_session_hooks hooks;
+	struct nw_measure ms;
+	struct nw_measurement *model;
+	uint64_t start_ns;
 	double cpu_start, cpu_loop;
-	int nev, ret, status = 0, exit_status = 0, forwarded = 0, exec_errno = 0;
-	bool done = false, ring_size_given, attach;
-	pid_t missing;
-	char **cmd;
-	/* Instrumented sections (doc/SECTIONS.md): where libnarwhal in the program
-	 * writes its intervals, moved into the measurement at the end. */
-	char stage[PATH_MAX] = "";
-	struct nw_stimes_rec *stimes = NULL;
-	struct nw_session_hooks hooks = { 0 };
-	struct nw_measurement *model = NULL;
-	struct nw_measure ms = { 0 };
-	bool sections = false;
+	int status;               /* waitpid's, for a launched program */
+};
 
-	ret = parse_opts(argc, argv, &o);
-	if (ret) {
-		nw_targets_fini(&o.targets);
-		return ret;
+static void run_fini(struct run *r)
+{
+	if (r->l.pid > 0) {
+		/* A program started but never released or reaped: do not leave it behind. */
+		kill(r->l.pid, SIGKILL);
+		waitpid(r->l.pid, NULL, 0);
 	}
-	if (o.quiet)
-		nw_log_level = NW_LOG_QUIET;
-	attach = o.targets.n > 0;
-	cmd = argv + optind;
-	ring_size_given = o.mmap_pages != 0;
-	if (!ring_size_given)
-		o.mmap_pages = default_ring_pages(o.callgraph);
-	if (!attach) {
+	if (r->stage[0])
+		nw_seclog_stage_remove(r->stage);
+	nw_stimes_rec_free(r->stimes);
+	nw_measurement_free(r->model);
+	nw_measure_fini(&r->ms);
+	if (r->session_ready)
+		nw_session_fini(&r->s);
+	nw_targets_fini(&r->attached);
+	nw_targets_fini(&r->o.targets);
+}
+
+/* Checks the command or the targets, the output and the events: -1 to go on, else the exit status. */
+static int prepare(struct run *r)
+{
+	pid_t missing;
+	int ret;
+
+	if (!r->attach) {
 		char why[PATH_MAX + 64];
 
-		ret = nw_launch_check(cmd[0], why, sizeof(why));
+		ret = nw_launch_check(r->cmd[0], why, sizeof(why));
 		if (ret) {
 			fprintf(stderr, "narwhal-record: %s\n", why);
 			return ret;
 		}
-	} else if ((missing = nw_targets_missing(&o.targets))) {
+	} else if ((missing = nw_targets_missing(&r->o.targets))) {
 		fprintf(stderr, "narwhal-record: no such %s: %d\n",
-			o.targets.threads ? "thread" : "process", missing);
-		nw_targets_fini(&o.targets);
+			r->o.targets.threads ? "thread" : "process", missing);
 		return 1;
 	}
-	if (check_output_dir(o.output)) {
-		nw_targets_fini(&o.targets);
+	if (check_output_dir(r->o.output))
 		return 1;
-	}
-	nev = resolve_events(&o, evs);
-	if (nev < 0) {
-		nw_targets_fini(&o.targets);
+	r->nev = resolve_events(&r->o, r->evs);
+	if (r->nev < 0)
 		return 2;
-	}
-	so = (struct nw_session_opts){
-		.events = evs,
-		.nevents = (unsigned)nev,
-		.freq = o.freq != 0,
-		.value = o.freq ? o.freq : o.period,
-		.callgraph = o.callgraph,
-		.stack_size = o.stack_size,
-		.mmap_pages = o.mmap_pages,
-		.shrink_rings = !ring_size_given,
-		.off_cpu = o.off_cpu,
+	r->so = (struct nw_session_opts){
+		.events = r->evs,
+		.nevents = (unsigned)r->nev,
+		.freq = r->o.freq != 0,
+		.value = r->o.freq ? r->o.freq : r->o.period,
+		.callgraph = r->o.callgraph,
+		.stack_size = r->o.stack_size,
+		.mmap_pages = r->o.mmap_pages,
+		.shrink_rings = !r->o.ring_size_given,
+		.off_cpu = r->o.off_cpu,
 	};
-	ret = nw_session_init(&s, &so);
+	ret = nw_session_init(&r->s, &r->so);
+	r->session_ready = true;
 	if (ret) {
 		fprintf(stderr, "narwhal-record: cannot set up the session: %s\n", strerror(-ret));
-		nw_session_fini(&s);
-		nw_targets_fini(&o.targets);
 		return 1;
 	}
+	return -1;
+}
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+/* Says why the events could not be opened on the target. */
+static void explain_start_error(const struct run *r, int ret)
+{
+	if (ret == -ESRCH)
+		fprintf(stderr, "narwhal-record: the target ended while attaching\n");
+	else if (r->attach && permission_error(ret))
+		fprintf(stderr,
+			"narwhal-record: not allowed to attach (%s): profiling a process of "
+			"another user needs root, or CAP_PERFMON with ptrace access to it\n"
+			"  (kernel.perf_event_paranoid is %d)\n",
+			strerror(-ret), read_paranoid());
+	else
+		explain_open_error(ret, r->evs, r->nev);
+}
 
-	start_ns = now_ns(CLOCK_REALTIME);
-	if (!attach) {
-		if (nw_seclog_stage_create(o.output, stage, sizeof(stage)) == 0 &&
-		    setenv(NW_SECLOG_ENV, stage, 1) == 0)
-			stimes = nw_stimes_rec_new();
-		ret = nw_launch_start(cmd, &l);
+/*
+ * Starts the program at its gate (or attaches), opens the events on it
+ * and lets it go: -1 to go on, else the exit status.
+ */
+static int start(struct run *r)
+{
+	int ret, exec_errno;
+
+	r->start_ns = now_ns(CLOCK_REALTIME);
+	if (!r->attach) {
+		if (nw_seclog_stage_create(r->o.output, r->stage, sizeof(r->stage)) == 0 &&
+		    setenv(NW_SECLOG_ENV, r->stage, 1) == 0)
+			r->stimes = nw_stimes_rec_new();
+		ret = nw_launch_start(r->cmd, &r->l);
 		if (ret) {
-			nw_seclog_stage_remove(stage);
-			fprintf(stderr, "narwhal-record: cannot start %s: %s\n", cmd[0],
+			fprintf(stderr, "narwhal-record: cannot start %s: %s\n", r->cmd[0],
 				strerror(-ret));
-			nw_session_fini(&s);
 			return 1;
 		}
 	}
 	for (;;) {
-		ret = attach ? nw_targets_attach(&s, &o.targets, &attached)
-			     : nw_session_open(&s, l.pid);
-		if (!(ret && so.off_cpu && permission_error(ret)))
+		ret = r->attach ? nw_targets_attach(&r->s, &r->o.targets, &r->attached)
+				: nw_session_open(&r->s, r->l.pid);
+		if (!(ret && r->so.off_cpu && permission_error(ret)))
 			break;
 		/* Off-CPU needs kernel samples (the switch happens in the kernel). */
 		fprintf(stderr,
@@ -699,126 +717,175 @@ int main(int argc, char **argv)
 			"kernel.perf_event_paranoid=%d forbids for this user; recording on-CPU "
 			"only (set it to 1 or lower, or run as root, for --off-cpu)\n",
 			read_paranoid());
-		nw_session_fini(&s);
-		so.off_cpu = o.off_cpu = false;
-		attached.n = 0;
-		ret = nw_session_init(&s, &so);
+		nw_session_fini(&r->s);
+		r->so.off_cpu = r->o.off_cpu = false;
+		r->attached.n = 0;
+		ret = nw_session_init(&r->s, &r->so);
 		if (ret)
 			break;
 	}
 	if (ret) {
-		if (ret == -ESRCH)
-			fprintf(stderr, "narwhal-record: the target ended while attaching\n");
-		else if (attach && permission_error(ret))
-			fprintf(stderr,
-				"narwhal-record: not allowed to attach (%s): profiling a process of "
-				"another user needs root, or CAP_PERFMON with ptrace access to it\n"
-				"  (kernel.perf_event_paranoid is %d)\n",
-				strerror(-ret), read_paranoid());
-		else
-			explain_open_error(ret, evs, nev);
-		if (!attach) {
-			kill(l.pid, SIGKILL);
-			waitpid(l.pid, NULL, 0);
-			nw_seclog_stage_remove(stage);
-		}
-		nw_session_fini(&s);
-		nw_targets_fini(&attached);
-		nw_targets_fini(&o.targets);
+		explain_start_error(r, ret);
 		return 1;
 	}
-	if (s.opts.mmap_pages != o.mmap_pages && !o.quiet)
+	if (r->s.opts.mmap_pages != r->o.mmap_pages && !r->o.quiet)
 		fprintf(stderr, "narwhal-record: the locked-memory limit allows rings of %u pages "
 				"per CPU, not %u (raise kernel.perf_event_mlock_kb for larger)\n",
-			s.opts.mmap_pages, o.mmap_pages);
-	o.mmap_pages = s.opts.mmap_pages;
-	if (stimes) {
-		nw_stimes_rec_hooks(stimes, &hooks);
-		s.hooks = &hooks;
+			r->s.opts.mmap_pages, r->o.mmap_pages);
+	r->o.mmap_pages = r->s.opts.mmap_pages;
+	if (r->stimes) {
+		nw_stimes_rec_hooks(r->stimes, &r->hooks);
+		r->s.hooks = &r->hooks;
 	}
-	if (!attach) {
-		/* Open the gate: the child execs, and the events enable at exec. */
-		exec_errno = nw_launch_release(&l);
-		if (exec_errno) {
-			waitpid(l.pid, &status, 0);
-			fprintf(stderr, "narwhal-record: %s: %s\n", cmd[0], strerror(exec_errno));
-			nw_seclog_stage_remove(stage);
-			nw_session_fini(&s);
-			return exec_errno == ENOENT ? 127 : 126;
-		}
-	} else if (!o.quiet) {
-		fprintf(stderr, "narwhal-record: attached to %zu thread%s; Ctrl-C to stop\n",
-			attached.n, attached.n == 1 ? "" : "s");
+	if (r->attach) {
+		if (!r->o.quiet)
+			fprintf(stderr, "narwhal-record: attached to %zu thread%s; Ctrl-C to stop\n",
+				r->attached.n, r->attached.n == 1 ? "" : "s");
+		return -1;
 	}
-	if (o.duration > 0)
-		deadline = now_ns(CLOCK_MONOTONIC) + (uint64_t)(o.duration * 1e9);
+	/* Open the gate: the child execs, and the events enable at exec. */
+	exec_errno = nw_launch_release(&r->l);
+	if (exec_errno) {
+		waitpid(r->l.pid, &r->status, 0);
+		r->l.pid = -1;
+		fprintf(stderr, "narwhal-record: %s: %s\n", r->cmd[0], strerror(exec_errno));
+		return exec_errno == ENOENT ? 127 : 126;
+	}
+	return -1;
+}
 
-	cpu_start = cpu_seconds();
+/* Reads the rings until the program ends, Ctrl-C, or --duration. */
+static void record(struct run *r)
+{
+	uint64_t deadline = 0;
+	int forwarded = 0, ret;
+	bool done = false;
+
+	if (r->o.duration > 0)
+		deadline = now_ns(CLOCK_MONOTONIC) + (uint64_t)(r->o.duration * 1e9);
+	r->cpu_start = cpu_seconds();
 	while (!done) {
 		bool timeout = deadline && now_ns(CLOCK_MONOTONIC) >= deadline;
 
-		poll(s.pfds, (nfds_t)s.ncpus, 100);
-		nw_session_read(&s);
-		if (attach) {
+		poll(r->s.pfds, (nfds_t)r->s.ncpus, 100);
+		nw_session_read(&r->s);
+		if (r->attach) {
 			/* The program runs on, undisturbed: only the recording stops. */
-			done = stop_signal || timeout || !nw_targets_alive(&o.targets);
+			done = stop_signal || timeout || !nw_targets_alive(&r->o.targets);
 			continue;
 		}
 		if ((stop_signal || timeout) && forwarded < stop_count + timeout) {
 			/* Forward Ctrl-C / SIGTERM (SIGINT at --duration); a second one kills. */
-			kill(l.pid, forwarded ? SIGKILL : stop_signal ? stop_signal : SIGINT);
+			kill(r->l.pid, forwarded ? SIGKILL : stop_signal ? stop_signal : SIGINT);
 			forwarded = stop_count + timeout;
 			deadline = 0;
 		}
-		ret = waitpid(l.pid, &status, WNOHANG);
-		if (ret == l.pid || (ret < 0 && errno == ECHILD))
+		ret = waitpid(r->l.pid, &r->status, WNOHANG);
+		if (ret == r->l.pid || (ret < 0 && errno == ECHILD)) {
 			done = true;
+			r->l.pid = -1;
+		}
 	}
-	nw_session_disable(&s);
-	nw_session_read(&s);
-	nw_session_finish(&s, now_ns(CLOCK_MONOTONIC));
-	if (!attach)
-		exit_status = exit_status_of(status);
-	cpu_loop = cpu_seconds();
+	nw_session_disable(&r->s);
+	nw_session_read(&r->s);
+	nw_session_finish(&r->s, now_ns(CLOCK_MONOTONIC));
+	r->cpu_loop = cpu_seconds();
+}
 
-	ret = nw_measure_init(&ms, s.elf);
+/* Writes the measurement, the sections and the exports; the exit status. */
+static int finish(struct run *r)
+{
+	int exit_status = r->attach ? 0 : exit_status_of(r->status);
+	bool sections = false;
+	char err[PATH_MAX + 128];
+	int ret;
+
+	ret = nw_measure_init(&r->ms, r->s.elf);
 	if (ret)
 		fprintf(stderr, "narwhal-record: out of memory\n");
 	else
-		ret = write_measurement(&o, &s, &ms, attach ? 0 : argc - optind, cmd, start_ns,
-					attach ? -1 : exit_status, &model);
-	if (stage[0] && ret < 0) {
-		nw_seclog_stage_remove(stage);
-	} else if (stage[0]) {
-		char err[PATH_MAX + 128];
-
-		sections = nw_seclog_stage_used(stage);
-		ret = nw_seclog_stage_finish(stage, o.output, stimes, &s.tasks, err, sizeof(err));
-		if (ret < 0)
+		ret = write_measurement(&r->o, &r->s, &r->ms, r->argc, r->cmd, r->start_ns,
+					r->attach ? -1 : exit_status, &r->model);
+	if (ret < 0)
+		return 1;
+	if (r->stage[0]) {
+		sections = nw_seclog_stage_used(r->stage);
+		ret = nw_seclog_stage_finish(r->stage, r->o.output, r->stimes, &r->s.tasks, err,
+					     sizeof(err));
+		r->stage[0] = 0;
+		if (ret < 0) {
 			fprintf(stderr, "narwhal-record: %s\n", err);
+			return 1;
+		}
 	}
-	nw_stimes_rec_free(stimes);
-	if (ret == 0 && !o.quiet)
-		print_summary(&o, &s, model, cpu_start, cpu_loop, cpu_seconds());
-	if (ret == 0 && !o.quiet && sections)
+	if (!r->o.quiet)
+		print_summary(&r->o, &r->s, r->model, r->cpu_start, r->cpu_loop, cpu_seconds());
+	if (!r->o.quiet && sections)
 		fprintf(stderr, "narwhal-record: instrumented sections in %s/%s (narwhal-report "
 				"--sections, --by-section)\n",
-			o.output, NW_SECLOG_SUBDIR);
-	if (ret == 0 && (o.pprof || o.flamegraph)) {
-		char err[512];
-
-		ret = nw_export_measurement(model, o.pprof, o.flamegraph, err, sizeof(err));
-		if (ret < 0)
+			r->o.output, NW_SECLOG_SUBDIR);
+	if (r->o.pprof || r->o.flamegraph) {
+		ret = nw_export_measurement(r->model, r->o.pprof, r->o.flamegraph, err,
+					    sizeof(err));
+		if (ret < 0) {
 			fprintf(stderr, "narwhal-record: %s\n", err);
-		else if (!o.quiet)
-			fprintf(stderr, "narwhal-record: wrote%s%s%s%s\n", o.pprof ? " " : "",
-				o.pprof ? o.pprof : "", o.flamegraph ? " " : "",
-				o.flamegraph ? o.flamegraph : "");
+			return 1;
+		}
+		if (!r->o.quiet)
+			fprintf(stderr, "narwhal-record: wrote%s%s%s%s\n", r->o.pprof ? " " : "",
+				r->o.pprof ? r->o.pprof : "", r->o.flamegraph ? " " : "",
+				r->o.flamegraph ? r->o.flamegraph : "");
 	}
-	nw_measurement_free(model);
-	nw_measure_fini(&ms);
-	nw_session_fini(&s);
-	nw_targets_fini(&attached);
-	nw_targets_fini(&o.targets);
-	return ret < 0 ? 1 : exit_status;
+	return exit_status;
+}
+
+static void handle_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+int main(int argc, char **argv)
+{
+	/*
+	 * dwarf by default: complete stacks through code without frame pointers
+	 * (all of Debian's libraries) for about 7 us of recorder CPU per sample;
+	 * doc/UNWINDING.md has the measurements behind the choice.
+	 */
+	struct run r = {
+		.o = { .output = "narwhal.data", .freq = 999, .callgraph = NW_CALLGRAPH_DWARF,
+		       .stack_size = NW_DEFAULT_STACK_COPY },
+		.l = { .pid = -1, .gate_w = -1, .err_r = -1 },
+	};
+	int ret;
+
+	ret = parse_opts(argc, argv, &r.o);
+	if (ret)
+		goto cleanup;
+	if (r.o.quiet)
+		nw_log_level = NW_LOG_QUIET;
+	r.attach = r.o.targets.n > 0;
+	r.cmd = argv + optind;
+	r.argc = r.attach ? 0 : argc - optind;
+	r.o.ring_size_given = r.o.mmap_pages != 0;
+	if (!r.o.ring_size_given)
+		r.o.mmap_pages = default_ring_pages(r.o.callgraph);
+	ret = prepare(&r);
+	if (ret >= 0)
+		goto cleanup;
+	handle_signals();
+	ret = start(&r);
+	if (ret >= 0)
+		goto cleanup;
+	record(&r);
+	ret = finish(&r);
+cleanup:
+	run_fini(&r);
+	return ret;
 }
