@@ -10,11 +10,16 @@ cd "$(dirname "$0")/.."
 
 builddir=${NW_BUILDDIR:-build}
 
+# Only what building and running the profiler needs; not the test tools.
 scripts/setup.sh
+# A new build directory without the tests (-Dtests=false): they need cmocka
+# and the tools of scripts/setup.sh --tests.  scripts/test.sh turns them on
+# in the same directory; one it set up is used as it is.  Either way only
+# the two tools are built.
 if [[ ! -f $builddir/build.ninja ]]; then
-	meson setup "$builddir" >/dev/null
+	meson setup -Dtests=false "$builddir" >/dev/null
 fi
-ninja -C "$builddir" >/dev/null
+ninja -C "$builddir" tools/narwhal-record tools/narwhal-report >/dev/null
 
 mkdir -p "$builddir/examples"
 "${CC:-cc}" -O1 -g -fno-omit-frame-pointer -pthread examples/demo.c -o "$builddir/examples/demo"

@@ -1,38 +1,103 @@
 #!/bin/bash
-# Installs the Debian packages Narwhal needs to build and test.
-# Idempotent: when every package is already installed it does nothing.
+# Installs the Debian packages Narwhal needs, through apt (as root, or with
+# sudo).  Two profiles:
+#
+#   scripts/setup.sh           build and run the profiler (scripts/demo.sh)
+#   scripts/setup.sh --tests   that, and everything the test suite needs
+#                              (scripts/test.sh), npm ci in tests/js included
+#
+# Idempotent: when every package of the profile is already installed (and,
+# with --tests, tests/js/node_modules matches its lock file) it does nothing.
 set -euo pipefail
 
-packages=(
-	build-essential gcc meson ninja-build pkg-config
-	libpfm4-dev libelf-dev libdw-dev libdebuginfod-dev libcmocka-dev zlib1g-dev
-	libjson-c-dev libiberty-dev libprotobuf-c-dev protobuf-c-compiler
-	python3
-)
+usage() {
+	echo "usage: scripts/setup.sh [--tests]"
+}
+
+tests=0
+case ${1-} in
+'') ;;
+--tests) tests=1 ;;
+-h | --help)
+	usage
+	exit 0
+	;;
+*)
+	usage >&2
+	exit 2
+	;;
+esac
+if [[ $# -gt 1 ]]; then
+	usage >&2
+	exit 2
+fi
+
+# ==== Build and run the profiler (both profiles) ====
+# The C compiler and the C library's headers (gcc only recommends them),
+# meson, ninja, and pkg-config, through which meson finds the libraries.
+packages=(gcc libc6-dev meson ninja-build pkg-config)
+
+# What meson.build requires: libpfm4 (event names, -e), elfutils' libelf and
+# libdw (ELF files, DWARF, CFI unwinding, symbols), zlib, json-c (the
+# measurement's JSON files), libiberty (the C++/Rust demangler), protobuf-c
+# and protoc-c (the pprof export, generated from src/export/profile.proto).
+packages+=(libpfm4-dev libelf-dev libdw-dev zlib1g-dev libjson-c-dev libiberty-dev
+	libprotobuf-c-dev protobuf-c-compiler)
 
 # Symbolization: Debian's detached debug info of the C library, so that
 # libc's own functions get names and file:line (found by build-id under
 # /usr/lib/debug; tests/integration/split-debug.sh checks it when present).
 packages+=(libc6-dbg)
+# libdw loads libdebuginfod.so.1 at run time when DEBUGINFOD_URLS is set
+# (narwhal-record fetches missing debug info through it; nothing links it,
+# so its -dev package is not needed); tests/integration/debuginfod.sh.
+packages+=(libdebuginfod1)
+
+# ==== The test suite (--tests) ====
+test_packages=()
+# cmocka for the unit tests (-Dtests=true, which scripts/test.sh sets);
+# g++ (build-essential) for the C++ programs of tests/programs; python3 for
+# scripts/test.sh's count of the test log and tests/debuginfod-server.py.
+test_packages+=(build-essential libcmocka-dev python3)
 
 # The demangling test builds a Rust program (and g++ one, from build-essential).
-packages+=(rustc)
+test_packages+=(rustc)
 
 # ---- Exports (doc/EXPORTS.md): the tools the export tests check them with ----
 # protoc and Debian's profile.proto decode the pprof export, Go's pprof reads
 # it, xmllint and Chromium check the SVG flame graph, and node runs the npm
 # packages of tests/js (speedscope's schema and app, ajv, playwright-core).
-packages+=(protobuf-compiler protobuf-c-compiler libprotobuf-c-dev golang-go
-	golang-github-google-pprof-dev libxml2-utils chromium)
+test_packages+=(protobuf-compiler golang-go golang-github-google-pprof-dev libxml2-utils
+	chromium)
 # Debian's node and npm, unless a node with its own npm is there already
 # (NodeSource's nodejs provides npm and conflicts with Debian's npm package).
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-	packages+=(nodejs npm)
+	test_packages+=(nodejs npm)
+fi
+# ---- end of the exports' block ----
+
+# ---- Fuzzing and sanitizers (doc/TESTING.md) ----
+# clang with libFuzzer and its ASan/UBSan runtimes (libclang-rt-14-dev) for
+# scripts/fuzz.sh; valgrind for scripts/valgrind.sh.  gcc's own ASan and
+# UBSan (libasan, libubsan) come with build-essential's gcc.
+test_packages+=(clang-14 libclang-rt-14-dev valgrind)
+# ---- end of the fuzzing block ----
+
+# ---- Instrumented sections (doc/SECTIONS.md) ----
+# GCC's plugin headers build plugin/narwhal-plugin.so (#pragma narwhal), with
+# g++ of the same version; tests/integration/sections-plugin.sh needs both.
+test_packages+=(gcc-12-plugin-dev g++)
+# ---- end of the sections block ----
+
+if [[ $tests -eq 1 ]]; then
+	packages+=("${test_packages[@]}")
 fi
 
-# npm ci in tests/js, when node_modules is missing or older than the lock file.
+# npm ci in tests/js (--tests only), when node_modules is missing or older
+# than the lock file.
 setup_js() {
 	local js
+	[[ $tests -eq 1 ]] || return 0
 	js=$(cd "$(dirname "$0")/../tests/js" && pwd)
 	if [[ -f $js/node_modules/.package-lock.json &&
 		! $js/package-lock.json -nt $js/node_modules/.package-lock.json ]]; then
@@ -41,20 +106,6 @@ setup_js() {
 	echo "setup.sh: npm ci in tests/js" >&2
 	(cd "$js" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 }
-# ---- end of the exports' block ----
-
-# ---- Fuzzing and sanitizers (doc/TESTING.md) ----
-# clang with libFuzzer and its ASan/UBSan runtimes (libclang-rt-14-dev) for
-# scripts/fuzz.sh; valgrind for scripts/valgrind.sh.  gcc's own ASan and
-# UBSan (libasan, libubsan) come with build-essential's gcc.
-packages+=(clang-14 libclang-rt-14-dev valgrind)
-# ---- end of the fuzzing block ----
-
-# ---- Instrumented sections (doc/SECTIONS.md) ----
-# GCC's plugin headers build plugin/narwhal-plugin.so (#pragma narwhal), with
-# g++ of the same version; tests/integration/sections-plugin.sh needs both.
-packages+=(gcc-12-plugin-dev g++)
-# ---- end of the sections block ----
 
 missing=()
 for p in "${packages[@]}"; do

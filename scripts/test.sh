@@ -27,15 +27,17 @@ summary() {
 	exit $?
 }
 
-if ! scripts/setup.sh; then
-	echo "test.sh: scripts/setup.sh failed" >&2
+if ! scripts/setup.sh --tests; then
+	echo "test.sh: scripts/setup.sh --tests failed" >&2
 	summary 0 1
 fi
 
+# -Dtests=true (the default) said outright: scripts/demo.sh sets up the
+# same directory without the tests.
 if [[ -f $builddir/build.ninja ]]; then
-	meson setup --reconfigure "$builddir" >/dev/null
+	meson setup --reconfigure "$builddir" -Dtests=true >/dev/null
 else
-	meson setup "$builddir" >/dev/null
+	meson setup "$builddir" -Dtests=true >/dev/null
 fi || {
 	echo "test.sh: meson setup $builddir failed" >&2
 	summary 0 1
