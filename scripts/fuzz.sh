@@ -33,7 +33,7 @@ build_failed() {
 
 # Debian's clang-14 package installs clang-14; the clang package adds "clang".
 clang=$(command -v clang || command -v clang-14) ||
-	build_failed "clang is missing (scripts/setup.sh installs it)"
+	build_failed "clang is missing (scripts/setup.sh --tests installs it)"
 if [[ -f $builddir/build.ninja ]]; then
 	meson setup --reconfigure "$builddir" -Dfuzz=true -Dtests=false >/dev/null
 else

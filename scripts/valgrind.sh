@@ -31,7 +31,7 @@ fail() {
 }
 
 if ! command -v valgrind >/dev/null 2>&1; then
-	fail setup "valgrind is missing (scripts/setup.sh installs it)"
+	fail setup "valgrind is missing (scripts/setup.sh --tests installs it)"
 	echo "$passed passed, $failed failed"
 	exit 1
 fi

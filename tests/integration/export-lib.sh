@@ -2,8 +2,8 @@
 # Helpers for the export tests (export-*.sh): source it after lib.sh.
 #
 # The exports are checked with tools made by others, installed by
-# scripts/setup.sh: protoc and Debian's profile.proto, Go's pprof, xmllint,
-# Chromium, and the npm packages of tests/js (speedscope, ajv,
+# scripts/setup.sh --tests: protoc and Debian's profile.proto, Go's pprof,
+# xmllint, Chromium, and the npm packages of tests/js (speedscope, ajv,
 # playwright-core).  A missing tool fails the test: it is part of the test
 # set-up, not optional.
 
@@ -16,7 +16,7 @@ nw_need_tool() {
 
 	for t in "$@"; do
 		command -v "$t" >/dev/null 2>&1 ||
-			fail "$t is missing: run scripts/setup.sh (it installs the export checkers)"
+			fail "$t is missing: run scripts/setup.sh --tests (it installs the export checkers)"
 	done
 }
 
@@ -25,7 +25,7 @@ nw_need_js() {
 	nw_need_tool node
 	[[ -d $NW_JS/node_modules/speedscope && -d $NW_JS/node_modules/ajv &&
 		-d $NW_JS/node_modules/playwright-core ]] ||
-		fail "tests/js/node_modules is incomplete: run scripts/setup.sh (npm ci in tests/js)"
+		fail "tests/js/node_modules is incomplete: run scripts/setup.sh --tests (npm ci in tests/js)"
 }
 
 # nw_go_env : Go's pprof with a private home and cache, offline.
@@ -54,7 +54,7 @@ nw_pprof_folded() {
 
 	nw_need_tool protoc
 	[[ -f $NW_PPROF_PROTO_DIR/profile.proto ]] ||
-		fail "$NW_PPROF_PROTO_DIR/profile.proto is missing: run scripts/setup.sh"
+		fail "$NW_PPROF_PROTO_DIR/profile.proto is missing: run scripts/setup.sh --tests"
 	gzip -dc "$pb" >"$pb.raw" || fail "$pb is not gzip"
 	protoc --decode=perftools.profiles.Profile --proto_path="$NW_PPROF_PROTO_DIR" \
 		profile.proto <"$pb.raw" >"$pb.txt" 2>"$pb.protoc.err" || {

@@ -10,8 +10,8 @@
 
 PLUGIN=$NW_BUILD/plugin/narwhal-plugin.so
 RT=$NW_BUILD/src/runtime
-[[ -f $PLUGIN ]] || fail "$PLUGIN was not built: GCC's plugin headers are missing (scripts/setup.sh installs gcc-12-plugin-dev)"
-command -v g++ >/dev/null || fail "g++ is missing (scripts/setup.sh installs it)"
+[[ -f $PLUGIN ]] || fail "$PLUGIN was not built: GCC's plugin headers are missing (scripts/setup.sh --tests installs gcc-12-plugin-dev)"
+command -v g++ >/dev/null || fail "g++ is missing (scripts/setup.sh --tests installs it)"
 
 calls() {
 	awk -v name="$2" '
