@@ -67,9 +67,13 @@ if ((paranoid >= 2)) && id nobody >/dev/null 2>&1 && command -v setpriv >/dev/nu
 	check "as an unprivileged user (perf_event_paranoid=$paranoid): a plain notice, on-CPU only"
 	w=$(mktemp -d /tmp/narwhal-offcpu-user.XXXXXX)
 	chmod 777 "$w"
+	# A copy nobody can run: the build tree may be where nobody cannot
+	# go (a clone under /root, mode 700).
+	cp "$P/sleepwork" "$w/sleepwork"
+	chmod 755 "$w/sleepwork"
 	rc=0
 	setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
-		"$NW_RECORD" -e cpu-clock --off-cpu -o "$w/u.data" "$P/sleepwork" >/dev/null 2>"$NW_TMP/user.err" || rc=$?
+		"$NW_RECORD" -e cpu-clock --off-cpu -o "$w/u.data" "$w/sleepwork" >/dev/null 2>"$NW_TMP/user.err" || rc=$?
 	((rc == 0)) || { nw_show "stderr" "$NW_TMP/user.err"; rm -rf "$w"; fail "exit $rc"; }
 	grep -q "off-CPU sampling needs kernel samples.*perf_event_paranoid=$paranoid" "$NW_TMP/user.err" ||
 		{ nw_show "stderr" "$NW_TMP/user.err"; rm -rf "$w"; fail "no notice naming perf_event_paranoid"; }
