@@ -478,7 +478,8 @@ int nw_pprof_add_thread(struct nw_pprof *b, uint32_t ti, const struct nw_split *
 	while (split && se < split->n && split->entries[se].thread < ti)
 		se++;
 	for (uint32_t t = 0; t < th->ntrees && !ret; t++) {
-		if (th->trees[t].cct->nmetrics != b->nmetrics)
+		if (th->trees[t].cct->nmetrics != b->nmetrics ||
+		    th->trees[t].epoch >= b->m->nepochs)
 			return -EBADMSG;
 		while (split && se < split->n && split->entries[se].thread == ti &&
 		       split->entries[se].tree < t)

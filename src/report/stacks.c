@@ -433,9 +433,14 @@ static int apply_split(struct builder *b, const struct nw_split *split, const ui
 	struct nw_cct *dst = b->s->tree;
 	size_t se = 0;
 
+	uint64_t *left = malloc((b->nm ? b->nm : 1) * sizeof(*left));
+
+	if (!left)
+		return -ENOMEM;
 	for (size_t i = 0; i < b->ntrees; i++) {
 		const struct btree *bt = &b->trees[i];
 		const struct nw_cct *src = bt->tr->cct;
+		uint32_t cur = NW_CCT_NONE;
 
 		while (se < split->n && (split->entries[se].thread < bt->ti ||
 					 (split->entries[se].thread == bt->ti &&
@@ -450,19 +455,27 @@ static int apply_split(struct builder *b, const struct nw_split *split, const ui
 
 			if (e->node >= src->n || e->prefix >= split->nprefixes)
 				continue;
+			/* No more than the physical node holds moves: not another thread's. */
+			if (e->node != cur) {
+				memcpy(left, nw_cct_metrics(src, e->node), b->nm * sizeof(*left));
+				cur = e->node;
+			}
 			from = bt->to[e->node];
 			at = below_prefix(dst, tops[bt->ti], &split->prefixes[e->prefix], from);
-			if (at == NW_CCT_NONE)
+			if (at == NW_CCT_NONE) {
+				free(left);
 				return -ENOMEM;
+			}
 			for (unsigned m = 0; m < b->nm; m++) {
-				uint64_t *fm = &nw_cct_metrics(dst, from)[m];
-				uint64_t v = w[m] < *fm ? w[m] : *fm;
+				uint64_t v = w[m] < left[m] ? w[m] : left[m];
 
-				*fm -= v;
+				left[m] -= v;
+				nw_cct_metrics(dst, from)[m] -= v;
 				nw_cct_metrics(dst, at)[m] += v;
 			}
 		}
 	}
+	free(left);
 	return 0;
 }
 
