@@ -20,6 +20,17 @@
  * address of the module the symbol table knows nothing about (it shows as
  * "app+0x..."), and "NAME@/lib/x.so" a function of another module, mapped
  * at a base of its own.
+ *
+ * More than the one epoch and the one sp tag: fx_epoch() adds an epoch in
+ * which every module sits FX_EPOCH_STEP higher than in the one before, and
+ * fx_path() and fx_put() add a stack of any length in any epoch's tree,
+ * with an sp tag per frame.  fx_inline() declares a function whose address
+ * the symbol table resolves to an inline chain.
+ *
+ *	uint32_t e1 = fx_epoch(fx);
+ *	static const uint64_t sps[] = { 0x7000, 0x6f00 };
+ *	fx_inline(fx, "work", "compute;helper");  (outermost first)
+ *	fx_put(fx, th, e1, fx_path(fx, th, e1, "main;work", 0, sps), v, 2);
  */
 #ifndef NW_TEST_FIXTURE_H
 #define NW_TEST_FIXTURE_H
@@ -37,6 +48,8 @@
 
 #define FX_BASE 0x400000ull
 #define FX_MODULE "/bin/app"
+/* How much higher every module is mapped in each epoch than in the one before. */
+#define FX_EPOCH_STEP (1ull << 32)
 
 struct fx {
 	struct nw_measurement *m;
@@ -50,8 +63,14 @@ static inline uint64_t fx_base(uint32_t i)
 	return FX_BASE + ((uint64_t)i << 24);
 }
 
-/* Remakes epoch 0 with one mapping per module. */
-static inline void fx_remap(struct fx *fx)
+/* The base of module @i in epoch @epoch. */
+static inline uint64_t fx_base_in(uint32_t i, uint32_t epoch)
+{
+	return fx_base(i) + epoch * FX_EPOCH_STEP;
+}
+
+/* Makes epoch @index (the next one, or one to remake) with one mapping per module. */
+static inline void fx_map_epoch(struct fx *fx, uint32_t index)
 {
 	struct nw_map maps[64];
 	uint32_t n = fx->m->modules->n;
@@ -59,16 +78,34 @@ static inline void fx_remap(struct fx *fx)
 
 	assert_true(n <= 64);
 	for (uint32_t i = 0; i < n; i++)
-		maps[i] = (struct nw_map){ .start = fx_base(i), .end = fx_base(i) + 0x100000,
-					   .module = i };
-	e = nw_epoch_new(maps, n, 0);
+		maps[i] = (struct nw_map){ .start = fx_base_in(i, index),
+					   .end = fx_base_in(i, index) + 0x100000, .module = i };
+	e = nw_epoch_new(maps, n, index);
 	assert_non_null(e);
-	if (fx->m->nepochs) {
-		free((void *)fx->m->epochs[0]);
-		fx->m->epochs[0] = e;
+	if (index < fx->m->nepochs) {
+		free((void *)fx->m->epochs[index]);
+		fx->m->epochs[index] = e;
 	} else {
-		assert_int_equal(nw_measurement_add_epoch(fx->m, e), 0);
+		assert_int_equal(nw_measurement_add_epoch(fx->m, e), (int)index);
 	}
+}
+
+/* Remakes every epoch (epoch 0 when there is none) with one mapping per module. */
+static inline void fx_remap(struct fx *fx)
+{
+	uint32_t n = fx->m->nepochs ? fx->m->nepochs : 1;
+
+	for (uint32_t e = 0; e < n; e++)
+		fx_map_epoch(fx, e);
+}
+
+/* Adds an epoch (every module FX_EPOCH_STEP above the previous epoch); its index. */
+static inline uint32_t fx_epoch(struct fx *fx)
+{
+	uint32_t index = fx->m->nepochs;
+
+	fx_map_epoch(fx, index);
+	return index;
 }
 
 /* The module called @path, mapped when new. */
@@ -142,11 +179,37 @@ static inline void fx_symbol(struct fx *fx, uint32_t module, uint64_t addr, cons
 }
 
 /*
- * The ip of function @key ("NAME" or "NAME@MODULE"), declared (with
- * @file and @line) at its first use.
+ * The symbol entry of one address of @module: the inline chain @chain
+ * ("outer;inner", outermost first), no file or line.
  */
-static inline uint64_t fx_ip_decl(struct fx *fx, const char *key, const char *file,
-				  uint32_t line)
+static inline void fx_symbol_chain(struct fx *fx, uint32_t module, uint64_t addr,
+				   const char *chain)
+{
+	char *buf = fx_strdup(chain), *save = NULL;
+	struct nw_symframe *fr = NULL;
+	uint32_t n = 0;
+
+	for (char *tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+		fr = realloc(fr, (n + 1) * sizeof(*fr));
+		assert_non_null(fr);
+		/* Innermost first: each frame goes in front of the ones outside it. */
+		memmove(fr + 1, fr, n * sizeof(*fr));
+		memset(fr, 0, sizeof(*fr));
+		fr->function = fx_strdup(tok);
+		n++;
+	}
+	free(buf);
+	assert_true(n > 0);
+	assert_int_equal(nw_symtab_add(fx->m->symtab, module, addr, fr, n), 0);
+	nw_symtab_sort(fx->m->symtab);
+}
+
+/*
+ * The ip of function @key ("NAME" or "NAME@MODULE"), declared at its first
+ * use: with @file and @line, or as the inline chain @chain when not NULL.
+ */
+static inline uint64_t fx_decl(struct fx *fx, const char *key, const char *file, uint32_t line,
+			       const char *chain)
 {
 	char name[256];
 	const char *at = strchr(key, '@');
@@ -165,12 +228,22 @@ static inline uint64_t fx_ip_decl(struct fx *fx, const char *key, const char *fi
 	assert_non_null(fx->names);
 	fx->names[fx->nnames++] = fx_strdup(key);
 	addr = 0x1000 + 0x100 * (uint64_t)k;
-	if (name[0] != '?') {
-		/* Where a leaf is looked up, and where a caller's return address - 1 is. */
+	/* Where a leaf is looked up, and where a caller's return address - 1 is. */
+	if (chain) {
+		fx_symbol_chain(fx, mod, addr, chain);
+		fx_symbol_chain(fx, mod, addr - 1, chain);
+	} else if (name[0] != '?') {
 		fx_symbol(fx, mod, addr, name, file, line);
 		fx_symbol(fx, mod, addr - 1, name, file, line);
 	}
 	return fx_base(mod) + addr;
+}
+
+/* The ip of function @key declared with @file and @line at its first use (fx_decl()). */
+static inline uint64_t fx_ip_decl(struct fx *fx, const char *key, const char *file,
+				  uint32_t line)
+{
+	return fx_decl(fx, key, file, line, NULL);
 }
 
 /* The ip of function @key (see fx_ip_decl()). */
@@ -185,7 +258,27 @@ static inline void fx_func(struct fx *fx, const char *key, const char *file, uin
 	fx_ip_decl(fx, key, file, line);
 }
 
-/* A thread (with the epoch of the one process), without samples yet. */
+/*
+ * Declares function @key as an address of its module that the symbol
+ * table resolves to the inline chain @chain ("outer;inner", outermost
+ * first), before any use of @key.
+ */
+static inline void fx_inline(struct fx *fx, const char *key, const char *chain)
+{
+	for (uint32_t k = 0; k < fx->nnames; k++)
+		assert_string_not_equal(fx->names[k], key);
+	fx_decl(fx, key, NULL, 0, chain);
+}
+
+/* The ip of function @key in epoch @epoch (see fx_decl()). */
+static inline uint64_t fx_ip_in(struct fx *fx, const char *key, uint32_t epoch)
+{
+	uint64_t ip = fx_ip(fx, key);
+
+	return ip < FX_BASE ? ip : ip + epoch * FX_EPOCH_STEP;
+}
+
+/* A thread (with the epochs of the one process), without samples yet. */
 static inline struct nw_mthread *fx_thread(struct fx *fx, uint32_t pid, uint32_t tid,
 					   const char *comm)
 {
@@ -193,7 +286,7 @@ static inline struct nw_mthread *fx_thread(struct fx *fx, uint32_t pid, uint32_t
 
 	assert_non_null(th);
 	th->first_epoch = 0;
-	th->nepochs = 1;
+	th->nepochs = fx->m->nepochs;
 	if (!nw_measurement_process(fx->m, pid))
 		assert_true(nw_measurement_add_process(fx->m, pid, 1, comm) >= 0);
 	return th;
@@ -205,40 +298,77 @@ static inline struct nw_mthread *fx_th(struct fx *fx, uint32_t index)
 	return &fx->m->threads[index];
 }
 
-/* The tree of @th, made at the first use. */
+/* The tree of @th in epoch @epoch, made at the first use. */
+static inline struct nw_cct *fx_tree_in(struct fx *fx, struct nw_mthread *th, uint32_t epoch)
+{
+	struct nw_cct *t;
+
+	assert_true(epoch < fx->m->nepochs);
+	for (uint32_t i = 0; i < th->ntrees; i++)
+		if (th->trees[i].epoch == epoch)
+			return th->trees[i].cct;
+	t = nw_cct_new(fx->m->nmetrics);
+	assert_non_null(t);
+	assert_int_equal(nw_mthread_add_tree(th, epoch, t), 0);
+	th->nepochs = fx->m->nepochs;
+	return t;
+}
+
+/* The tree of @th in epoch 0, made at the first use. */
 static inline struct nw_cct *fx_tree(struct fx *fx, struct nw_mthread *th)
 {
-	if (!th->ntrees) {
-		struct nw_cct *t = nw_cct_new(fx->m->nmetrics);
-
-		assert_non_null(t);
-		assert_int_equal(nw_mthread_add_tree(th, 0, t), 0);
-	}
-	return th->trees[0].cct;
+	return fx_tree_in(fx, th, 0);
 }
 
 /*
- * Adds @values (one per metric, the rest 0) at the stack @path ("main;a;b",
- * root first) of @th; returns the leaf's node.  @sp: the sp tag of every
- * frame (0: none).
+ * The node of the stack @path ("main;a;b", root first, of any length) in
+ * the tree of @th in epoch @epoch, made when missing.  Frame i (0: the
+ * outermost) gets the sp tag @sps[i] when @sps is not NULL, else @sp (0:
+ * none).
  */
-static inline uint32_t fx_addv(struct fx *fx, struct nw_mthread *th, const char *path,
-			       uint64_t sp, const uint64_t *values, unsigned nvalues)
+static inline uint32_t fx_path(struct fx *fx, struct nw_mthread *th, uint32_t epoch,
+			       const char *path, uint64_t sp, const uint64_t *sps)
 {
-	struct nw_cct *t = fx_tree(fx, th);
-	char buf[1024], *save = NULL;
-	uint32_t n = NW_CCT_ROOT;
+	struct nw_cct *t = fx_tree_in(fx, th, epoch);
+	char *buf = fx_strdup(path), *save = NULL;
+	uint32_t n = NW_CCT_ROOT, i = 0;
 
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
-		n = nw_cct_child(t, n, fx_ip(fx, tok), sp);
+	for (char *tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save), i++) {
+		n = nw_cct_child(t, n, fx_ip_in(fx, tok, epoch), sps ? sps[i] : sp);
 		assert_int_not_equal(n, NW_CCT_NONE);
 	}
+	free(buf);
+	return n;
+}
+
+/*
+ * Adds @values (one per metric, the rest 0) at node @n of the tree of @th
+ * in epoch @epoch, and the samples among them to the thread's count.
+ */
+static inline void fx_put(struct fx *fx, struct nw_mthread *th, uint32_t epoch, uint32_t n,
+			  const uint64_t *values, unsigned nvalues)
+{
+	struct nw_cct *t = fx_tree_in(fx, th, epoch);
+
+	assert_true(n < t->n);
 	for (unsigned i = 0; i < nvalues && i < t->nmetrics; i++)
 		nw_cct_metrics(t, n)[i] += values[i];
 	for (unsigned i = 0; i < nvalues && i < fx->m->nmetrics; i++)
 		if (nw_metric_counts_samples(&fx->m->metrics[i]))
 			th->samples += values[i];
+}
+
+/*
+ * Adds @values (one per metric, the rest 0) at the stack @path ("main;a;b",
+ * root first) of @th in epoch 0; returns the leaf's node.  @sp: the sp tag
+ * of every frame (0: none).
+ */
+static inline uint32_t fx_addv(struct fx *fx, struct nw_mthread *th, const char *path,
+			       uint64_t sp, const uint64_t *values, unsigned nvalues)
+{
+	uint32_t n = fx_path(fx, th, 0, path, sp, NULL);
+
+	fx_put(fx, th, 0, n, values, nvalues);
 	return n;
 }
 
