@@ -29,8 +29,8 @@ static uint32_t fn(struct nw_stacks *p, const char *name)
 {
 	/* "[unknown]" is what the stacks make of a frame no module maps. */
 	int64_t f = strcmp(name, "[unknown]")
-			    ? nw_frames_intern(&p->frames, NW_FRAME_FUNCTION, name, NULL, 0, APP)
-			    : nw_frames_intern(&p->frames, NW_FRAME_UNKNOWN, name, NULL, 0, NULL);
+			? nw_frames_intern(&p->frames, NW_FRAME_FUNCTION, name, NULL, 0, APP)
+			: nw_frames_intern(&p->frames, NW_FRAME_UNKNOWN, name, NULL, 0, NULL);
 
 	assert_true(f >= 0);
 	return (uint32_t)f;
