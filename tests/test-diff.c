@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Comparing two known trees by calling context:
+ * Comparing the stacks of two known models (fixture.h) by calling context:
  *
  *   base (module /bin/app):  main;a 25   main;b 75             (total 100)
  *   new  (module /bin/app2): main;a 75   main;b 25   main;c 100 (total 200)
@@ -19,50 +19,68 @@
 
 #include <cmocka.h>
 
+#include "fixture.h"
 #include "report/diff.h"
 
-static void add(struct nw_profile *p, struct nw_cct *t, const char *module, const char *path,
+/* @path ("main;a") with every frame in @module: fixture.h's keys "main@MODULE;a@MODULE". */
+static void add(struct fx *fx, struct nw_mthread *th, const char *module, const char *path,
 		uint64_t w)
 {
-	char buf[128], *save = NULL;
-	uint32_t n = NW_CCT_ROOT;
+	char buf[128], keys[512] = "", *save = NULL;
 
 	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *s = strtok_r(buf, ";", &save); s; s = strtok_r(NULL, ";", &save)) {
-		int64_t f = nw_profile_intern(p, s, NULL, 0, module);
-
-		assert_true(f >= 0);
-		n = nw_cct_child(t, n, (uint64_t)f, 0);
-		assert_int_not_equal(n, NW_CCT_NONE);
-	}
+	for (char *s = strtok_r(buf, ";", &save); s; s = strtok_r(NULL, ";", &save))
+		snprintf(keys + strlen(keys), sizeof(keys) - strlen(keys), "%s%s@%s",
+			 keys[0] ? ";" : "", s, module);
 	/* Metric 1 holds the weight; metric 0 something else, to catch a wrong metric. */
-	nw_cct_metrics(t, n)[0] += 1;
-	nw_cct_metrics(t, n)[1] += w;
+	fx_add(fx, th, keys, 1, w);
+}
+
+static struct nw_stacks *stacks_of(const struct fx *fx)
+{
+	struct nw_stacks_opts o = { 0 };
+	struct nw_stacks *s = nw_stacks_new(fx->m, fx->m->nmetrics);
+
+	assert_non_null(s);
+	assert_int_equal(nw_stacks_build(s, &o), 0);
+	return s;
+}
+
+/* The index of the frame called @name in @s. */
+static int64_t frame_named(const struct nw_stacks *s, const char *name)
+{
+	for (uint32_t i = 0; i < s->frames.n; i++)
+		if (!strcmp(s->frames.v[i].name, name))
+			return i;
+	return -1;
 }
 
 struct pair {
-	struct nw_profile *base, *new;
-	struct nw_cct *bt, *nt;
+	struct fx *base, *new;
+	struct nw_stacks *bt, *nt;
 	struct nw_diff *d;
 };
 
 static int setup(void **state)
 {
 	struct pair *x = calloc(1, sizeof(*x));
+	struct nw_mthread *th;
 
 	assert_non_null(x);
-	x->base = nw_profile_new(2);
-	x->new = nw_profile_new(2);
-	x->bt = nw_cct_new(2);
-	x->nt = nw_cct_new(2);
-	assert_true(x->base && x->new && x->bt && x->nt);
-	add(x->base, x->bt, "/bin/app", "main;a", 25);
-	add(x->base, x->bt, "/bin/app", "main;b", 75);
-	/* Interned in another order: frame indexes differ between the two. */
-	add(x->new, x->nt, "/bin/app2", "main;c", 100);
-	add(x->new, x->nt, "/bin/app2", "main;b", 25);
-	add(x->new, x->nt, "/bin/app2", "main;a", 75);
-	assert_int_equal(nw_diff_new(x->base, x->bt, 1, x->new, x->nt, 1, &x->d), 0);
+	x->base = fx_new(NULL, 0);
+	x->new = fx_new(NULL, 0);
+	th = fx_thread(x->base, 1, 1, "app");
+	add(x->base, th, "/bin/app", "main;a", 25);
+	add(x->base, th, "/bin/app", "main;b", 75);
+	/* Added in another order: frame indexes differ between the two. */
+	th = fx_thread(x->new, 2, 2, "app2");
+	add(x->new, th, "/bin/app2", "main;c", 100);
+	add(x->new, th, "/bin/app2", "main;b", 25);
+	add(x->new, th, "/bin/app2", "main;a", 75);
+	x->bt = stacks_of(x->base);
+	x->nt = stacks_of(x->new);
+	assert_int_not_equal(frame_named(x->bt, "a"), frame_named(x->nt, "a"));
+	assert_int_equal(nw_diff_new(x->bt, 1, x->nt, 1, &x->d), 0);
 	*state = x;
 	return 0;
 }
@@ -72,10 +90,10 @@ static int teardown(void **state)
 	struct pair *x = *state;
 
 	nw_diff_free(x->d);
-	nw_cct_free(x->bt);
-	nw_cct_free(x->nt);
-	nw_profile_free(x->base);
-	nw_profile_free(x->new);
+	nw_stacks_free(x->bt);
+	nw_stacks_free(x->nt);
+	fx_free(x->base);
+	fx_free(x->new);
 	free(x);
 	return 0;
 }
@@ -100,8 +118,8 @@ static void test_joined(void **state)
 	assert_int_equal(x->d->total[NW_DIFF_BASE], 100);
 	assert_int_equal(x->d->total[NW_DIFF_NEW], 200);
 	/* root, main, a, b, c: one tree, frames by name. */
-	assert_int_equal(x->d->tree->n, 5);
-	assert_int_equal(x->d->frames->nfuncs, 4);
+	assert_int_equal(x->d->stacks->tree->n, 5);
+	assert_int_equal(x->d->stacks->frames.n, 4);
 }
 
 static void test_view(void **state)
@@ -153,7 +171,7 @@ static void test_same(void **state)
 	char *s;
 
 	(void)state;
-	assert_int_equal(nw_diff_new(x->base, x->bt, 1, x->base, x->bt, 1, &d), 0);
+	assert_int_equal(nw_diff_new(x->bt, 1, x->bt, 1, &d), 0);
 	s = run(nw_diff_view, d, 0);
 	assert_non_null(strstr(s, "  +0.0%   25.0%   25.0%  main;a\n"));
 	assert_non_null(strstr(s, "  +0.0%   75.0%   75.0%  main;b\n"));
@@ -166,8 +184,8 @@ static void test_errors(void **state)
 	struct pair *x = *state;
 	struct nw_diff *d = NULL;
 
-	assert_int_equal(nw_diff_new(x->base, x->bt, 2, x->new, x->nt, 1, &d), -EINVAL);
-	assert_int_equal(nw_diff_new(x->base, x->bt, 1, x->new, x->nt, 7, &d), -EINVAL);
+	assert_int_equal(nw_diff_new(x->bt, 2, x->nt, 1, &d), -EINVAL);
+	assert_int_equal(nw_diff_new(x->bt, 1, x->nt, 7, &d), -EINVAL);
 	assert_null(d);
 }
 
