@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The SVG flame graph on a known tree (one thread):
+ * The SVG flame graph of the stacks of a known model (fixture.h, one thread):
  *
  *   main;a;b 30000  main;a 10000  main;z 59999  main;tiny 1    (total 100000)
  *
@@ -21,48 +21,63 @@
 #include <cmocka.h>
 
 #include "export/flamegraph.h"
+#include "fixture.h"
 
-static void add(struct nw_profile *p, struct nw_cct *t, const char *path, unsigned m,
-		uint64_t w)
+/* Adds @w to metric @m at @path; every frame is in /src/x.c at line 7. */
+static void add(struct fx *fx, const char *path, unsigned m, uint64_t w)
 {
-	char buf[256], *save = NULL;
-	uint32_t n = NW_CCT_ROOT;
+	struct nw_mthread *th = fx->m->nthreads ? fx_th(fx, 0) : fx_thread(fx, 1, 1, "app");
+	char buf[256], keys[1024] = "", *save = NULL;
+	uint64_t v[2] = { 0, 0 };
 
 	snprintf(buf, sizeof(buf), "%s", path);
 	for (char *s = strtok_r(buf, ";", &save); s; s = strtok_r(NULL, ";", &save)) {
-		const char *mod =
-			s[0] == 'z' || strcmp(s, "tiny") == 0 ? "/lib/libz.so" : "/bin/app";
-		int64_t f = nw_profile_intern(p, s, "/src/x.c", 7, mod);
+		char key[300];
 
-		assert_true(f >= 0);
-		n = nw_cct_child(t, n, (uint64_t)f, 0);
-		assert_int_not_equal(n, NW_CCT_NONE);
+		snprintf(key, sizeof(key), "%s%s", s,
+			 s[0] == 'z' || strcmp(s, "tiny") == 0 ? "@/lib/libz.so" : "");
+		fx_func(fx, key, "/src/x.c", 7);
+		snprintf(keys + strlen(keys), sizeof(keys) - strlen(keys), "%s%s",
+			 keys[0] ? ";" : "", key);
 	}
-	nw_cct_metrics(t, n)[m] += w;
+	assert_true(m < 2);
+	v[m] = w;
+	fx_addv(fx, th, keys, 0, v, 2);
 }
 
-static struct nw_cct *known_tree(struct nw_profile *p, uint64_t zw)
+static struct fx *known_tree(uint64_t zw)
 {
-	struct nw_cct *t = nw_cct_new(2);
+	struct fx *fx = fx_new(NULL, 0);
 
-	assert_non_null(t);
-	add(p, t, "main;a;b", 0, 30000);
-	add(p, t, "main;a", 0, 10000);
-	add(p, t, "main;z", 0, zw);
-	add(p, t, "main;tiny", 0, 1);
-	return t;
+	add(fx, "main;a;b", 0, 30000);
+	add(fx, "main;a", 0, 10000);
+	add(fx, "main;z", 0, zw);
+	add(fx, "main;tiny", 0, 1);
+	return fx;
 }
 
-static char *draw(const struct nw_profile *p, const struct nw_cct *t,
-		  const struct nw_flamegraph_opts *o)
+static struct nw_stacks *stacks_of(const struct fx *fx)
 {
+	struct nw_stacks_opts so = { 0 };
+	struct nw_stacks *s = nw_stacks_new(fx->m, fx->m->nmetrics);
+
+	assert_non_null(s);
+	assert_int_equal(nw_stacks_build(s, &so), 0);
+	return s;
+}
+
+/* The flame graph of the stacks of @fx. */
+static char *draw(const struct fx *fx, const struct nw_flamegraph_opts *o)
+{
+	struct nw_stacks *st = stacks_of(fx);
 	char *s = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&s, &len);
 
 	assert_non_null(f);
-	assert_int_equal(nw_flamegraph_write(f, p, t, o), 0);
+	assert_int_equal(nw_flamegraph_write(f, st, o), 0);
 	fclose(f);
+	nw_stacks_free(st);
 	return s;
 }
 
@@ -119,15 +134,12 @@ static char *fill(const char *el)
 
 static void test_layout(void **state)
 {
-	struct nw_profile *p = nw_profile_new(2);
+	struct fx *p = known_tree(59999);
 	struct nw_flamegraph_opts o = { .title = "T", .subtitle = "sub", .base_metric = -1 };
-	struct nw_cct *t;
 	char *svg, *el;
 
 	(void)state;
-	assert_non_null(p);
-	t = known_tree(p, 59999);
-	svg = draw(p, t, &o);
+	svg = draw(p, &o);
 	assert_non_null(strstr(svg, "<?xml version=\"1.0\""));
 	assert_non_null(strstr(svg, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
 	assert_non_null(strstr(svg, "</svg>\n"));
@@ -179,24 +191,21 @@ static void test_layout(void **state)
 	assert_non_null(strstr(svg, "id=\"search\""));
 	assert_non_null(strstr(svg, "id=\"reset\""));
 	free(svg);
-	nw_cct_free(t);
-	nw_profile_free(p);
+	fx_free(p);
 }
 
 static void test_colours(void **state)
 {
-	struct nw_profile *p = nw_profile_new(2);
 	struct nw_flamegraph_opts o = { .base_metric = -1 };
-	struct nw_cct *t1, *t2;
+	struct fx *t1, *t2;
 	char *s1, *s2, *a, *b, *z1, *z2, *fa, *fb, *fz1, *fz2;
 	int r, g, bl;
 
 	(void)state;
-	assert_non_null(p);
-	t1 = known_tree(p, 59999);
-	t2 = known_tree(p, 5);
-	s1 = draw(p, t1, &o);
-	s2 = draw(p, t2, &o);
+	t1 = known_tree(59999);
+	t2 = known_tree(5);
+	s1 = draw(t1, &o);
+	s2 = draw(t2, &o);
 	a = frame(s1, "a");
 	b = frame(s1, "b");
 	z1 = frame(s1, "z");
@@ -224,28 +233,24 @@ static void test_colours(void **state)
 	free(z2);
 	free(s1);
 	free(s2);
-	nw_cct_free(t1);
-	nw_cct_free(t2);
-	nw_profile_free(p);
+	fx_free(t1);
+	fx_free(t2);
 }
 
 static void test_differential(void **state)
 {
-	struct nw_profile *p = nw_profile_new(2);
+	struct fx *p = fx_new(NULL, 0);
 	struct nw_flamegraph_opts o = { .metric = 1, .base_metric = 0 };
-	struct nw_cct *t = nw_cct_new(2);
 	char *svg, *el, *c;
 	int r, g, b;
 
 	(void)state;
-	assert_non_null(p);
-	assert_non_null(t);
 	/* Base (metric 0): a 75, z 25.  New (metric 1): a 25, z 75. */
-	add(p, t, "main;a", 0, 75);
-	add(p, t, "main;z", 0, 25);
-	add(p, t, "main;a", 1, 25);
-	add(p, t, "main;z", 1, 75);
-	svg = draw(p, t, &o);
+	add(p, "main;a", 0, 75);
+	add(p, "main;z", 0, 25);
+	add(p, "main;a", 1, 25);
+	add(p, "main;z", 1, 75);
+	svg = draw(p, &o);
 	el = frame(svg, "z");
 	assert_non_null(strstr(el, "75 samples (75.00%; base 25.00%, change +50.00%)"));
 	c = fill(el);
@@ -268,27 +273,23 @@ static void test_differential(void **state)
 	free(el);
 	assert_non_null(strstr(svg, "full colour = 50.00%"));
 	free(svg);
-	nw_cct_free(t);
-	nw_profile_free(p);
+	fx_free(p);
 }
 
 static void test_text(void **state)
 {
 	static const char long_name[] = "a_function_name_much_too_long_for_its_frame";
-	struct nw_profile *p = nw_profile_new(2);
+	struct fx *p = fx_new(NULL, 0);
 	struct nw_flamegraph_opts o = { .base_metric = -1, .width = 220 };
-	struct nw_cct *t = nw_cct_new(2);
 	char path[200], *svg;
 
 	(void)state;
-	assert_non_null(p);
-	assert_non_null(t);
 	/* 200 px of frames: the long name gets 100 px, room for 13 characters. */
 	snprintf(path, sizeof(path), "main;%s", long_name);
-	add(p, t, path, 0, 50);
-	add(p, t, "main;operator<<(std::ostream&, \"x\")", 0, 49);
-	add(p, t, "main;bad\xff", 0, 1);
-	svg = draw(p, t, &o);
+	add(p, path, 0, 50);
+	add(p, "main;operator<<(std::ostream&, \"x\")", 0, 49);
+	add(p, "main;bad\xff", 0, 1);
+	svg = draw(p, &o);
 	assert_non_null(strstr(svg, ">a_function_..</text>"));
 	assert_non_null(strstr(svg, "<title>a_function_name_much_too_long_for_its_frame\n"));
 	assert_non_null(strstr(svg, "<title>operator&lt;&lt;(std::ostream&amp;, &quot;x&quot;)\n"));
@@ -297,50 +298,43 @@ static void test_text(void **state)
 	/* The 2 px frame has no room for a label. */
 	assert_non_null(strstr(svg, "\"2.00\" height=\"15\" fill=\""));
 	free(svg);
-	nw_cct_free(t);
-	nw_profile_free(p);
+	fx_free(p);
 }
 
 static void test_errors(void **state)
 {
-	struct nw_profile *p = nw_profile_new(2);
+	struct fx *p = known_tree(1);
 	struct nw_flamegraph_opts o = { .metric = 2, .base_metric = -1 };
-	struct nw_cct *t;
+	struct nw_stacks *t = stacks_of(p);
 	FILE *f = fopen("/dev/null", "w");
 
 	(void)state;
-	assert_non_null(p);
 	assert_non_null(f);
-	t = known_tree(p, 1);
-	assert_int_equal(nw_flamegraph_write(f, p, t, &o), -EINVAL);
+	assert_int_equal(nw_flamegraph_write(f, t, &o), -EINVAL);
 	o.metric = 0;
 	o.base_metric = 5;
-	assert_int_equal(nw_flamegraph_write(f, p, t, &o), -EINVAL);
-	/* A frame index outside the profile. */
+	assert_int_equal(nw_flamegraph_write(f, t, &o), -EINVAL);
+	/* A frame index outside the table. */
 	o.base_metric = -1;
-	t->nodes[1].ip = 999;
-	assert_int_equal(nw_flamegraph_write(f, p, t, &o), -EINVAL);
+	t->tree->nodes[1].ip = 999;
+	assert_int_equal(nw_flamegraph_write(f, t, &o), -EINVAL);
 	fclose(f);
-	nw_cct_free(t);
-	nw_profile_free(p);
+	nw_stacks_free(t);
+	fx_free(p);
 }
 
 static void test_empty(void **state)
 {
-	struct nw_profile *p = nw_profile_new(2);
+	struct fx *p = fx_new(NULL, 0);
 	struct nw_flamegraph_opts o = { .base_metric = -1 };
-	struct nw_cct *t = nw_cct_new(2);
 	char *svg;
 
 	(void)state;
-	assert_non_null(p);
-	assert_non_null(t);
-	svg = draw(p, t, &o);
+	svg = draw(p, &o);
 	assert_int_equal(count(svg, "<g class=\"f\""), 1);
 	assert_non_null(strstr(svg, "<title>all\n0 samples (0.00%)"));
 	free(svg);
-	nw_cct_free(t);
-	nw_profile_free(p);
+	fx_free(p);
 }
 
 int main(void)
