@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The speedscope export on a small known profile, read back with json-c:
+ * The speedscope export of a small known model (fixture.h), its stacks
+ * built per thread, read back with json-c:
  *
  *   thread app    (10/10): main;a;b 2  main;a 3         (period 1000 per sample)
  *   thread worker (10/11): main;a;b 4  main;c 1         (main;c weighs 9000)
@@ -22,67 +23,50 @@
 #include <cmocka.h>
 
 #include "export/speedscope.h"
+#include "fixture.h"
 
-static void name_metric(struct nw_profile *p, unsigned i, const char *name)
+static struct fx *known_profile(const char *event)
 {
-	free(p->metric_names[i]);
-	p->metric_names[i] = strdup(name);
-	assert_non_null(p->metric_names[i]);
-}
+	const char *events[] = { event };
+	struct fx *p = fx_new(events, 1);
+	struct nw_mthread *th;
 
-static void add(struct nw_profile *p, struct nw_prof_thread *th, const char *path,
-		uint64_t samples, uint64_t period)
-{
-	char buf[128], *save = NULL;
-	uint32_t n = NW_CCT_ROOT;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
-		int64_t f = nw_profile_intern(p, t, NULL, 0, "/bin/app");
-
-		assert_true(f >= 0);
-		n = nw_cct_child(th->tree, n, (uint64_t)f, 0);
-		assert_int_not_equal(n, NW_CCT_NONE);
-	}
-	nw_cct_metrics(th->tree, n)[0] += samples;
-	nw_cct_metrics(th->tree, n)[1] += period;
-}
-
-static struct nw_profile *known_profile(const char *event)
-{
-	struct nw_profile *p = nw_profile_new(2);
-	struct nw_prof_thread *th;
-	char name[64];
-
-	assert_non_null(p);
-	snprintf(name, sizeof(name), "%s:samples", event);
-	name_metric(p, 0, name);
-	snprintf(name, sizeof(name), "%s:period", event);
-	name_metric(p, 1, name);
-	assert_true(nw_profile_intern(p, "main", "/src/main.c", 12, "/bin/app") >= 0);
-	th = nw_profile_add_thread(p, 10, 10, "app");
-	assert_non_null(th);
-	add(p, th, "main;a;b", 2, 2000);
-	add(p, th, "main;a", 3, 3000);
-	th = nw_profile_add_thread(p, 10, 11, "worker");
-	assert_non_null(th);
-	add(p, th, "main;a;b", 4, 4000);
-	add(p, th, "main;c", 1, 9000);
-	assert_non_null(nw_profile_add_thread(p, 10, 12, "idle"));
+	fx_func(p, "main", "/src/main.c", 12);
+	th = fx_thread(p, 10, 10, "app");
+	fx_add(p, th, "main;a;b", 2, 2000);
+	fx_add(p, th, "main;a", 3, 3000);
+	th = fx_thread(p, 10, 11, "worker");
+	fx_add(p, th, "main;a;b", 4, 4000);
+	fx_add(p, th, "main;c", 1, 9000);
+	fx_thread(p, 10, 12, "idle");
 	return p;
 }
 
-static json_object *export(const struct nw_profile *p, const struct nw_filter *f,
-			   unsigned metric)
+/* The export of the threads of @p that @f selects, weighed by @metric; its status in *ret. */
+static char *speedscope(const struct fx *p, const struct nw_filter *f, unsigned metric, int *ret)
 {
+	struct nw_stacks_opts so = { .filter = f, .per_thread = true };
+	struct nw_stacks *st = nw_stacks_new(p->m, p->m->nmetrics);
 	char *s = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&s, &len);
-	json_object *o;
 
+	assert_non_null(st);
 	assert_non_null(out);
-	assert_int_equal(nw_speedscope_write(out, p, f, metric), 0);
+	assert_int_equal(nw_stacks_build(st, &so), 0);
+	*ret = nw_speedscope_write(out, st, metric);
 	fclose(out);
+	nw_stacks_free(st);
+	return s;
+}
+
+static json_object *export(const struct fx *p, const struct nw_filter *f, unsigned metric)
+{
+	json_object *o;
+	int ret;
+	char *s = speedscope(p, f, metric, &ret);
+
+	assert_int_equal(ret, 0);
 	o = json_tokener_parse(s);
 	assert_non_null(o);
 	free(s);
@@ -156,8 +140,8 @@ static char *stacks(json_object *root, size_t pi)
 
 static void test_file(void **state)
 {
-	struct nw_profile *p = known_profile("cpu-clock");
-	json_object *root = export(p, NULL, nw_speedscope_default_metric(p));
+	struct fx *p = known_profile("cpu-clock");
+	json_object *root = export(p, NULL, nw_speedscope_default_metric(p->m));
 	json_object *profiles = get(root, "profiles"), *prof, *frames;
 	char *s;
 
@@ -199,13 +183,13 @@ static void test_file(void **state)
 		}
 	}
 	json_object_put(root);
-	nw_profile_free(p);
+	fx_free(p);
 }
 
 static void test_samples_metric_and_filter(void **state)
 {
-	struct nw_profile *p = known_profile("cycles");
-	struct nw_filter f = { .tid = 11 };
+	struct fx *p = known_profile("cycles");
+	struct nw_filter f = { .tid = 11, .pid = -1 };
 	json_object *root = export(p, &f, 0), *prof;
 	char *s;
 
@@ -225,25 +209,23 @@ static void test_samples_metric_and_filter(void **state)
 	prof = json_object_array_get_idx(get(root, "profiles"), 0);
 	assert_string_equal(get_str(prof, "unit"), "none");
 	json_object_put(root);
-	nw_profile_free(p);
+	fx_free(p);
 }
 
 static void test_errors_and_names(void **state)
 {
-	struct nw_profile *p = known_profile("cpu-clock");
-	struct nw_prof_thread *th;
+	struct fx *p = known_profile("cpu-clock");
+	struct nw_mthread *th;
 	json_object *root, *frames;
 	bool found = false;
-	FILE *out = fopen("/dev/null", "w");
+	int ret;
 
 	(void)state;
-	assert_non_null(out);
-	assert_int_equal(nw_speedscope_write(out, p, NULL, 2), -EINVAL);
-	fclose(out);
+	free(speedscope(p, NULL, 2, &ret));
+	assert_int_equal(ret, -EINVAL);
 	/* A name that is not UTF-8 still gives valid JSON. */
-	th = nw_profile_add_thread(p, 10, 13, "odd");
-	assert_non_null(th);
-	add(p, th, "main;bad\xff\"name", 1, 1000);
+	th = fx_thread(p, 10, 13, "odd");
+	fx_add(p, th, "main;bad\xff\"name", 1, 1000);
 	root = export(p, NULL, 1);
 	frames = get(get(root, "shared"), "frames");
 	for (size_t i = 0; i < json_object_array_length(frames); i++)
@@ -251,7 +233,7 @@ static void test_errors_and_names(void **state)
 				"bad?\"name") == 0;
 	assert_true(found);
 	json_object_put(root);
-	nw_profile_free(p);
+	fx_free(p);
 }
 
 int main(void)
