@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The pprof builder on a thread file and symbol table made by hand, decoded
- * again with protobuf-c's own unpacker:
+ * The pprof builder on a model made by hand (as the reader makes one),
+ * decoded again with protobuf-c's own unpacker:
  *
- *   epoch 0: /bin/app mapped at 0x555000001000 (ELF 0x1000),
- *            /lib/libc.so mapped at 0x7f0000020000 (ELF 0x20000)
+ *   epoch 0: /bin/app mapped at 0x555000001000 (ELF 0x1000, file offset 0),
+ *            /lib/libc.so mapped at 0x7f0000020000 (ELF 0x20000, offset 0x1f000)
  *   root -> A (app 0x1100, a caller: main)
  *             -> B (app 0x1200, leaf: helper inlined into work)  3 samples
  *             -> C (libc 0x20500, leaf, unknown to the symbol table) 1 sample
@@ -26,17 +26,14 @@
 
 #include "export/pprof.h"
 #include "export/profile.pb-c.h"
+#include "fixture.h"
 
 #define APP_BASE 0x555000001000ULL
 #define LIBC_BASE 0x7f0000020000ULL
 
 struct fixture {
-	struct nw_profile *p;
-	struct nw_symtab *st;
-	struct nw_csprof cp;
-	struct nw_csprof_module mods[2];
-	struct nw_csprof_epoch epoch;
-	struct nw_csprof_tree tree;
+	struct nw_measurement *m;
+	struct nw_pprof *b; /* the builder, for its frames */
 	Perftools__Profiles__Profile *prof;
 };
 
@@ -48,42 +45,11 @@ static char *xstrdup(const char *s)
 	return d;
 }
 
-static void name_metric(struct nw_profile *p, unsigned i, const char *name)
-{
-	free(p->metric_names[i]);
-	p->metric_names[i] = xstrdup(name);
-}
-
 static struct nw_symframe frame(const char *fn, const char *file, uint32_t line,
 				uint32_t decl_line)
 {
 	return (struct nw_symframe){ .function = xstrdup(fn), .file = xstrdup(file), .line = line,
 				     .decl_line = decl_line, .decl_file = xstrdup(file) };
-}
-
-static struct nw_manifest *manifest(void)
-{
-	struct nw_manifest *m = calloc(1, sizeof(*m));
-
-	assert_non_null(m);
-	m->argc = 2;
-	m->argv = calloc(2, sizeof(*m->argv));
-	assert_non_null(m->argv);
-	m->argv[0] = xstrdup("/bin/app");
-	m->argv[1] = xstrdup("--fast");
-	m->nevents = 1;
-	m->events = calloc(1, sizeof(*m->events));
-	assert_non_null(m->events);
-	m->events[0] = (struct nw_manifest_event){ .name = xstrdup("cpu-clock"), .freq = false,
-						   .value = 1000000 };
-	m->start_ns = 1000;
-	m->end_ns = 5000;
-	m->nmodules = 1;
-	m->modules = calloc(1, sizeof(*m->modules));
-	assert_non_null(m->modules);
-	m->modules[0] = (struct nw_manifest_module){ .path = xstrdup("/bin/app"),
-						     .build_id = xstrdup("abcd") };
-	return m;
 }
 
 static void set_node(struct nw_cct *t, uint32_t node, uint64_t samples)
@@ -92,45 +58,51 @@ static void set_node(struct nw_cct *t, uint32_t node, uint64_t samples)
 	nw_cct_metrics(t, node)[1] = samples * 1000000;
 }
 
-static int setup(void **state)
+/* The model of the comment above: one process, thread 11 "app" of pid 10. */
+static struct nw_measurement *model(void)
 {
-	struct fixture *f = calloc(1, sizeof(*f));
+	static const uint8_t build_id[] = { 0xab, 0xcd };
+	char *argv[] = { "/bin/app", "--fast" };
+	struct nw_measurement *m = nw_measurement_new();
+	struct nw_map maps[] = {
+		{ .start = APP_BASE, .end = LIBC_BASE, .pgoff = 0, .vaddr = 0x1000, .module = 0 },
+		{ .start = LIBC_BASE, .end = UINT64_MAX, .pgoff = 0x1f000, .vaddr = 0x20000,
+		  .module = 1 },
+	};
 	struct nw_symframe *fr;
+	struct nw_mthread *th;
+	struct nw_epoch *e;
 	struct nw_cct *t;
-	struct nw_pprof *b;
 	uint32_t a, n;
-	uint8_t *buf;
-	size_t len;
-	int m;
 
-	assert_non_null(f);
-	f->p = nw_profile_new(2);
-	assert_non_null(f->p);
-	name_metric(f->p, 0, "cpu-clock:samples");
-	name_metric(f->p, 1, "cpu-clock:period");
-	f->p->manifest = manifest();
+	assert_non_null(m);
+	assert_int_equal(nw_measurement_add_metric(m, "cpu-clock", NW_METRIC_SAMPLES, 1000000), 0);
+	assert_int_equal(nw_measurement_add_metric(m, "cpu-clock", NW_METRIC_PERIOD, 1000000), 1);
+	assert_int_equal(nw_run_set_argv(&m->run, 2, argv), 0);
+	m->run.start_ns = 1000;
+	m->run.end_ns = 5000;
+	assert_int_equal(nw_module_intern(m->modules, "/bin/app", build_id, sizeof(build_id)), 0);
+	assert_int_equal(nw_module_intern(m->modules, "/lib/libc.so", NULL, 0), 1);
+	e = nw_epoch_new(maps, 2, 0);
+	assert_non_null(e);
+	assert_int_equal(nw_measurement_add_epoch(m, e), 0);
 
-	f->st = nw_symtab_new();
-	assert_non_null(f->st);
-	m = nw_symtab_module(f->st, "/bin/app", "abcd");
-	assert_true(m >= 0);
 	/* A is a caller: the symbol table holds its return address - 1. */
 	fr = calloc(1, sizeof(*fr));
 	assert_non_null(fr);
 	fr[0] = frame("main", "/src/app.c", 10, 5);
-	assert_int_equal(nw_symtab_add(f->st, (uint32_t)m, 0x10ff, fr, 1), 0);
+	assert_int_equal(nw_symtab_add(m->symtab, 0, 0x10ff, fr, 1), 0);
 	fr = calloc(2, sizeof(*fr));
 	assert_non_null(fr);
 	fr[0] = frame("helper", "/src/helper.h", 21, 20);
 	fr[1] = frame("work", "/src/app.c", 31, 30);
-	assert_int_equal(nw_symtab_add(f->st, (uint32_t)m, 0x1200, fr, 2), 0);
-	nw_symtab_sort(f->st);
+	assert_int_equal(nw_symtab_add(m->symtab, 0, 0x1200, fr, 2), 0);
+	nw_symtab_sort(m->symtab);
 
-	f->mods[0] = (struct nw_csprof_module){ .name = "/bin/app", .vaddr = 0x1000,
-						.mapped = APP_BASE };
-	f->mods[1] = (struct nw_csprof_module){ .name = "/lib/libc.so", .vaddr = 0x20000,
-						.mapped = LIBC_BASE };
-	f->epoch = (struct nw_csprof_epoch){ .nmodules = 2, .modules = f->mods };
+	assert_int_equal(nw_measurement_add_process(m, 10, 1, "app"), 0);
+	th = nw_measurement_add_thread(m, 10, 11, "app", NULL);
+	assert_non_null(th);
+	th->nepochs = 1;
 	t = nw_cct_new(2);
 	assert_non_null(t);
 	a = nw_cct_child(t, NW_CCT_ROOT, APP_BASE + 0x100, 0);
@@ -140,15 +112,22 @@ static int setup(void **state)
 	set_node(t, n, 1);
 	n = nw_cct_child(t, NW_CCT_ROOT, 0x1234, 0);
 	set_node(t, n, 2);
-	f->tree = (struct nw_csprof_tree){ .epoch = 0, .cct = t };
-	f->cp = (struct nw_csprof){ .nmetrics = 2, .nepochs = 1, .epochs = &f->epoch,
-				    .ntrees = 1, .trees = &f->tree };
+	assert_int_equal(nw_mthread_add_tree(th, 0, t), 0);
+	return m;
+}
 
-	b = nw_pprof_new(f->p);
-	assert_non_null(b);
-	assert_int_equal(nw_pprof_add(b, &f->cp, f->st, 10, 11, "app"), 0);
-	assert_int_equal(nw_pprof_pack(b, &buf, &len), 0);
-	nw_pprof_free(b);
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	uint8_t *buf;
+	size_t len;
+
+	assert_non_null(f);
+	f->m = model();
+	f->b = nw_pprof_new(f->m);
+	assert_non_null(f->b);
+	assert_int_equal(nw_pprof_add(f->b, NULL, NULL), 0);
+	assert_int_equal(nw_pprof_pack(f->b, &buf, &len), 0);
 	f->prof = perftools__profiles__profile__unpack(NULL, len, buf);
 	free(buf);
 	assert_non_null(f->prof);
@@ -161,9 +140,8 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 
 	perftools__profiles__profile__free_unpacked(f->prof, NULL);
-	nw_cct_free(f->tree.cct);
-	nw_symtab_free(f->st);
-	nw_profile_free(f->p);
+	nw_pprof_free(f->b);
+	nw_measurement_free(f->m);
 	free(f);
 	return 0;
 }
@@ -331,12 +309,14 @@ static void test_functions(void **state)
 	fn = func(pr, b->line[1]->function_id);
 	assert_string_equal(str(pr, fn->filename), "/src/app.c");
 	assert_int_equal(fn->start_line, 30);
-	/* The frames are the profile's: the same (name, module) as its loader makes. */
-	idx = nw_profile_intern(f->p, "work", NULL, 0, "/bin/app");
+	/* The Functions are the builder's frames: (kind, name, module) as the stacks name them. */
+	idx = nw_frames_intern(nw_pprof_frames(f->b), NW_FRAME_FUNCTION, "work", NULL, 0,
+			       "/bin/app");
 	assert_int_equal((uint64_t)idx + 1, b->line[1]->function_id);
-	idx = nw_profile_intern(f->p, "libc.so+0x20500", NULL, 0, "/lib/libc.so");
+	idx = nw_frames_intern(nw_pprof_frames(f->b), NW_FRAME_ADDRESS, "libc.so+0x20500", NULL,
+			       0, "/lib/libc.so");
 	assert_true(idx >= 0);
-	assert_int_equal(f->p->nfuncs, 5);
+	assert_int_equal(nw_pprof_frames(f->b)->n, 5);
 }
 
 static void test_mappings(void **state)
@@ -357,7 +337,7 @@ static void test_mappings(void **state)
 	assert_int_equal(ma->memory_start, APP_BASE);
 	/* The page after the highest address sampled (0x200). */
 	assert_int_equal(ma->memory_limit, APP_BASE + 0x1000);
-	/* No such file here: the offset cannot be known. */
+	/* The recorded mapping's file offset (not its ELF address). */
 	assert_int_equal(ma->file_offset, 0);
 	assert_true(ma->has_functions && ma->has_filenames && ma->has_line_numbers &&
 		    ma->has_inline_frames);
@@ -365,6 +345,7 @@ static void test_mappings(void **state)
 	assert_int_equal(mc->build_id, 0);
 	assert_int_equal(mc->memory_start, LIBC_BASE);
 	assert_int_equal(mc->memory_limit, LIBC_BASE + 0x1000);
+	assert_int_equal(mc->file_offset, 0x1f000);
 	/* Its only location has no symbol: pprof may symbolize it itself. */
 	assert_false(mc->has_functions);
 	assert_false(mc->has_line_numbers);
@@ -373,23 +354,15 @@ static void test_mappings(void **state)
 /* Two events: the sample types name them, the period is each event's. */
 static void test_two_events(void **state)
 {
-	struct nw_profile *p = nw_profile_new(4);
-	struct nw_csprof cp = { .nmetrics = 4 };
+	static const char *const events[] = { "cpu-clock", "page-faults" };
+	struct fx *p = fx_new(events, 2);
 	Perftools__Profiles__Profile *pr;
-	struct nw_pprof *b;
 	uint8_t *buf;
 	size_t len;
 
 	(void)state;
-	assert_non_null(p);
-	name_metric(p, 0, "cpu-clock:samples");
-	name_metric(p, 1, "cpu-clock:period");
-	name_metric(p, 2, "page-faults:samples");
-	name_metric(p, 3, "page-faults:period");
-	b = nw_pprof_new(p);
-	assert_non_null(b);
-	assert_int_equal(nw_pprof_add(b, &cp, NULL, 1, 1, "x"), 0);
-	assert_int_equal(nw_pprof_pack(b, &buf, &len), 0);
+	fx_thread(p, 1, 1, "x");
+	assert_int_equal(nw_pprof_build(p->m, NULL, &buf, &len), 0);
 	pr = perftools__profiles__profile__unpack(NULL, len, buf);
 	assert_non_null(pr);
 	assert_int_equal(pr->n_sample_type, 4);
@@ -402,29 +375,30 @@ static void test_two_events(void **state)
 	assert_int_equal(pr->n_sample, 0);
 	perftools__profiles__profile__free_unpacked(pr, NULL);
 	free(buf);
-	nw_pprof_free(b);
-	nw_profile_free(p);
+	fx_free(p);
 }
 
-/* A tree whose epoch index is out of range is refused. */
-static void test_bad_epoch(void **state)
+/* A tree whose metrics are not the model's is refused. */
+static void test_bad_tree(void **state)
 {
 	struct fixture *f = *state;
-	struct nw_csprof_tree tr = { .epoch = 5, .cct = f->tree.cct };
-	struct nw_csprof cp = f->cp;
-	struct nw_pprof *b = nw_pprof_new(f->p);
+	struct nw_mthread *th = nw_measurement_add_thread(f->m, 1, 1, "x", NULL);
+	struct nw_cct *t = nw_cct_new(3);
+	struct nw_pprof *b = nw_pprof_new(f->m);
 
+	assert_non_null(th);
+	assert_non_null(t);
 	assert_non_null(b);
-	cp.trees = &tr;
-	assert_int_equal(nw_pprof_add(b, &cp, f->st, 1, 1, "x"), -EBADMSG);
+	th->nepochs = 1;
+	assert_int_equal(nw_mthread_add_tree(th, 0, t), 0);
+	assert_int_equal(nw_pprof_add_thread(b, f->m->nthreads - 1, NULL), -EBADMSG);
 	nw_pprof_free(b);
 }
 
 /* Strings that are not UTF-8 (a protobuf string must be) are made so. */
 static void test_invalid_utf8(void **state)
 {
-	struct nw_profile *p = nw_profile_new(2);
-	struct nw_csprof cp = { .nmetrics = 2 };
+	struct fx *p = fx_new(NULL, 0);
 	Perftools__Profiles__Profile *pr;
 	struct nw_pprof *b;
 	uint8_t *buf;
@@ -432,10 +406,10 @@ static void test_invalid_utf8(void **state)
 	bool found = false;
 
 	(void)state;
-	assert_non_null(p);
-	b = nw_pprof_new(p);
+	fx_thread(p, 1, 1, "bad\xff\xfename\n");
+	b = nw_pprof_new(p->m);
 	assert_non_null(b);
-	assert_int_equal(nw_pprof_add(b, &cp, NULL, 1, 1, "bad\xff\xfename\n"), 0);
+	assert_int_equal(nw_pprof_add_thread(b, 0, NULL), 0);
 	assert_int_equal(nw_pprof_pack(b, &buf, &len), 0);
 	pr = perftools__profiles__profile__unpack(NULL, len, buf);
 	assert_non_null(pr);
@@ -445,7 +419,7 @@ static void test_invalid_utf8(void **state)
 	perftools__profiles__profile__free_unpacked(pr, NULL);
 	free(buf);
 	nw_pprof_free(b);
-	nw_profile_free(p);
+	fx_free(p);
 }
 
 int main(void)
@@ -456,7 +430,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_locations, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_functions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mappings, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_bad_epoch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_tree, setup, teardown),
 		cmocka_unit_test(test_two_events),
 		cmocka_unit_test(test_invalid_utf8),
 	};
