@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How symbolic stacks are built from a model (fixture.h): threads merged
+ * into one tree, the same function in two epochs one frame, inline chains
+ * expanded into nested frames that share their physical frame's sp tag,
+ * "[unknown]" and module+0xADDR frames (callers at their return address
+ * - 1), per-thread frames, filters, and a split moving weight below prefix
+ * frames.  The frame table itself (interning) is tested here too.  A
+ * measurement directory read back and its stacks are test-reader's.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fixture.h"
+#include "report/stacks.h"
+#include "report/views.h"
+
+static struct nw_stacks *build(const struct fx *fx, const struct nw_stacks_opts *o)
+{
+	struct nw_stacks *s = nw_stacks_new(fx->m, fx->m->nmetrics);
+
+	assert_non_null(s);
+	assert_int_equal(nw_stacks_build(s, o), 0);
+	return s;
+}
+
+/* The stacks of the threads @f selects, merged. */
+static struct nw_stacks *merged(const struct fx *fx, const struct nw_filter *f)
+{
+	struct nw_stacks_opts o = { .filter = f };
+
+	return build(fx, &o);
+}
+
+/* Folded stacks of metric @m (the caller frees them). */
+static char *folded(const struct nw_stacks *s, unsigned m)
+{
+	struct nw_view_opts o = { .metric = m };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	assert_non_null(out);
+	assert_int_equal(nw_view_folded(out, s, &o), 0);
+	fclose(out);
+	return buf;
+}
+
+static void assert_folded(const struct nw_stacks *s, unsigned m, const char *want)
+{
+	char *got = folded(s, m);
+
+	if (strcmp(got, want))
+		fail_msg("folded stacks of metric %u:\n%s\nexpected:\n%s", m, got, want);
+	free(got);
+}
+
+/* The index of the only frame called @name, or -1. */
+static int64_t frame_index(const struct nw_stacks *s, const char *name)
+{
+	int64_t found = -1;
+
+	for (uint32_t i = 0; i < s->frames.n; i++) {
+		if (!strcmp(s->frames.v[i].name, name)) {
+			assert_int_equal(found, -1);
+			found = i;
+		}
+	}
+	return found;
+}
+
+/* The node at path "a;b;c" of the stacks' tree, or NW_CCT_NONE. */
+static uint32_t find_path(const struct nw_stacks *s, const char *path)
+{
+	char buf[256], *save = NULL;
+	uint32_t n = NW_CCT_ROOT;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *tok = strtok_r(buf, ";", &save); tok && n != NW_CCT_NONE;
+	     tok = strtok_r(NULL, ";", &save)) {
+		int64_t f = frame_index(s, tok);
+
+		n = f < 0 ? NW_CCT_NONE : nw_cct_find(s->tree, n, (uint64_t)f);
+	}
+	return n;
+}
+
+static uint64_t total(const struct nw_cct *t, unsigned m)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < t->n; i++)
+		sum += nw_cct_metrics(t, i)[m];
+	return sum;
+}
+
+static void test_merge_threads(void **state)
+{
+	struct fx *fx = fx_new(NULL, 0);
+	struct nw_stacks *s;
+
+	(void)state;
+	fx_add(fx, fx_thread(fx, 1, 1, "app"), "main;a", 2, 2000);
+	fx_add(fx, fx_thread(fx, 1, 2, "app"), "main;a", 3, 3000);
+	fx_add(fx, fx_th(fx, 1), "main;b", 1, 1000);
+	s = merged(fx, NULL);
+	assert_int_equal(s->nthreads, 2);
+	/* One node per calling context, one frame per function: root, main, a, b. */
+	assert_int_equal(s->tree->n, 4);
+	assert_int_equal(s->frames.n, 3);
+	assert_folded(s, 0, "main;a 5\nmain;b 1\n");
+	assert_folded(s, 1, "main;a 5000\nmain;b 1000\n");
+	assert_null(s->thread_node);
+	nw_stacks_free(s);
+	fx_free(fx);
+}
+
+/* The same function in two epochs (mapped elsewhere in each) is one frame. */
+static void test_epochs(void **state)
+{
+	struct fx *fx = fx_new(NULL, 0);
+	static const uint64_t v4[] = { 4, 4000 }, v7[] = { 7, 7000 };
+	struct nw_mthread *th;
+	struct nw_stacks *s;
+	uint32_t e1;
+	int64_t work;
+
+	(void)state;
+	th = fx_thread(fx, 1, 1, "app");
+	fx_add(fx, th, "main;work@/lib/libfoo.so", 5, 5000);
+	e1 = fx_epoch(fx);
+	assert_int_equal(e1, 1);
+	fx_put(fx, th, e1, fx_path(fx, th, e1, "main;work@/lib/libfoo.so", 0, NULL), v4, 2);
+	th = fx_thread(fx, 1, 2, "worker");
+	fx_put(fx, th, e1, fx_path(fx, th, e1, "main;work@/lib/libfoo.so", 0, NULL), v7, 2);
+	/* Two physical trees of one thread, at other addresses. */
+	th = fx_th(fx, 0);
+	assert_int_equal(th->ntrees, 2);
+	assert_int_not_equal(th->trees[0].cct->nodes[1].ip, th->trees[1].cct->nodes[1].ip);
+
+	s = merged(fx, NULL);
+	assert_folded(s, 0, "main;work 16\n");
+	assert_folded(s, 1, "main;work 16000\n");
+	work = frame_index(s, "work");
+	assert_true(work >= 0);
+	assert_int_equal(s->frames.v[work].kind, NW_FRAME_FUNCTION);
+	assert_string_equal(s->frames.v[work].module, "/lib/libfoo.so");
+	assert_string_equal(s->frames.v[frame_index(s, "main")].module, FX_MODULE);
+	assert_int_equal(s->tree->n, 3);
+	nw_stacks_free(s);
+	fx_free(fx);
+}
+
+/*
+ * An address whose symbol entry is an inline chain becomes nested frames,
+ * outermost nearest the root, all with the physical frame's sp tag; the
+ * outer function is the same frame (and node) as where it is not inlined.
+ */
+static void test_inline_chain(void **state)
+{
+	struct fx *fx = fx_new(NULL, 0);
+	static const uint64_t leaf_sps[] = { 0x7000, 0x6000 };
+	static const uint64_t caller_sps[] = { 0x7000, 0x6000, 0x5000 };
+	static const uint64_t plain_sps[] = { 0x7000, 0x6800, 0x6700 };
+	static const uint64_t v3[] = { 3, 3000 }, v1[] = { 1, 1000 }, v2[] = { 2, 2000 };
+	struct nw_filter one = { .tid = 1, .pid = -1 };
+	struct nw_mthread *th;
+	struct nw_stacks *s;
+	uint32_t n;
+
+	(void)state;
+	fx_inline(fx, "hot", "compute;helper_inline");
+	th = fx_thread(fx, 1, 1, "app");
+	/* As a leaf (looked up at its ip) and as a caller (at its return address - 1). */
+	fx_put(fx, th, 0, fx_path(fx, th, 0, "main;hot", 0, leaf_sps), v3, 2);
+	fx_put(fx, th, 0, fx_path(fx, th, 0, "main;hot;leaf", 0, caller_sps), v1, 2);
+	/* compute where nothing is inlined into it, in another thread. */
+	th = fx_thread(fx, 1, 2, "app");
+	fx_put(fx, th, 0, fx_path(fx, th, 0, "main;compute;x", 0, plain_sps), v2, 2);
+
+	s = merged(fx, &one);
+	assert_folded(s, 0, "main;compute;helper_inline 3\n"
+			    "main;compute;helper_inline;leaf 1\n");
+	/* root, main, compute, helper_inline, leaf */
+	assert_int_equal(s->tree->n, 5);
+	n = find_path(s, "main;compute");
+	assert_int_not_equal(n, NW_CCT_NONE);
+	assert_int_equal(s->tree->nodes[n].sp, 0x6000);
+	n = find_path(s, "main;compute;helper_inline");
+	assert_int_equal(s->tree->nodes[n].sp, 0x6000);
+	assert_int_equal(s->tree->nodes[find_path(s, "main")].sp, 0x7000);
+	assert_int_equal(s->tree->nodes[find_path(s, "main;compute;helper_inline;leaf")].sp,
+			 0x5000);
+	nw_stacks_free(s);
+
+	s = merged(fx, NULL);
+	assert_folded(s, 0, "main;compute;helper_inline 3\n"
+			    "main;compute;helper_inline;leaf 1\n"
+			    "main;compute;x 2\n");
+	/* root, main, compute, helper_inline, leaf, x */
+	assert_int_equal(s->tree->n, 6);
+	assert_int_equal(s->frames.n, 5);
+	nw_stacks_free(s);
+	fx_free(fx);
+}
+
+/*
+ * Frames of nothing the symbol table knows: "[unknown]" where no module
+ * maps the ip, "module+0xADDR" (the ELF address looked up: ip - 1 for a
+ * caller) where the module has no entry for it.
+ */
+static void test_unknown_and_address(void **state)
+{
+	struct fx *fx = fx_new(NULL, 0);
+	struct nw_mthread *th;
+	struct nw_stacks *s;
+	const struct nw_func *f;
+
+	(void)state;
+	/* Addresses 0x1000, 0x1100, 0x1200, 0x1300 of /bin/app, in this order. */
+	fx_func(fx, "main", NULL, 0);
+	fx_func(fx, "?mid", NULL, 0);
+	fx_func(fx, "leaf", NULL, 0);
+	fx_func(fx, "?anon", NULL, 0);
+	th = fx_thread(fx, 1, 1, "app");
+	fx_add(fx, th, "main;?mid;leaf", 1, 0);
+	fx_add(fx, th, "main;?anon", 2, 0);
+	fx_add(fx, th, "[unknown];main", 3, 0);
+	fx_add(fx, th, "main;?x@/usr/lib/libbar.so", 4, 0);
+	s = merged(fx, NULL);
+	assert_folded(s, 0, "[unknown];main 3\n"
+			    "main;app+0x10ff;leaf 1\n"
+			    "main;app+0x1300 2\n"
+			    "main;libbar.so+0x1400 4\n");
+	f = &s->frames.v[frame_index(s, "[unknown]")];
+	assert_int_equal(f->kind, NW_FRAME_UNKNOWN);
+	assert_null(f->module);
+	f = &s->frames.v[frame_index(s, "app+0x10ff")];
+	assert_int_equal(f->kind, NW_FRAME_ADDRESS);
+	assert_string_equal(f->module, FX_MODULE);
+	assert_null(f->file);
+	f = &s->frames.v[frame_index(s, "libbar.so+0x1400")];
+	assert_int_equal(f->kind, NW_FRAME_ADDRESS);
+	assert_string_equal(f->module, "/usr/lib/libbar.so");
+	nw_stacks_free(s);
+	fx_free(fx);
+}
+
+/* Each thread below a frame of its own, "comm-tid" (spaces and ';' made '_'). */
+static void test_per_thread(void **state)
+{
+	struct fx *fx = fx_new(NULL, 0);
+	struct nw_stacks_opts o = { .per_thread = true };
+	struct nw_filter only_11 = { .tid = 11, .pid = -1 };
+	struct nw_mthread *th;
+	struct nw_stacks *s;
+	int64_t f;
+
+	(void)state;
+	th = fx_thread(fx, 10, 10, "app");
+	fx_add(fx, th, "main;a", 2, 20);
+	fx_add(fx, th, "main;b", 1, 10);
+	th = fx_thread(fx, 10, 11, "pool worker;1");
+	fx_add(fx, th, "start;a", 4, 40);
+	fx_thread(fx, 10, 12, "idle");
+
+	s = build(fx, &o);
+	assert_folded(s, 0, "app-10;main;a 2\n"
+			    "app-10;main;b 1\n"
+			    "pool_worker_1-11;start;a 4\n");
+	/* Metrics other than the first come along too. */
+	assert_int_equal(total(s->tree, 1), 70);
+	f = frame_index(s, "pool_worker_1-11");
+	assert_true(f >= 0);
+	assert_int_equal(s->frames.v[f].kind, NW_FRAME_THREAD);
+	assert_string_equal(s->frames.v[f].module, NW_FRAMES_THREAD_MODULE);
+	/* Each thread's node; none for a thread without samples. */
+	assert_non_null(s->thread_node);
+	assert_int_equal(s->tree->nodes[s->thread_node[1]].ip, (uint64_t)f);
+	assert_int_equal(s->tree->nodes[s->thread_node[1]].parent, NW_CCT_ROOT);
+	assert_int_equal(s->thread_node[2], NW_CCT_NONE);
+	assert_int_equal(s->nthreads, 3);
+	nw_stacks_free(s);
+
+	o.filter = &only_11;
+	s = build(fx, &o);
+	assert_folded(s, 0, "pool_worker_1-11;start;a 4\n");
+	assert_int_equal(s->thread_node[0], NW_CCT_NONE);
+	assert_int_not_equal(s->thread_node[1], NW_CCT_NONE);
+	assert_int_equal(s->nthreads, 1);
+	nw_stacks_free(s);
+	fx_free(fx);
+}
+
+static void test_filters(void **state)
+{
+	struct fx *fx = fx_new(NULL, 0);
+	struct nw_filter all = NW_FILTER_ALL, by_pid = { .tid = -1, .pid = 10 };
+	struct nw_filter by_comm = { .tid = -1, .pid = -1, .comm = "app" };
+	struct nw_filter pid_comm = { .tid = -1, .pid = 20, .comm = "app" };
+	struct nw_filter none = { .tid = 11, .pid = -1, .comm = "app" };
+	struct nw_stacks *s;
+
+	(void)state;
+	fx_add(fx, fx_thread(fx, 10, 10, "app"), "main;a", 1, 0);
+	fx_add(fx, fx_thread(fx, 10, 11, "worker"), "main;b", 2, 0);
+	fx_add(fx, fx_thread(fx, 20, 20, "app"), "main;c", 4, 0);
+
+	assert_true(nw_filter_thread(NULL, fx_th(fx, 1)));
+	assert_true(nw_filter_thread(&all, fx_th(fx, 1)));
+	assert_true(nw_filter_thread(&by_pid, fx_th(fx, 1)));
+	assert_false(nw_filter_thread(&by_pid, fx_th(fx, 2)));
+	assert_false(nw_filter_thread(&by_comm, fx_th(fx, 1)));
+	assert_false(nw_filter_thread(&none, fx_th(fx, 1)));
+
+	s = merged(fx, &all);
+	assert_int_equal(s->nthreads, 3);
+	assert_int_equal(total(s->tree, 0), 7);
+	nw_stacks_free(s);
+	s = merged(fx, &by_pid);
+	assert_int_equal(s->nthreads, 2);
+	assert_folded(s, 0, "main;a 1\nmain;b 2\n");
+	nw_stacks_free(s);
+	s = merged(fx, &by_comm);
+	assert_folded(s, 0, "main;a 1\nmain;c 4\n");
+	nw_stacks_free(s);
+	s = merged(fx, &pid_comm);
+	assert_folded(s, 0, "main;c 4\n");
+	nw_stacks_free(s);
+	s = merged(fx, &none);
+	assert_int_equal(s->nthreads, 0);
+	assert_int_equal(s->tree->n, 1);
+	nw_stacks_free(s);
+	fx_free(fx);
+}
+
+/* A section frame of @s (interned before building, as a split's are). */
+static uint32_t section(struct nw_stacks *s, const char *name)
+{
+	int64_t f = nw_frames_intern(&s->frames, NW_FRAME_SECTION, name, NULL, 0,
+				     NW_FRAMES_SECTION_MODULE);
+
+	assert_true(f >= 0);
+	return (uint32_t)f;
+}
+
+/*
+ * A split moves part of a node's weight below prefix frames; the entries
+ * of threads the filter leaves out are skipped, and what an entry moves is
+ * at most what its node has.
+ */
+static void test_split(void **state)
+{
+	struct fx *fx = fx_new(NULL, 0);
+	struct nw_filter worker = { .tid = 2, .pid = -1 };
+	struct nw_stacks_opts o = { 0 };
+	struct nw_split_entry entries[2];
+	uint64_t values[4] = { 2, 2000, 4, 4000 };
+	uint32_t both[2], outer[1], a0, a1;
+	struct nw_split_prefix prefixes[2] = { { 2, both }, { 1, outer } };
+	struct nw_split split = { .prefixes = prefixes, .nprefixes = 2, .entries = entries,
+				  .n = 2, .values = values };
+	struct nw_stacks *s;
+
+	(void)state;
+	a0 = fx_add(fx, fx_thread(fx, 1, 1, "app"), "main;a", 5, 5000);
+	fx_add(fx, fx_th(fx, 0), "main;b", 1, 1000);
+	a1 = fx_add(fx, fx_thread(fx, 1, 2, "worker"), "main;a", 4, 4000);
+	/* Thread 0's main;a: 2 below [section outer];[section inner].  Thread 1's: all 4
+	 * below [section outer]. */
+	entries[0] = (struct nw_split_entry){ .thread = 0, .tree = 0, .node = a0, .prefix = 0 };
+	entries[1] = (struct nw_split_entry){ .thread = 1, .tree = 0, .node = a1, .prefix = 1 };
+
+	s = nw_stacks_new(fx->m, fx->m->nmetrics);
+	assert_non_null(s);
+	both[0] = outer[0] = section(s, "[section outer]");
+	both[1] = section(s, "[section inner]");
+	o.split = &split;
+	assert_int_equal(nw_stacks_build(s, &o), 0);
+	assert_folded(s, 0, "[section outer];[section inner];main;a 2\n"
+			    "[section outer];main;a 4\n"
+			    "main;a 3\n"
+			    "main;b 1\n");
+	assert_folded(s, 1, "[section outer];[section inner];main;a 2000\n"
+			    "[section outer];main;a 4000\n"
+			    "main;a 3000\n"
+			    "main;b 1000\n");
+	assert_int_equal(total(s->tree, 0), 10);
+	nw_stacks_free(s);
+
+	/* Thread 0 left out: its entry is skipped, thread 1's still applies. */
+	values[2] = 1;
+	values[3] = 1000;
+	s = nw_stacks_new(fx->m, fx->m->nmetrics);
+	assert_non_null(s);
+	both[0] = outer[0] = section(s, "[section outer]");
+	both[1] = section(s, "[section inner]");
+	o.filter = &worker;
+	assert_int_equal(nw_stacks_build(s, &o), 0);
+	assert_folded(s, 0, "[section outer];main;a 1\nmain;a 3\n");
+	nw_stacks_free(s);
+
+	/* Asked to move more than the node has (10 of 4): all of it moves. */
+	values[2] = 10;
+	values[3] = 10000;
+	s = nw_stacks_new(fx->m, fx->m->nmetrics);
+	assert_non_null(s);
+	both[0] = outer[0] = section(s, "[section outer]");
+	both[1] = section(s, "[section inner]");
+	assert_int_equal(nw_stacks_build(s, &o), 0);
+	assert_folded(s, 0, "[section outer];main;a 4\n");
+	assert_folded(s, 1, "[section outer];main;a 4000\n");
+	nw_stacks_free(s);
+	fx_free(fx);
+}
+
+/* Stacks need a model to be built from. */
+static void test_no_model(void **state)
+{
+	struct nw_stacks_opts o = { 0 };
+	struct nw_stacks *s = nw_stacks_new(NULL, 2);
+
+	(void)state;
+	assert_non_null(s);
+	assert_int_equal(nw_stacks_build(s, &o), -EINVAL);
+	nw_stacks_free(s);
+	nw_stacks_free(NULL);
+}
+
+/* The frame table: one frame per (kind, name, module). */
+static void test_intern(void **state)
+{
+	struct nw_frames p;
+	int64_t a, b, c;
+
+	(void)state;
+	nw_frames_init(&p);
+	a = nw_frames_intern(&p, NW_FRAME_FUNCTION, "f", NULL, 0, "/lib/a.so");
+	b = nw_frames_intern(&p, NW_FRAME_FUNCTION, "f", "f.c", 12, "/lib/a.so");
+	c = nw_frames_intern(&p, NW_FRAME_FUNCTION, "f", NULL, 0, "/lib/b.so");
+	assert_true(a >= 0);
+	assert_int_equal(a, b);
+	assert_int_not_equal(a, c);
+	assert_int_equal(nw_frames_intern(&p, NW_FRAME_FUNCTION, "f", NULL, 0, NULL),
+			 nw_frames_intern(&p, NW_FRAME_FUNCTION, "f", NULL, 0, NULL));
+	/* What a later occurrence knows fills in what the first lacked. */
+	assert_string_equal(p.v[a].file, "f.c");
+	assert_int_equal(p.v[a].line, 12);
+	/* Many names: the index grows and keeps finding them. */
+	for (int i = 0; i < 5000; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "fn%d", i);
+		assert_int_equal(nw_frames_intern(&p, NW_FRAME_FUNCTION, name, NULL, 0, "m"),
+				 3 + i);
+	}
+	assert_int_equal(nw_frames_intern(&p, NW_FRAME_FUNCTION, "fn1234", NULL, 0, "m"), 3 + 1234);
+	assert_int_equal(nw_frames_intern(&p, NW_FRAME_FUNCTION, "f", NULL, 0, "/lib/b.so"), c);
+	/* The kind is part of the key; a frame needs a name. */
+	assert_int_equal(nw_frames_intern(&p, NW_FRAME_THREAD, "f", NULL, 0, "/lib/b.so"), 5003);
+	assert_int_equal(nw_frames_intern(&p, NW_FRAME_FUNCTION, NULL, NULL, 0, "m"), -EINVAL);
+	assert_int_equal(p.n, 5004);
+	nw_frames_fini(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_merge_threads),
+		cmocka_unit_test(test_epochs),
+		cmocka_unit_test(test_inline_chain),
+		cmocka_unit_test(test_unknown_and_address),
+		cmocka_unit_test(test_per_thread),
+		cmocka_unit_test(test_filters),
+		cmocka_unit_test(test_split),
+		cmocka_unit_test(test_no_model),
+		cmocka_unit_test(test_intern),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
