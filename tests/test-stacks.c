@@ -353,6 +353,27 @@ static uint32_t section(struct nw_stacks *s, const char *name)
 }
 
 /*
+ * The stacks of @fx (@o) with @split, whose prefix 0 is [section outer];
+ * [section inner] and prefix 1 [section outer].
+ */
+static struct nw_stacks *split_stacks(const struct fx *fx, struct nw_stacks_opts *o,
+				      struct nw_split *split)
+{
+	struct nw_stacks *s = nw_stacks_new(fx->m, fx->m->nmetrics);
+	uint32_t outer;
+
+	assert_non_null(s);
+	assert_int_equal(split->nprefixes, 2);
+	outer = section(s, "[section outer]");
+	split->prefixes[0].frames[0] = outer;
+	split->prefixes[0].frames[1] = section(s, "[section inner]");
+	split->prefixes[1].frames[0] = outer;
+	o->split = split;
+	assert_int_equal(nw_stacks_build(s, o), 0);
+	return s;
+}
+
+/*
  * A split moves part of a node's weight below prefix frames; the entries
  * of threads the filter leaves out are skipped, and what an entry moves is
  * at most what its node has.
@@ -379,12 +400,7 @@ static void test_split(void **state)
 	entries[0] = (struct nw_split_entry){ .thread = 0, .tree = 0, .node = a0, .prefix = 0 };
 	entries[1] = (struct nw_split_entry){ .thread = 1, .tree = 0, .node = a1, .prefix = 1 };
 
-	s = nw_stacks_new(fx->m, fx->m->nmetrics);
-	assert_non_null(s);
-	both[0] = outer[0] = section(s, "[section outer]");
-	both[1] = section(s, "[section inner]");
-	o.split = &split;
-	assert_int_equal(nw_stacks_build(s, &o), 0);
+	s = split_stacks(fx, &o, &split);
 	assert_folded(s, 0, "[section outer];[section inner];main;a 2\n"
 			    "[section outer];main;a 4\n"
 			    "main;a 3\n"
@@ -399,23 +415,15 @@ static void test_split(void **state)
 	/* Thread 0 left out: its entry is skipped, thread 1's still applies. */
 	values[2] = 1;
 	values[3] = 1000;
-	s = nw_stacks_new(fx->m, fx->m->nmetrics);
-	assert_non_null(s);
-	both[0] = outer[0] = section(s, "[section outer]");
-	both[1] = section(s, "[section inner]");
 	o.filter = &worker;
-	assert_int_equal(nw_stacks_build(s, &o), 0);
+	s = split_stacks(fx, &o, &split);
 	assert_folded(s, 0, "[section outer];main;a 1\nmain;a 3\n");
 	nw_stacks_free(s);
 
 	/* Asked to move more than the node has (10 of 4): all of it moves. */
 	values[2] = 10;
 	values[3] = 10000;
-	s = nw_stacks_new(fx->m, fx->m->nmetrics);
-	assert_non_null(s);
-	both[0] = outer[0] = section(s, "[section outer]");
-	both[1] = section(s, "[section inner]");
-	assert_int_equal(nw_stacks_build(s, &o), 0);
+	s = split_stacks(fx, &o, &split);
 	assert_folded(s, 0, "[section outer];main;a 4\n");
 	assert_folded(s, 1, "[section outer];main;a 4000\n");
 	nw_stacks_free(s);
