@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Loading a measurement directory into symbolic trees.  The directory is
- * made with the format writers: two threads, one with two epochs where the
- * same library sits at different addresses, an inline chain, return
- * addresses that must be looked up at ip-1, frames without symbols, an ip
- * outside every module.  Decoy symbol entries sit where a wrong lookup
- * (ip instead of ip-1, or the other way round) would land.
+ * Reading a measurement directory into the model, and the symbolic stacks
+ * of what was read.  The directory is made with the format writers: two
+ * threads, one with two epochs where the same library sits at different
+ * addresses, an inline chain, return addresses that must be looked up at
+ * ip-1, frames without symbols, an ip outside every module.  Decoy symbol
+ * entries sit where a wrong lookup (ip instead of ip-1, or the other way
+ * round) would land.  How stacks are built from any model is test-stacks'.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -22,8 +23,10 @@
 
 #include "format/csprof.h"
 #include "format/manifest.h"
-#include "model/symtab.h"
-#include "report/profile.h"
+#include "format/reader.h"
+#include "format/symbols.h"
+#include "model/measurement.h"
+#include "report/stacks.h"
 
 #define APP	"/usr/bin/app"
 #define LIBFOO	"/usr/lib/libfoo.so.1"
@@ -63,15 +66,13 @@ static void add_sym(struct nw_symtab *t, uint32_t mod, uint64_t addr, const char
 	assert_int_equal(nw_symtab_add(t, mod, addr, fr, n), 0);
 }
 
-static void write_symtab(const char *dir)
+/* The modules and symbol table of the run, as narwhal-record writes them. */
+static void write_symtab(const char *dir, struct nw_measurement *w)
 {
-	struct nw_symtab *t = nw_symtab_new();
+	struct nw_symtab *t = w->symtab;
+	int app = nw_module_find(w->modules, APP), foo = nw_module_find(w->modules, LIBFOO);
 	char path[128];
-	int app, foo;
 
-	assert_non_null(t);
-	app = nw_symtab_module(t, APP, "aabbcc");
-	foo = nw_symtab_module(t, LIBFOO, "");
 	assert_true(app >= 0 && foo >= 0);
 	/* main's call sites return to 0x1235 and 0x1245: looked up at -1. */
 	add_sym(t, app, 0x1234, "/src/main.c", 10, 1, "main");
@@ -88,8 +89,7 @@ static void write_symtab(const char *dir)
 	add_sym(t, foo, 0x2101, NULL, 0, 1, "decoy_foo");
 	nw_symtab_sort(t);
 	snprintf(path, sizeof(path), "%s/symbols.json", dir);
-	assert_int_equal(nw_symtab_write(path, t), 0);
-	nw_symtab_free(t);
+	assert_int_equal(nw_symbols_write(path, w->modules, t), 0);
 }
 
 static uint32_t node(struct nw_cct *c, uint32_t parent, uint64_t ip, uint64_t samples)
@@ -187,59 +187,69 @@ static void write_threads(const char *dir)
 	write_csprof(dir, "worker-100-101.csprof", eb, 1, tb, 1);
 }
 
-static void write_manifest(const char *dir)
+/* What the manifest says of the run; the symbol table is filled by write_symtab(). */
+static struct nw_measurement *run_model(void)
 {
+	static const uint8_t app_id[] = { 0xaa, 0xbb, 0xcc };
 	char *argv[] = { (char *)"./app", (char *)"--fast" };
-	struct nw_manifest_event ev = { .name = (char *)"cpu-clock", .type = 1, .config = 0,
-					.freq = true, .value = 1000 };
-	struct nw_manifest_process proc = { .pid = 100, .ppid = 1, .comm = (char *)"app" };
-	struct nw_manifest_thread th[] = {
-		{ .pid = 100, .tid = 100, .comm = (char *)"app",
-		  .file = (char *)"app-100-100.csprof", .samples = 17 },
-		{ .pid = 100, .tid = 101, .comm = (char *)"worker",
-		  .file = (char *)"worker-100-101.csprof", .samples = 7 },
-	};
-	struct nw_manifest_module mods[] = { { (char *)APP, (char *)"aabbcc" },
-					     { (char *)LIBFOO, (char *)"" } };
-	struct nw_manifest m = {
-		.version = NW_MANIFEST_VERSION,
-		.narwhal_version = (char *)"0.1.0",
-		.arch = (char *)"x86_64",
-		.argc = 2,
-		.argv = argv,
-		.call_graph = (char *)"fp",
-		.nevents = 1,
-		.events = &ev,
-		.start_ns = 1,
-		.end_ns = 2,
-		.exit_status = 0,
-		.samples = 24,
-		.lost = 3,
-		.nprocs = 1,
-		.procs = &proc,
-		.nthreads = 2,
-		.threads = th,
-		.nmodules = 2,
-		.modules = mods,
-	};
+	struct nw_measurement *w = nw_measurement_new();
+	struct nw_run *r;
+	struct nw_mthread *th;
+
+	assert_non_null(w);
+	r = &w->run;
+	r->narwhal_version = strdup("0.1.0");
+	r->arch = strdup("x86_64");
+	r->call_graph = strdup("fp");
+	r->events = calloc(1, sizeof(*r->events));
+	assert_true(r->narwhal_version && r->arch && r->call_graph && r->events);
+	assert_int_equal(nw_run_set_argv(r, 2, argv), 0);
+	r->nevents = 1;
+	r->events[0] = (struct nw_event_info){ .name = strdup("cpu-clock"), .type = 1,
+					       .config = 0, .freq = true, .value = 1000 };
+	assert_non_null(r->events[0].name);
+	r->start_ns = 1;
+	r->end_ns = 2;
+	r->exit_status = 0;
+	r->samples = 24;
+	r->lost = 3;
+	assert_int_equal(nw_measurement_add_metric(w, "cpu-clock", NW_METRIC_SAMPLES, 1000), 0);
+	assert_int_equal(nw_measurement_add_metric(w, "cpu-clock", NW_METRIC_PERIOD, 1000), 1);
+	assert_int_equal(nw_measurement_add_process(w, 100, 1, "app"), 0);
+	th = nw_measurement_add_thread(w, 100, 100, "app", "app-100-100.csprof");
+	assert_non_null(th);
+	th->samples = 17;
+	th = nw_measurement_add_thread(w, 100, 101, "worker", "worker-100-101.csprof");
+	assert_non_null(th);
+	th->samples = 7;
+	assert_int_equal(nw_module_intern(w->modules, APP, app_id, sizeof(app_id)), 0);
+	assert_int_equal(nw_module_intern(w->modules, LIBFOO, NULL, 0), 1);
+	return w;
+}
+
+static void write_manifest(const char *dir, const struct nw_measurement *w)
+{
 	char path[128];
 
 	snprintf(path, sizeof(path), "%s/manifest.json", dir);
-	assert_int_equal(nw_manifest_write(path, &m), 0);
+	assert_int_equal(nw_manifest_write(path, w), 0);
 }
 
 static int setup(void **state)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
+	struct nw_measurement *w;
 
 	if (!fx)
 		return -1;
-	strcpy(fx->dir, "/tmp/nw-test-profile-XXXXXX");
+	strcpy(fx->dir, "/tmp/nw-test-reader-XXXXXX");
 	if (!mkdtemp(fx->dir))
 		return -1;
-	write_symtab(fx->dir);
+	w = run_model();
+	write_symtab(fx->dir, w);
 	write_threads(fx->dir);
-	write_manifest(fx->dir);
+	write_manifest(fx->dir, w);
+	nw_measurement_free(w);
 	*state = fx;
 	return 0;
 }
@@ -267,12 +277,12 @@ static int teardown(void **state)
 
 /* ---- looking at the result ---- */
 
-static int64_t func_index(const struct nw_profile *p, const char *name)
+static int64_t func_index(const struct nw_stacks *p, const char *name)
 {
 	int64_t found = -1;
 
-	for (uint32_t i = 0; i < p->nfuncs; i++) {
-		if (strcmp(p->funcs[i].name, name) == 0) {
+	for (uint32_t i = 0; i < p->frames.n; i++) {
+		if (strcmp(p->frames.v[i].name, name) == 0) {
 			/* Each name here belongs to one module: one frame. */
 			assert_int_equal(found, -1);
 			found = i;
@@ -281,8 +291,8 @@ static int64_t func_index(const struct nw_profile *p, const char *name)
 	return found;
 }
 
-/* The node at path "a;b;c" from the root, or NW_CCT_NONE. */
-static uint32_t find_path(const struct nw_profile *p, const struct nw_cct *t, const char *path)
+/* The node at path "a;b;c" from the root of the stacks' tree, or NW_CCT_NONE. */
+static uint32_t find_path(const struct nw_stacks *p, const char *path)
 {
 	char buf[256], *save = NULL, *tok;
 	uint32_t n = NW_CCT_ROOT;
@@ -293,21 +303,20 @@ static uint32_t find_path(const struct nw_profile *p, const struct nw_cct *t, co
 
 		if (f < 0)
 			return NW_CCT_NONE;
-		n = nw_cct_find(t, n, (uint64_t)f);
+		n = nw_cct_find(p->tree, n, (uint64_t)f);
 		if (n == NW_CCT_NONE)
 			return NW_CCT_NONE;
 	}
 	return n;
 }
 
-static uint64_t self_at(const struct nw_profile *p, const struct nw_cct *t, const char *path,
-			unsigned m)
+static uint64_t self_at(const struct nw_stacks *p, const char *path, unsigned m)
 {
-	uint32_t n = find_path(p, t, path);
+	uint32_t n = find_path(p, path);
 
 	if (n == NW_CCT_NONE)
 		fail_msg("no node %s", path);
-	return nw_cct_metrics(t, n)[m];
+	return nw_cct_metrics(p->tree, n)[m];
 }
 
 static uint32_t nchildren(const struct nw_cct *t, uint32_t n)
@@ -328,25 +337,46 @@ static uint64_t tree_total(const struct nw_cct *t, unsigned m)
 	return s;
 }
 
-static struct nw_profile *load(const char *dir)
+static struct nw_measurement *load(const char *dir)
 {
-	struct nw_profile *p = NULL;
+	struct nw_measurement *m = NULL;
 	char err[512];
-	int rc = nw_profile_load(dir, &p, err, sizeof(err));
+	int rc = nw_measurement_read(dir, &m, err, sizeof(err));
 
 	if (rc)
-		fail_msg("load: %d: %s", rc, err);
-	assert_non_null(p);
-	return p;
+		fail_msg("read: %d: %s", rc, err);
+	assert_non_null(m);
+	return m;
+}
+
+/* The symbolic stacks of the threads of @m that @f selects, merged. */
+static struct nw_stacks *merge(const struct nw_measurement *m, const struct nw_filter *f)
+{
+	struct nw_stacks_opts o = { .filter = f };
+	struct nw_stacks *s = nw_stacks_new(m, m->nmetrics);
+
+	assert_non_null(s);
+	assert_int_equal(nw_stacks_build(s, &o), 0);
+	return s;
+}
+
+/* The mapping of module @path in epoch @e, or NULL. */
+static const struct nw_map *map_of(const struct nw_measurement *m, uint32_t e, const char *path)
+{
+	int mod = nw_module_find(m->modules, path);
+
+	for (uint32_t i = 0; mod >= 0 && i < m->epochs[e]->n; i++)
+		if (m->epochs[e]->maps[i].module == (uint32_t)mod)
+			return &m->epochs[e]->maps[i];
+	return NULL;
 }
 
 static void test_load_threads(void **state)
 {
 	struct fixture *fx = *state;
-	struct nw_profile *p = load(fx->dir);
+	struct nw_measurement *p = load(fx->dir);
 
-	assert_non_null(p->manifest);
-	assert_int_equal(p->manifest->lost, 3);
+	assert_int_equal(p->run.lost, 3);
 	assert_int_equal(p->nthreads, 2);
 	assert_int_equal(p->threads[0].tid, 100);
 	assert_string_equal(p->threads[0].comm, "app");
@@ -356,28 +386,67 @@ static void test_load_threads(void **state)
 	assert_string_equal(p->threads[1].comm, "worker");
 	assert_int_equal(p->threads[1].samples, 7);
 	assert_int_equal(p->nmetrics, 2);
-	assert_string_equal(p->metric_names[0], "cpu-clock:samples");
-	assert_string_equal(p->metric_names[1], "cpu-clock:period");
-	nw_profile_free(p);
+	assert_string_equal(p->metrics[0].name, "cpu-clock:samples");
+	assert_string_equal(p->metrics[1].name, "cpu-clock:period");
+	nw_measurement_free(p);
+}
+
+/* Each file's epochs become the model's, oldest first; each tree keeps the file's nodes. */
+static void test_epochs_and_trees(void **state)
+{
+	struct fixture *fx = *state;
+	struct nw_measurement *p = load(fx->dir);
+	const struct nw_mthread *a = &p->threads[0], *b = &p->threads[1];
+	const struct nw_cct *t;
+
+	assert_int_equal(p->nepochs, 3);
+	assert_int_equal(a->first_epoch, 0);
+	assert_int_equal(a->nepochs, 2);
+	assert_int_equal(b->first_epoch, 2);
+	assert_int_equal(b->nepochs, 1);
+	/* The file's epoch 0 is the newest: libfoo at FOO_A1 first, then FOO_A0. */
+	assert_int_equal(map_of(p, 0, LIBFOO)->start, FOO_A1);
+	assert_int_equal(map_of(p, 1, LIBFOO)->start, FOO_A0);
+	assert_int_equal(map_of(p, 2, LIBFOO)->start, FOO_B0);
+	assert_int_equal(map_of(p, 1, APP)->vaddr, 0x1000);
+	/* libbar is in no module list but its epoch's: a module of the model all the same. */
+	assert_non_null(map_of(p, 1, LIBBAR));
+	/* The tree of the file's epoch 0 (11 nodes) is in the newer epoch, 1; the other in 0. */
+	assert_int_equal(a->ntrees, 2);
+	for (uint32_t i = 0; i < a->ntrees; i++)
+		assert_int_equal(a->trees[i].epoch, a->trees[i].cct->n == 11 ? 1 : 0);
+	assert_int_equal(a->trees[0].cct->n + a->trees[1].cct->n, 11 + 4);
+	/* Node i is the file's node i: preorder, root first. */
+	assert_int_equal(b->ntrees, 1);
+	assert_int_equal(b->trees[0].epoch, 2);
+	t = b->trees[0].cct;
+	assert_int_equal(t->n, 4);
+	assert_int_equal(t->nodes[1].ip, APP_IP(0x1235));
+	assert_int_equal(t->nodes[2].ip, APP_IP(0x1351));
+	assert_int_equal(t->nodes[3].ip, FOO_B0 + 0x2000);
+	assert_int_equal(t->nodes[3].parent, 2);
+	assert_int_equal(nw_cct_metrics(t, 3)[0], 7);
+	assert_int_equal(nw_cct_metrics(t, 3)[1], 7000);
+	nw_measurement_free(p);
 }
 
 static void test_merged_tree(void **state)
 {
 	struct fixture *fx = *state;
-	struct nw_profile *p = load(fx->dir);
-	struct nw_cct *t = nw_profile_merge(p, NULL);
+	struct nw_measurement *m = load(fx->dir);
+	struct nw_stacks *p = merge(m, NULL);
+	const struct nw_cct *t = p->tree;
 	int64_t work, main_f;
 	uint32_t n;
 
-	assert_non_null(t);
 	/* One frame per function, however many epochs and threads hold it. */
 	work = func_index(p, "work");
 	main_f = func_index(p, "main");
 	assert_true(work >= 0 && main_f >= 0);
-	assert_string_equal(p->funcs[work].module, LIBFOO);
-	assert_string_equal(p->funcs[work].file, "/src/foo.c");
-	assert_int_equal(p->funcs[work].line, 7);
-	assert_string_equal(p->funcs[main_f].module, APP);
+	assert_string_equal(p->frames.v[work].module, LIBFOO);
+	assert_string_equal(p->frames.v[work].file, "/src/foo.c");
+	assert_int_equal(p->frames.v[work].line, 7);
+	assert_string_equal(p->frames.v[main_f].module, APP);
 
 	/* Callers looked up at ip-1 (0x1234, 0x1244), never at the decoys. */
 	assert_int_equal(func_index(p, "decoy_return_address"), -1);
@@ -386,82 +455,81 @@ static void test_merged_tree(void **state)
 
 	/* Both call sites in main are one node; work merged over 2 epochs, 2 threads. */
 	assert_int_equal(nchildren(t, NW_CCT_ROOT), 3);
-	assert_int_equal(self_at(p, t, "main;compute;work", 0), 5 + 4 + 7);
-	assert_int_equal(self_at(p, t, "main;compute;work", 1), (5 + 4 + 7) * 1000);
+	assert_int_equal(self_at(p, "main;compute;work", 0), 5 + 4 + 7);
+	assert_int_equal(self_at(p, "main;compute;work", 1), (5 + 4 + 7) * 1000);
 	/* The inline chain: helper_inline nested in compute, which is the same
 	 * node as the caller frame compute (0x1351). */
-	assert_int_equal(self_at(p, t, "main;compute;helper_inline", 0), 3);
-	assert_int_equal(self_at(p, t, "main;compute", 0), 0);
-	assert_int_equal(nchildren(t, find_path(p, t, "main;compute")), 2);
-	assert_int_equal(self_at(p, t, "main", 0), 0);
-	assert_int_equal(nchildren(t, find_path(p, t, "main")), 3);
+	assert_int_equal(self_at(p, "main;compute;helper_inline", 0), 3);
+	assert_int_equal(self_at(p, "main;compute", 0), 0);
+	assert_int_equal(nchildren(t, find_path(p, "main;compute")), 2);
+	assert_int_equal(self_at(p, "main", 0), 0);
+	assert_int_equal(nchildren(t, find_path(p, "main")), 3);
 	/* No symbol: module basename + the looked-up address (ip-1 for a caller). */
-	assert_int_equal(self_at(p, t, "main;app+0x1400", 0), 2);
-	assert_int_equal(self_at(p, t, "main;app+0x1500;work", 0), 1);
-	assert_int_equal(self_at(p, t, "libbar.so+0x77", 0), 1);
-	assert_string_equal(p->funcs[func_index(p, "app+0x1400")].module, APP);
-	assert_null(p->funcs[func_index(p, "app+0x1400")].file);
+	assert_int_equal(self_at(p, "main;app+0x1400", 0), 2);
+	assert_int_equal(self_at(p, "main;app+0x1500;work", 0), 1);
+	assert_int_equal(self_at(p, "libbar.so+0x77", 0), 1);
+	assert_string_equal(p->frames.v[func_index(p, "app+0x1400")].module, APP);
+	assert_null(p->frames.v[func_index(p, "app+0x1400")].file);
 	/* No module holds the ip. */
-	n = find_path(p, t, "[unknown]");
+	n = find_path(p, "[unknown]");
 	assert_int_not_equal(n, NW_CCT_NONE);
 	assert_int_equal(nw_cct_metrics(t, n)[0], 1);
-	assert_null(p->funcs[func_index(p, "[unknown]")].module);
+	assert_null(p->frames.v[func_index(p, "[unknown]")].module);
 
 	assert_int_equal(tree_total(t, 0), 3 + 5 + 2 + 1 + 1 + 1 + 4 + 7);
 	/* Exactly the nodes above: root, main, compute, helper_inline, work,
 	 * app+0x1400, app+0x1500, work, [unknown], libbar.so+0x77. */
 	assert_int_equal(t->n, 10);
-	nw_cct_free(t);
-	nw_profile_free(p);
+	nw_stacks_free(p);
+	nw_measurement_free(m);
 }
 
 static void test_filters(void **state)
 {
 	struct fixture *fx = *state;
-	struct nw_profile *p = load(fx->dir);
-	struct nw_filter by_tid = { .tid = 101 }, by_comm = { .tid = -1, .comm = "app" };
-	struct nw_filter both = { .tid = 101, .comm = "app" }, all = { .tid = -1 };
-	struct nw_cct *t;
+	struct nw_measurement *p = load(fx->dir);
+	struct nw_filter by_tid = { .tid = 101, .pid = -1 };
+	struct nw_filter by_comm = { .tid = -1, .pid = -1, .comm = "app" };
+	struct nw_filter both = { .tid = 101, .pid = -1, .comm = "app" };
+	struct nw_filter all = { .tid = -1, .pid = -1 };
+	struct nw_stacks *t;
 
-	assert_false(nw_filter_match(&by_tid, &p->threads[0]));
-	assert_true(nw_filter_match(&by_tid, &p->threads[1]));
-	assert_true(nw_filter_match(&by_comm, &p->threads[0]));
-	assert_false(nw_filter_match(&by_comm, &p->threads[1]));
-	assert_false(nw_filter_match(&both, &p->threads[1]));
-	assert_true(nw_filter_match(&all, &p->threads[1]));
+	assert_false(nw_filter_thread(&by_tid, &p->threads[0]));
+	assert_true(nw_filter_thread(&by_tid, &p->threads[1]));
+	assert_true(nw_filter_thread(&by_comm, &p->threads[0]));
+	assert_false(nw_filter_thread(&by_comm, &p->threads[1]));
+	assert_false(nw_filter_thread(&both, &p->threads[1]));
+	assert_true(nw_filter_thread(&all, &p->threads[1]));
 
-	t = nw_profile_merge(p, &by_tid);
-	assert_non_null(t);
-	assert_int_equal(tree_total(t, 0), 7);
-	assert_int_equal(self_at(p, t, "main;compute;work", 0), 7);
-	assert_int_equal(find_path(p, t, "main;compute;helper_inline"), NW_CCT_NONE);
-	nw_cct_free(t);
+	t = merge(p, &by_tid);
+	assert_int_equal(tree_total(t->tree, 0), 7);
+	assert_int_equal(self_at(t, "main;compute;work", 0), 7);
+	assert_int_equal(find_path(t, "main;compute;helper_inline"), NW_CCT_NONE);
+	nw_stacks_free(t);
 
-	t = nw_profile_merge(p, &by_comm);
-	assert_non_null(t);
-	assert_int_equal(tree_total(t, 0), 17);
-	assert_int_equal(self_at(p, t, "main;compute;work", 0), 9);
-	nw_cct_free(t);
+	t = merge(p, &by_comm);
+	assert_int_equal(tree_total(t->tree, 0), 17);
+	assert_int_equal(self_at(t, "main;compute;work", 0), 9);
+	nw_stacks_free(t);
 
-	t = nw_profile_merge(p, &both);
-	assert_non_null(t);
-	assert_int_equal(t->n, 1);
-	nw_cct_free(t);
-	nw_profile_free(p);
+	t = merge(p, &both);
+	assert_int_equal(t->tree->n, 1);
+	nw_stacks_free(t);
+	nw_measurement_free(p);
 }
 
 static void test_find_metric(void **state)
 {
 	struct fixture *fx = *state;
-	struct nw_profile *p = load(fx->dir);
+	struct nw_measurement *p = load(fx->dir);
 
-	assert_int_equal(nw_profile_find_metric(p, NULL), 0);
-	assert_int_equal(nw_profile_find_metric(p, "cpu-clock"), 0);
-	assert_int_equal(nw_profile_find_metric(p, "cpu-clock:samples"), 0);
-	assert_int_equal(nw_profile_find_metric(p, "cpu-clock:period"), 1);
-	assert_int_equal(nw_profile_find_metric(p, "cpu"), -ENOENT);
-	assert_int_equal(nw_profile_find_metric(p, "cycles"), -ENOENT);
-	nw_profile_free(p);
+	assert_int_equal(nw_measurement_find_metric(p, NULL), 0);
+	assert_int_equal(nw_measurement_find_metric(p, "cpu-clock"), 0);
+	assert_int_equal(nw_measurement_find_metric(p, "cpu-clock:samples"), 0);
+	assert_int_equal(nw_measurement_find_metric(p, "cpu-clock:period"), 1);
+	assert_int_equal(nw_measurement_find_metric(p, "cpu"), -ENOENT);
+	assert_int_equal(nw_measurement_find_metric(p, "cycles"), -ENOENT);
+	nw_measurement_free(p);
 }
 
 static void truncate_file(const char *dir, const char *name, long cut)
@@ -477,13 +545,13 @@ static void truncate_file(const char *dir, const char *name, long cut)
 static void test_truncated_csprof(void **state)
 {
 	struct fixture *fx = *state;
-	struct nw_profile *p = NULL;
+	struct nw_measurement *p = NULL;
 	char err[512], want[160];
 	int rc;
 
 	/* Cut into the last node of the worker's only tree. */
 	truncate_file(fx->dir, "worker-100-101.csprof", 5);
-	rc = nw_profile_load(fx->dir, &p, err, sizeof(err));
+	rc = nw_measurement_read(fx->dir, &p, err, sizeof(err));
 	assert_int_equal(rc, -EBADMSG);
 	assert_null(p);
 	snprintf(want, sizeof(want), "%s/worker-100-101.csprof: ", fx->dir);
@@ -495,17 +563,17 @@ static void test_truncated_csprof(void **state)
 static void test_missing(void **state)
 {
 	struct fixture *fx = *state;
-	struct nw_profile *p = NULL;
+	struct nw_measurement *p = NULL;
 	char err[512], dir[128];
 
 	snprintf(dir, sizeof(dir), "%s/nope", fx->dir);
-	assert_int_equal(nw_profile_load(dir, &p, err, sizeof(err)), -ENOENT);
+	assert_int_equal(nw_measurement_read(dir, &p, err, sizeof(err)), -ENOENT);
 	assert_null(p);
 	assert_ptr_equal(strstr(err, dir), err);
 
 	/* A thread file the manifest names, gone. */
 	rm(fx->dir, "app-100-100.csprof");
-	assert_true(nw_profile_load(fx->dir, &p, err, sizeof(err)) < 0);
+	assert_true(nw_measurement_read(fx->dir, &p, err, sizeof(err)) < 0);
 	assert_null(p);
 	assert_non_null(strstr(err, "app-100-100.csprof"));
 }
@@ -513,64 +581,32 @@ static void test_missing(void **state)
 static void test_no_symbols(void **state)
 {
 	struct fixture *fx = *state;
-	struct nw_profile *p;
-	struct nw_cct *t;
+	struct nw_measurement *m;
+	struct nw_stacks *p;
 
 	/* Without symbols.json every frame is module+0xADDR. */
 	rm(fx->dir, "symbols.json");
-	p = load(fx->dir);
-	t = nw_profile_merge(p, NULL);
-	assert_non_null(t);
+	m = load(fx->dir);
+	p = merge(m, NULL);
 	assert_int_equal(func_index(p, "main"), -1);
-	assert_int_equal(self_at(p, t, "app+0x1234;app+0x1350;libfoo.so.1+0x2000", 0), 16);
-	assert_int_equal(self_at(p, t, "app+0x1244;app+0x1500;libfoo.so.1+0x2000", 0), 1);
-	assert_int_equal(self_at(p, t, "app+0x1234;app+0x1300", 0), 3);
-	nw_cct_free(t);
-	nw_profile_free(p);
-}
-
-static void test_intern(void **state)
-{
-	struct nw_profile *p = nw_profile_new(2);
-	int64_t a, b, c;
-
-	(void)state;
-	assert_non_null(p);
-	assert_string_equal(p->metric_names[1], "metric1");
-	a = nw_profile_intern(p, "f", NULL, 0, "/lib/a.so");
-	b = nw_profile_intern(p, "f", "f.c", 12, "/lib/a.so");
-	c = nw_profile_intern(p, "f", NULL, 0, "/lib/b.so");
-	assert_true(a >= 0);
-	assert_int_equal(a, b);
-	assert_int_not_equal(a, c);
-	assert_int_equal(nw_profile_intern(p, "f", NULL, 0, NULL),
-			 nw_profile_intern(p, "f", NULL, 0, NULL));
-	/* What a later occurrence knows fills in what the first lacked. */
-	assert_string_equal(p->funcs[a].file, "f.c");
-	assert_int_equal(p->funcs[a].line, 12);
-	/* Many names: the index grows and keeps finding them. */
-	for (int i = 0; i < 5000; i++) {
-		char name[32];
-
-		snprintf(name, sizeof(name), "fn%d", i);
-		assert_int_equal(nw_profile_intern(p, name, NULL, 0, "m"), 3 + i);
-	}
-	assert_int_equal(nw_profile_intern(p, "fn1234", NULL, 0, "m"), 3 + 1234);
-	assert_int_equal(nw_profile_intern(p, "f", NULL, 0, "/lib/b.so"), c);
-	nw_profile_free(p);
+	assert_int_equal(self_at(p, "app+0x1234;app+0x1350;libfoo.so.1+0x2000", 0), 16);
+	assert_int_equal(self_at(p, "app+0x1244;app+0x1500;libfoo.so.1+0x2000", 0), 1);
+	assert_int_equal(self_at(p, "app+0x1234;app+0x1300", 0), 3);
+	nw_stacks_free(p);
+	nw_measurement_free(m);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_load_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_epochs_and_trees, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merged_tree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_filters, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_find_metric, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_truncated_csprof, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_symbols, setup, teardown),
-		cmocka_unit_test(test_intern),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
