@@ -116,6 +116,46 @@ static struct nw_measurement *model(void)
 	return m;
 }
 
+/* The encoded profile, as the builder writes it piece by piece. */
+struct membuf {
+	uint8_t *v;
+	size_t n;
+};
+
+static struct membuf out;
+
+static int write_mem(void *arg, const void *buf, size_t len)
+{
+	struct membuf *mb = arg;
+	uint8_t *v = realloc(mb->v, mb->n + len + 1);
+
+	if (!v)
+		return -ENOMEM;
+	memcpy(v + mb->n, buf, len);
+	mb->v = v;
+	mb->n += len;
+	return 0;
+}
+
+/* A builder for @m writing into the test's buffer (emptied). */
+static struct nw_pprof *builder(const struct nw_measurement *m)
+{
+	free(out.v);
+	out = (struct membuf){ 0 };
+	return nw_pprof_new(m, write_mem, &out);
+}
+
+/* Finishes @b: the bytes written, handed over to the caller. */
+static int pack(struct nw_pprof *b, uint8_t **buf, size_t *len)
+{
+	int ret = nw_pprof_finish(b);
+
+	*buf = out.v;
+	*len = out.n;
+	out = (struct membuf){ 0 };
+	return ret;
+}
+
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -124,10 +164,10 @@ static int setup(void **state)
 
 	assert_non_null(f);
 	f->m = model();
-	f->b = nw_pprof_new(f->m);
+	f->b = builder(f->m);
 	assert_non_null(f->b);
 	assert_int_equal(nw_pprof_add(f->b, NULL, NULL), 0);
-	assert_int_equal(nw_pprof_pack(f->b, &buf, &len), 0);
+	assert_int_equal(pack(f->b, &buf, &len), 0);
 	f->prof = perftools__profiles__profile__unpack(NULL, len, buf);
 	free(buf);
 	assert_non_null(f->prof);
@@ -384,7 +424,7 @@ static void test_bad_tree(void **state)
 	struct fixture *f = *state;
 	struct nw_mthread *th = nw_measurement_add_thread(f->m, 1, 1, "x", NULL);
 	struct nw_cct *t = nw_cct_new(3);
-	struct nw_pprof *b = nw_pprof_new(f->m);
+	struct nw_pprof *b = builder(f->m);
 
 	assert_non_null(th);
 	assert_non_null(t);
@@ -407,10 +447,10 @@ static void test_invalid_utf8(void **state)
 
 	(void)state;
 	fx_thread(p, 1, 1, "bad\xff\xfename\n");
-	b = nw_pprof_new(p->m);
+	b = builder(p->m);
 	assert_non_null(b);
 	assert_int_equal(nw_pprof_add_thread(b, 0, NULL), 0);
-	assert_int_equal(nw_pprof_pack(b, &buf, &len), 0);
+	assert_int_equal(pack(b, &buf, &len), 0);
 	pr = perftools__profiles__profile__unpack(NULL, len, buf);
 	assert_non_null(pr);
 	for (size_t i = 0; i < pr->n_string_table; i++)

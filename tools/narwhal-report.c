@@ -377,8 +377,7 @@ static int write_pprof(const struct report_opts *o, const struct loaded *l)
 	char err[1024] = "";
 	int ret = 0;
 
-	b = nw_pprof_open(l->m, o->pprof, &pf, err, sizeof(err));
-	if (!b) {
+	if (nw_pprof_open(l->m, o->pprof, &b, &pf, err, sizeof(err))) {
 		fprintf(stderr, "narwhal-report: %s\n", err);
 		return 1;
 	}

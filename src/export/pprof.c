@@ -934,22 +934,26 @@ struct nw_pprof_file {
 	char *path;
 };
 
-struct nw_pprof *nw_pprof_open(const struct nw_measurement *m, const char *path,
-			       struct nw_pprof_file **ret_file, char *err, size_t errlen)
+int nw_pprof_open(const struct nw_measurement *m, const char *path, struct nw_pprof **ret,
+		  struct nw_pprof_file **ret_file, char *err, size_t errlen)
 {
 	struct nw_pprof_file *pf = calloc(1, sizeof(*pf));
 	struct nw_pprof *b;
+	int e;
 
-	errno = 0;
-	if (pf)
-		pf->path = strdup(path);
-	if (!pf || !pf->path || !(pf->gz = gzopen(path, "wb1"))) {
-		nw_set_err(err, errlen, "%s: %s", path,
-			   pf && pf->path && errno ? strerror(errno) : "out of memory");
-		if (pf)
-			free(pf->path);
+	if (!pf || !(pf->path = strdup(path))) {
 		free(pf);
-		return NULL;
+		nw_set_err(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	errno = 0;
+	pf->gz = gzopen(path, "wb1");
+	if (!pf->gz) {
+		e = errno ? errno : ENOMEM;
+		nw_set_err(err, errlen, "%s: %s", path, strerror(e));
+		free(pf->path);
+		free(pf);
+		return -e;
 	}
 	b = nw_pprof_new(m, write_gz, pf->gz);
 	if (!b) {
@@ -957,10 +961,11 @@ struct nw_pprof *nw_pprof_open(const struct nw_measurement *m, const char *path,
 		gzclose(pf->gz);
 		free(pf->path);
 		free(pf);
-		return NULL;
+		return -ENOMEM;
 	}
+	*ret = b;
 	*ret_file = pf;
-	return b;
+	return 0;
 }
 
 int nw_pprof_close(struct nw_pprof *b, struct nw_pprof_file *pf, int ret, char *err,
@@ -984,9 +989,10 @@ int nw_pprof_export(const char *path, const struct nw_measurement *m, const stru
 		    char *err, size_t errlen)
 {
 	struct nw_pprof_file *pf;
-	struct nw_pprof *b = nw_pprof_open(m, path, &pf, err, errlen);
+	struct nw_pprof *b;
+	int ret = nw_pprof_open(m, path, &b, &pf, err, errlen);
 
-	if (!b)
-		return -EIO;
+	if (ret)
+		return ret;
 	return nw_pprof_close(b, pf, nw_pprof_add(b, f, NULL), err, errlen);
 }

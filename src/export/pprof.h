@@ -58,13 +58,13 @@ int nw_pprof_build(const struct nw_measurement *m, const struct nw_filter *f, ui
 		   size_t *ret_len);
 
 /*
- * A builder writing a gzipped profile to @path: NULL with a message in
- * @err when the file cannot be made.  nw_pprof_close() finishes it (when
- * @ret, the result of adding, is 0), closes the file and frees both;
- * -errno with a message naming the file.
+ * A builder writing a gzipped profile to @path, in *ret and *ret_file:
+ * -errno with a message in @err naming the file when it cannot be made.
+ * nw_pprof_close() finishes it (when @ret, the result of adding, is 0),
+ * closes the file and frees both; -errno with a message naming the file.
  */
-struct nw_pprof *nw_pprof_open(const struct nw_measurement *m, const char *path,
-			       struct nw_pprof_file **ret_file, char *err, size_t errlen);
+int nw_pprof_open(const struct nw_measurement *m, const char *path, struct nw_pprof **ret,
+		  struct nw_pprof_file **ret_file, char *err, size_t errlen);
 int nw_pprof_close(struct nw_pprof *b, struct nw_pprof_file *pf, int ret, char *err,
 		   size_t errlen);
 
