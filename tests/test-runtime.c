@@ -24,6 +24,7 @@
 
 #include <narwhal.h>
 
+#include "sections/record.h"
 #include "sections/seclog.h"
 
 static uint64_t mono_ns(void)
