@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Address maps and epochs; the task table's fork, exec and exit. */
+/* Address maps and epochs, the module table; the task table's fork, exec and exit. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <cmocka.h>
 
 #include "model/epoch.h"
+#include "model/module.h"
 #include "record/tasks.h"
 
 static void test_epochs_begin_lazily(void **state)
@@ -17,8 +19,8 @@ static void test_epochs_begin_lazily(void **state)
 	const struct nw_epoch *e0, *e1;
 
 	nw_addrspace_init(&as);
-	assert_int_equal(nw_addrspace_map(&as, 0x400000, 0x1000, 0, 0), 0);
-	assert_int_equal(nw_addrspace_map(&as, 0x7f0000000000, 0x2000, 0x1000, 1), 0);
+	assert_int_equal(nw_addrspace_map(&as, 0x400000, 0x1000, 0, 0, 0), 0);
+	assert_int_equal(nw_addrspace_map(&as, 0x7f0000000000, 0x2000, 0x1000, 0x1000, 1), 0);
 	e0 = nw_addrspace_epoch(&as);
 	assert_non_null(e0);
 	assert_int_equal(e0->index, 0);
@@ -26,7 +28,7 @@ static void test_epochs_begin_lazily(void **state)
 	/* No change: the same epoch. */
 	assert_ptr_equal(nw_addrspace_epoch(&as), e0);
 	/* dlopen: a new epoch at the next sample; the old one is untouched. */
-	assert_int_equal(nw_addrspace_map(&as, 0x7e0000000000, 0x1000, 0, 2), 0);
+	assert_int_equal(nw_addrspace_map(&as, 0x7e0000000000, 0x1000, 0, 0, 2), 0);
 	e1 = nw_addrspace_epoch(&as);
 	assert_int_equal(e1->index, 1);
 	assert_int_equal(e1->n, 3);
@@ -45,19 +47,22 @@ static void test_overlap_replaces(void **state)
 	const struct nw_epoch *e;
 
 	nw_addrspace_init(&as);
-	nw_addrspace_map(&as, 0x10000, 0x10000, 0x0, 1);
+	nw_addrspace_map(&as, 0x10000, 0x10000, 0x0, 0x400000, 1);
 	/* A library loaded in the middle of an old mapping cuts it in two. */
-	nw_addrspace_map(&as, 0x14000, 0x2000, 0x0, 2);
+	nw_addrspace_map(&as, 0x14000, 0x2000, 0x0, 0x0, 2);
 	e = nw_addrspace_epoch(&as);
 	assert_int_equal(e->n, 3);
 	assert_int_equal(nw_epoch_find(e, 0x13fff)->module, 1);
 	assert_int_equal(nw_epoch_find(e, 0x14000)->module, 2);
 	assert_int_equal(nw_epoch_find(e, 0x16000)->module, 1);
 	assert_int_equal(nw_epoch_find(e, 0x16000)->pgoff, 0x6000);
+	/* The piece above keeps the ELF address of its first byte too. */
+	assert_int_equal(nw_epoch_find(e, 0x16000)->vaddr, 0x406000);
+	assert_int_equal(nw_epoch_find(e, 0x13fff)->vaddr, 0x400000);
 	for (uint32_t i = 1; i < e->n; i++)
 		assert_true(e->maps[i - 1].end <= e->maps[i].start);
 	/* Exact replacement (dlclose, another dlopen at the same place). */
-	nw_addrspace_map(&as, 0x14000, 0x2000, 0x0, 3);
+	nw_addrspace_map(&as, 0x14000, 0x2000, 0x0, 0x0, 3);
 	e = nw_addrspace_epoch(&as);
 	assert_int_equal(e->index, 1);
 	assert_int_equal(nw_epoch_find(e, 0x15000)->module, 3);
@@ -76,6 +81,10 @@ static void test_module_intern(void **state)
 	/* Same path, rebuilt binary: a different module. */
 	assert_int_equal(nw_module_intern(&t, "/a", b2, 3), 2);
 	assert_int_equal(t.n, 3);
+	/* Lookup by path: the first module of that name. */
+	assert_int_equal(nw_module_find(&t, "/a"), 0);
+	assert_int_equal(nw_module_find(&t, "/b"), 1);
+	assert_int_equal(nw_module_find(&t, "/c"), -ENOENT);
 	nw_module_table_fini(&t);
 }
 
@@ -118,7 +127,7 @@ static void test_fork_exec_exit(void **state)
 	th = nw_tasks_find_thread(&t, 100);
 	assert_non_null(th);
 	assert_string_equal(th->proc->comm, "sh");
-	nw_addrspace_map(&th->proc->as, 0x1000, 0x1000, 0, 0);
+	nw_addrspace_map(&th->proc->as, 0x1000, 0x1000, 0, 0, 0);
 
 	/* A thread of the same process. */
 	assert_int_equal(nw_tasks_fork(&t, 100, 100, 101, 100, 5), 0);
@@ -166,7 +175,7 @@ static void test_thread_cct_per_epoch(void **state)
 	nw_tasks_init(&t);
 	th = nw_tasks_thread(&t, 1, 1);
 	e0 = nw_addrspace_epoch(&th->proc->as);
-	nw_addrspace_map(&th->proc->as, 0x1000, 0x1000, 0, 0);
+	nw_addrspace_map(&th->proc->as, 0x1000, 0x1000, 0, 0, 0);
 	e1 = nw_addrspace_epoch(&th->proc->as);
 	assert_ptr_not_equal(nw_thread_cct(th, e0, 2), nw_thread_cct(th, e1, 2));
 	assert_ptr_equal(nw_thread_cct(th, e1, 2), th->ccts[1]);
