@@ -603,29 +603,49 @@ static void test_trailing_byte(void **state)
 	free(buf);
 }
 
-/* Two sibling nodes with one ip merge into one node; their children join. */
-static void test_duplicate_siblings_merge(void **state)
+/*
+ * Two sibling nodes with one ip (not written by Narwhal) stay two nodes:
+ * node i is file node i, since sample times name nodes by their file id.
+ * Views that merge by frame add them up.
+ */
+static void test_duplicate_siblings_kept(void **state)
 {
 	struct nw_csprof_error err;
 	struct nw_csprof *p = NULL;
 	const struct nw_cct *cct;
-	uint32_t main_n, memset_n;
-	size_t size;
-	uint8_t *buf = load_file(GOLDEN, &size);
+	size_t size, wsize;
+	uint8_t *buf = load_file(GOLDEN, &size), *again;
 
 	/* helper (node 3, a root child) gets main's ip. */
 	put_u64(buf + G_NODE_IP(3), 0x555555555139);
 	assert_int_equal(nw_csprof_read(buf, size, &p, &err), 0);
 	cct = p->trees[0].cct;
-	assert_int_equal(cct->n, 3);
-	main_n = nw_cct_find(cct, NW_CCT_ROOT, 0x555555555139);
-	assert_int_not_equal(main_n, NW_CCT_NONE);
-	assert_int_equal(nw_cct_metrics(cct, main_n)[0], 1 + 2);
-	assert_int_equal(nw_cct_metrics(cct, main_n)[1], 1000000 + 2000000);
-	assert_int_equal(cct->nodes[main_n].sp, 0x7fffffffe0f0);
-	memset_n = nw_cct_find(cct, main_n, 0x7ffff7e2d123);
-	assert_int_not_equal(memset_n, NW_CCT_NONE);
-	assert_int_equal(nw_cct_metrics(cct, memset_n)[0], 3);
+	assert_int_equal(cct->n, 4);
+	/* main (file node 1) and the former helper (file node 3), each with its own metrics. */
+	assert_int_equal(cct->nodes[1].ip, 0x555555555139);
+	assert_int_equal(cct->nodes[1].parent, NW_CCT_ROOT);
+	assert_int_equal(cct->nodes[3].ip, 0x555555555139);
+	assert_int_equal(cct->nodes[3].parent, NW_CCT_ROOT);
+	assert_int_equal(nw_cct_metrics(cct, 1)[0], 1);
+	assert_int_equal(nw_cct_metrics(cct, 1)[1], 1000000);
+	assert_int_equal(nw_cct_metrics(cct, 3)[0], 2);
+	assert_int_equal(nw_cct_metrics(cct, 3)[1], 2000000);
+	/* Together they hold what the merged node held. */
+	assert_int_equal(nw_cct_metrics(cct, 1)[0] + nw_cct_metrics(cct, 3)[0], 1 + 2);
+	assert_int_equal(nw_cct_metrics(cct, 1)[1] + nw_cct_metrics(cct, 3)[1],
+			 1000000 + 2000000);
+	assert_int_equal(cct->nodes[1].sp, 0x7fffffffe0f0);
+	assert_int_equal(cct->nodes[3].sp, 0);
+	/* memset (file node 2) stays below main, the node the file put it under. */
+	assert_int_equal(cct->nodes[2].ip, 0x7ffff7e2d123);
+	assert_int_equal(cct->nodes[2].parent, 1);
+	assert_int_equal(nw_cct_metrics(cct, 2)[0], 3);
+	assert_int_equal(cct->nodes[3].first_child, NW_CCT_NONE);
+	/* And the file writes back to the same bytes. */
+	again = write_mem(p, &wsize);
+	assert_int_equal(wsize, size);
+	assert_memory_equal(again, buf, size);
+	free(again);
 	nw_csprof_free(p);
 	free(buf);
 }
@@ -645,7 +665,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt_counts),
 		cmocka_unit_test(test_corrupt_tree),
 		cmocka_unit_test(test_trailing_byte),
-		cmocka_unit_test(test_duplicate_siblings_merge),
+		cmocka_unit_test(test_duplicate_siblings_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
