@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The sections files (format/sectionlog.h): interval logs built here byte
+ * The sections files (sections/seclog.h; the recorder's side in
+ * sections/record.h): interval logs built here byte
  * by byte (nested intervals, two program images in one file, a block of a
  * later version, a file cut short, corrupt fields), sample times written
  * from a task table and read back against the thread files the csprof
@@ -24,6 +25,7 @@
 #include "model/epoch.h"
 #include "record/tasks.h"
 #include "format/csprof.h"
+#include "sections/record.h"
 #include "sections/seclog.h"
 
 /* ---- a little-endian log builder ---- */
@@ -433,7 +435,7 @@ static void test_sample_times(void **state)
 	assert_non_null(mkdtemp(dir));
 	nw_tasks_init(&t);
 	p = nw_tasks_process(&t, 7);
-	assert_int_equal(nw_addrspace_map(&p->as, 0x1000, 0x1000, 0, 0), 0);
+	assert_int_equal(nw_addrspace_map(&p->as, 0x1000, 0x1000, 0, 0, 0), 0);
 	e0 = nw_addrspace_epoch(&p->as);
 	th = nw_tasks_thread(&t, 7, 7);
 	idle = nw_tasks_thread(&t, 7, 8); /* no samples: not in the manifest */
@@ -445,7 +447,7 @@ static void test_sample_times(void **state)
 	nb = path(cct0, b, 2);
 	nc = path(cct0, c, 1);
 	/* A dlopen: epoch 1 (the file's epoch 0, the newest). */
-	assert_int_equal(nw_addrspace_map(&p->as, 0x8000, 0x1000, 0, 1), 0);
+	assert_int_equal(nw_addrspace_map(&p->as, 0x8000, 0x1000, 0, 0, 1), 0);
 	e1 = nw_addrspace_epoch(&p->as);
 	assert_int_equal(e1->index, 1);
 	struct nw_cct *cct1 = nw_thread_cct(th, e1, 2);
