@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Sections joined with samples (report/sections.h): the section tree and
+ * Sections joined with samples (sections/join.h): the section tree and
  * which samples fall in which section (interval bounds start <= t < end,
  * nesting, filters, weights), the --sections table, and --by-section's
- * split of a small measurement written here (pseudo-frames, totals kept,
- * samples outside sections left in place, a caller frame turned leaf still
- * named).
+ * split of a small measurement written here and read back into a model
+ * (nw_sections_split() feeding nw_stacks_build(): pseudo-frames, totals
+ * kept, samples outside sections left in place, a caller frame turned leaf
+ * still named).
  */
 #include <errno.h>
 #include <limits.h>
@@ -21,12 +22,13 @@
 
 #include <cmocka.h>
 
-#include "format/csprof.h"
-#include "format/manifest.h"
-#include "sections/seclog.h"
-#include "model/symtab.h"
-#include "report/profile.h"
+#include "format/reader.h"
+#include "format/writer.h"
+#include "model/measurement.h"
+#include "report/stacks.h"
 #include "sections/join.h"
+#include "sections/record.h"
+#include "sections/seclog.h"
 
 /* ---- building a log and sample times in memory ---- */
 
@@ -106,6 +108,31 @@ static struct nw_sections *fixture(void)
 	return s;
 }
 
+/*
+ * The model the join names threads and metrics from: one event,
+ * "cpu-clock", with its samples (metric 0) and its period sum (metric 1),
+ * and threads (1, 1) "main" and, with @worker, (1, 2) "worker".
+ */
+static struct nw_measurement *model(bool worker)
+{
+	struct nw_measurement *m = nw_measurement_new();
+	struct nw_run *r;
+
+	assert_non_null(m);
+	r = &m->run;
+	r->nevents = 1;
+	r->events = calloc(1, sizeof(*r->events));
+	assert_non_null(r->events);
+	r->events[0] = (struct nw_event_info){ strdup("cpu-clock"), 1, 0, true, 999 };
+	assert_non_null(r->events[0].name);
+	assert_int_equal(nw_measurement_add_metric(m, "cpu-clock", NW_METRIC_SAMPLES, 0), 0);
+	assert_int_equal(nw_measurement_add_metric(m, "cpu-clock", NW_METRIC_PERIOD, 0), 1);
+	assert_non_null(nw_measurement_add_thread(m, 1, 1, "main", NULL));
+	if (worker)
+		assert_non_null(nw_measurement_add_thread(m, 1, 2, "worker", NULL));
+	return m;
+}
+
 static const struct nw_secnode *child(const struct nw_sectree *t, uint32_t parent, uint32_t name)
 {
 	for (uint32_t c = t->nodes[parent].first_child; c != UINT32_MAX; c = t->nodes[c].next_sibling)
@@ -117,13 +144,12 @@ static const struct nw_secnode *child(const struct nw_sectree *t, uint32_t paren
 static void test_tree(void **state)
 {
 	struct nw_sections *s = fixture();
-	struct nw_profile *p = nw_profile_new(2);
-	struct nw_filter only11 = { .tid = 1 }, workers = { .tid = -1, .comm = "worker" };
+	struct nw_measurement *p = model(true);
+	struct nw_filter only11 = { .tid = 1, .pid = -1 };
+	struct nw_filter workers = { .tid = -1, .pid = -1, .comm = "worker" };
 	struct nw_sectree *t;
 	const struct nw_secnode *a, *b, *c;
 
-	nw_profile_add_thread(p, 1, 1, "main");
-	nw_profile_add_thread(p, 1, 2, "worker");
 	assert_int_equal(nw_sectree_build(s, p, &only11, 0, &t), 0);
 	assert_int_equal(t->nthreads, 1);
 	assert_int_equal(t->nintervals, 5);
@@ -175,24 +201,27 @@ static void test_tree(void **state)
 	assert_int_equal(t->unmatched, 1);
 	assert_int_equal(t->nodes[0].self_weight, 3);
 	nw_sectree_free(t);
-	nw_profile_free(p);
+	nw_measurement_free(p);
 	nw_sections_free(s);
 }
 
 static void test_view(void **state)
 {
 	struct nw_sections *s = fixture();
-	struct nw_profile *p = nw_profile_new(2);
-	struct nw_filter only11 = { .tid = 1 };
+	struct nw_measurement *p = model(false);
+	struct nw_filter only11 = { .tid = 1, .pid = -1 };
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 
-	nw_profile_add_thread(p, 1, 1, "main");
 	assert_int_equal(nw_sections_view(f, s, p, &only11, 0), 0);
 	fclose(f);
-	/* Children indented under A, the biggest first; the samples outside last. */
-	assert_non_null(strstr(text, "Joined with metric0: 10 in all, 80.0% inside sections"));
+	/*
+	 * The metric named by its descriptor.  Children indented under A, the
+	 * biggest first; the samples outside last.
+	 */
+	assert_non_null(strstr(text, "Joined with cpu-clock:samples: 10 in all, 80.0% inside "
+				     "sections"));
 	assert_non_null(strstr(text, "  80.0%  40.0%  A\n"));
 	assert_non_null(strstr(text, "  30.0%  30.0%    B\n"));
 	assert_non_null(strstr(text, "  10.0%  10.0%    C  (1 open at the end)\n"));
@@ -200,7 +229,7 @@ static void test_view(void **state)
 	assert_true(strstr(text, "    B\n") < strstr(text, "    C  ("));
 	assert_non_null(strstr(text, "1.000 us"));
 	free(text);
-	nw_profile_free(p);
+	nw_measurement_free(p);
 	nw_sections_free(s);
 }
 
@@ -238,28 +267,22 @@ static void u64(FILE *f, uint64_t v)
  * The measurement: thread (9, 9) with one tree: main -> f (4 samples),
  * main -> g (2), main itself (1).  Its log: section "outer" [100, 500)
  * holding "inner" [200, 300).  Samples (time: node): f at 50, 250, 600,
- * 700; g at 260, 800; main at 400.
+ * 700; g at 260, 800; main at 400.  The model is written with the
+ * measurement writer into @dir (which must not exist yet), the sections
+ * files by hand.
  */
 static void write_measurement(const char *dir)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX + 64], err[512] = "";
+	struct nw_measurement *mm = nw_measurement_new();
 	struct nw_cct *cct = nw_cct_new(2);
 	struct nw_frame pf[] = { { IP_F, 0 }, { IP_MAIN, 0 } }, pg[] = { { IP_G, 0 }, { IP_MAIN, 0 } };
 	uint32_t nf = nw_cct_insert(cct, pf, 2), ng = nw_cct_insert(cct, pg, 2);
 	uint32_t nmain = nw_cct_find(cct, NW_CCT_ROOT, IP_MAIN);
-	struct nw_csprof_metric m[2] = { { "cpu-clock:samples", 0, 0 }, { "cpu-clock:period", 0, 0 } };
-	struct nw_csprof_module mod = { "/bin/prog", MAPPED, MAPPED };
-	struct nw_csprof_epoch ep = { 1, &mod };
-	struct nw_csprof_tree tr = { 0, cct };
-	struct nw_csprof cp = { "prog", 2, m, 1, &ep, 1, &tr };
-	struct nw_symtab *st = nw_symtab_new();
-	struct nw_manifest_thread mt = { 9, 9, "prog", "prog-9-9.csprof", 7 };
-	struct nw_manifest_event ev = { "cpu-clock", 1, 0, true, 999 };
-	char *argv0 = "prog";
-	struct nw_manifest mf = { .version = NW_MANIFEST_VERSION, .narwhal_version = "0",
-				  .arch = "x86_64", .argc = 1, .argv = &argv0, .call_graph = "fp",
-				  .nevents = 1, .events = &ev, .exit_status = 0, .samples = 7,
-				  .nthreads = 1, .threads = &mt };
+	struct nw_map map = { .start = MAPPED, .end = MAPPED + 0x10000, .pgoff = 0,
+			      .vaddr = MAPPED, .module = 0 };
+	char *const argv[] = { "prog" };
+	struct nw_mthread *th;
 	uint32_t id_of[8] = { 0 }, order[8];
 	const struct { uint64_t t; uint32_t *node; } smp[] = {
 		{ 50, &nf }, { 250, &nf }, { 260, &ng }, { 400, &nmain }, { 600, &nf },
@@ -268,25 +291,44 @@ static void write_measurement(const char *dir)
 	FILE *f;
 	int mi;
 
+	assert_non_null(mm);
+	assert_non_null(cct);
 	nw_cct_metrics(cct, nf)[0] = 4;
 	nw_cct_metrics(cct, nf)[1] = 4000;
 	nw_cct_metrics(cct, ng)[0] = 2;
 	nw_cct_metrics(cct, ng)[1] = 2000;
 	nw_cct_metrics(cct, nmain)[0] = 1;
 	nw_cct_metrics(cct, nmain)[1] = 1000;
-	snprintf(path, sizeof(path), "%s/prog-9-9.csprof", dir);
-	assert_int_equal(nw_csprof_write_file(path, &cp), 0);
+
+	mm->run.narwhal_version = strdup("0");
+	mm->run.arch = strdup("x86_64");
+	mm->run.call_graph = strdup("fp");
+	assert_int_equal(nw_run_set_argv(&mm->run, 1, argv), 0);
+	mm->run.nevents = 1;
+	mm->run.events = calloc(1, sizeof(*mm->run.events));
+	assert_non_null(mm->run.events);
+	mm->run.events[0] = (struct nw_event_info){ strdup("cpu-clock"), 1, 0, true, 999 };
+	mm->run.exit_status = 0;
+	mm->run.samples = 7;
+	assert_int_equal(nw_measurement_add_metric(mm, "cpu-clock", NW_METRIC_SAMPLES, 0), 0);
+	assert_int_equal(nw_measurement_add_metric(mm, "cpu-clock", NW_METRIC_PERIOD, 0), 1);
+	mi = nw_module_intern(mm->modules, "/bin/prog", NULL, 0);
+	assert_int_equal(mi, 0);
+	assert_int_equal(nw_measurement_add_epoch(mm, nw_epoch_new(&map, 1, 0)), 0);
+	assert_int_equal(nw_measurement_add_process(mm, 9, 1, "prog"), 0);
+	th = nw_measurement_add_thread(mm, 9, 9, "prog", "prog-9-9.csprof");
+	assert_non_null(th);
+	th->samples = 7;
+	th->first_epoch = 0;
+	th->nepochs = 1;
+	assert_int_equal(nw_mthread_add_tree(th, 0, cct), 0);
 	/* Symbols as the recorder resolves them: main only at its caller address. */
-	mi = nw_symtab_module(st, "/bin/prog", "");
-	assert_int_equal(nw_symtab_add(st, (uint32_t)mi, IP_MAIN - 1, frame("main"), 1), 0);
-	assert_int_equal(nw_symtab_add(st, (uint32_t)mi, IP_F, frame("f"), 1), 0);
-	assert_int_equal(nw_symtab_add(st, (uint32_t)mi, IP_G, frame("g"), 1), 0);
-	nw_symtab_sort(st);
-	snprintf(path, sizeof(path), "%s/symbols.json", dir);
-	assert_int_equal(nw_symtab_write(path, st), 0);
-	nw_symtab_free(st);
-	snprintf(path, sizeof(path), "%s/manifest.json", dir);
-	assert_int_equal(nw_manifest_write(path, &mf), 0);
+	assert_int_equal(nw_symtab_add(mm->symtab, (uint32_t)mi, IP_MAIN - 1, frame("main"), 1), 0);
+	assert_int_equal(nw_symtab_add(mm->symtab, (uint32_t)mi, IP_F, frame("f"), 1), 0);
+	assert_int_equal(nw_symtab_add(mm->symtab, (uint32_t)mi, IP_G, frame("g"), 1), 0);
+	nw_symtab_sort(mm->symtab);
+	if (nw_measurement_write(mm, NULL, 0, dir, NW_WRITE_NEW, err, sizeof(err)))
+		fail_msg("nw_measurement_write: %s", err);
 
 	/* Node ids in the file: preorder. */
 	nw_cct_preorder(cct, order);
@@ -345,15 +387,16 @@ static void write_measurement(const char *dir)
 	fwrite("\x01\x01\x00\x00\x64", 1, 5, f);              /* id 1, depth 1, +0, 100 */
 	fwrite("\x00\x00\x00\xc7\x01\x90\x03", 1, 7, f);      /* id 0, depth 0, -100, 400 */
 	fclose(f);
-	nw_cct_free(cct);
+	nw_measurement_free(mm);
 }
 
-/* The node of @name below @parent in a merged tree of @p, or NW_CCT_NONE. */
-static uint32_t find(const struct nw_profile *p, const struct nw_cct *t, uint32_t parent,
-		     const char *name)
+/* The node of frame @name below @parent in the symbolic tree of @s, or NW_CCT_NONE. */
+static uint32_t find(const struct nw_stacks *s, uint32_t parent, const char *name)
 {
+	const struct nw_cct *t = s->tree;
+
 	for (uint32_t c = t->nodes[parent].first_child; c != NW_CCT_NONE; c = t->nodes[c].next_sibling)
-		if (strcmp(p->funcs[t->nodes[c].ip].name, name) == 0)
+		if (strcmp(s->frames.v[t->nodes[c].ip].name, name) == 0)
 			return c;
 	return NW_CCT_NONE;
 }
@@ -367,60 +410,106 @@ static uint64_t incl(const struct nw_cct *t, uint32_t node, unsigned m)
 	return sum;
 }
 
+/*
+ * The symbolic stacks of @m split by the sections @sec (NULL: none), as
+ * --by-section builds them.
+ */
+static struct nw_stacks *split_stacks(const struct nw_measurement *m,
+				      const struct nw_sections *sec, bool per_thread)
+{
+	struct nw_stacks *st = nw_stacks_new(m, m->nmetrics);
+	struct nw_split *split = NULL;
+	struct nw_stacks_opts o = { .per_thread = per_thread };
+
+	assert_non_null(st);
+	if (sec)
+		assert_int_equal(nw_sections_split(sec, m, &st->frames, &split), 0);
+	o.split = split;
+	assert_int_equal(nw_stacks_build(st, &o), 0);
+	nw_split_free(split);
+	return st;
+}
+
 static void test_split(void **state)
 {
-	char dir[] = "/tmp/narwhal-test-sections.XXXXXX", out[] = "/tmp/narwhal-test-split.XXXXXX";
+	char base[] = "/tmp/narwhal-test-sections.XXXXXX", dir[PATH_MAX];
 	struct nw_sections *s = NULL;
-	struct nw_profile *p = NULL;
-	struct nw_cct *t;
+	struct nw_measurement *m = NULL;
+	struct nw_stacks *st;
+	const struct nw_cct *t;
+	const struct nw_func *fn;
 	char err[512] = "";
-	uint32_t outer, inner, m;
+	uint32_t outer, inner, mn, top;
 
-	assert_non_null(mkdtemp(dir));
-	assert_non_null(mkdtemp(out));
+	assert_non_null(mkdtemp(base));
+	snprintf(dir, sizeof(dir), "%s/m", base);
 	write_measurement(dir);
 	assert_int_equal(nw_sections_load(dir, &s, err, sizeof(err)), 0);
 	assert_non_null(s->times);
-	assert_int_equal(nw_sections_split(dir, s, out, err, sizeof(err)), 0);
-	assert_int_equal(nw_profile_load(out, &p, err, sizeof(err)), 0);
-	t = nw_profile_merge(p, NULL);
-	assert_non_null(t);
+	if (nw_measurement_read(dir, &m, err, sizeof(err)))
+		fail_msg("nw_measurement_read: %s", err);
+	st = split_stacks(m, s, false);
+	t = st->tree;
 	/* Totals unchanged. */
 	assert_int_equal(incl(t, NW_CCT_ROOT, 0), 7);
 	assert_int_equal(incl(t, NW_CCT_ROOT, 1), 7000);
 	/* [section outer]: main at 400; inside it [section inner]: f 250, g 260. */
-	outer = find(p, t, NW_CCT_ROOT, "[section outer]");
+	outer = find(st, NW_CCT_ROOT, "[section outer]");
 	assert_int_not_equal(outer, NW_CCT_NONE);
-	assert_int_equal(find(p, t, NW_CCT_ROOT, "[section inner]"), NW_CCT_NONE);
-	inner = find(p, t, outer, "[section inner]");
+	assert_int_equal(find(st, NW_CCT_ROOT, "[section inner]"), NW_CCT_NONE);
+	inner = find(st, outer, "[section inner]");
 	assert_int_not_equal(inner, NW_CCT_NONE);
 	assert_int_equal(incl(t, outer, 0), 3);
 	assert_int_equal(incl(t, inner, 0), 2);
 	assert_int_equal(incl(t, inner, 1), 2000);
-	m = find(p, t, inner, "main");
-	assert_int_not_equal(m, NW_CCT_NONE);
-	assert_int_equal(nw_cct_metrics(t, find(p, t, m, "f"))[0], 1);
-	assert_int_equal(nw_cct_metrics(t, find(p, t, m, "g"))[0], 1);
+	mn = find(st, inner, "main");
+	assert_int_not_equal(mn, NW_CCT_NONE);
+	assert_int_equal(nw_cct_metrics(t, find(st, mn, "f"))[0], 1);
+	assert_int_equal(nw_cct_metrics(t, find(st, mn, "g"))[0], 1);
 	/* main's own sample, a leaf below outer: still named main, not prog+0x... */
-	m = find(p, t, outer, "main");
-	assert_int_not_equal(m, NW_CCT_NONE);
-	assert_int_equal(nw_cct_metrics(t, m)[0], 1);
-	assert_int_equal(t->nodes[m].first_child, NW_CCT_NONE);
+	mn = find(st, outer, "main");
+	assert_int_not_equal(mn, NW_CCT_NONE);
+	assert_int_equal(nw_cct_metrics(t, mn)[0], 1);
+	assert_int_equal(t->nodes[mn].first_child, NW_CCT_NONE);
 	/* Outside any section: f at 50, 600 and 700, g at 800, where they were. */
-	m = find(p, t, NW_CCT_ROOT, "main");
-	assert_int_not_equal(m, NW_CCT_NONE);
-	assert_int_equal(incl(t, m, 0), 4);
-	assert_int_equal(nw_cct_metrics(t, m)[0], 0);
-	assert_int_equal(nw_cct_metrics(t, find(p, t, m, "f"))[0], 3);
+	mn = find(st, NW_CCT_ROOT, "main");
+	assert_int_not_equal(mn, NW_CCT_NONE);
+	assert_int_equal(incl(t, mn, 0), 4);
+	assert_int_equal(nw_cct_metrics(t, mn)[0], 0);
+	assert_int_equal(nw_cct_metrics(t, find(st, mn, "f"))[0], 3);
 	/* The pseudo-frames say where the section is. */
-	assert_string_equal(p->funcs[t->nodes[outer].ip].file, "prog.c");
-	assert_int_equal(p->funcs[t->nodes[outer].ip].line, 11);
-	assert_string_equal(p->funcs[t->nodes[outer].ip].module, NW_SECTIONS_MODULE);
-	nw_cct_free(t);
-	nw_profile_free(p);
+	fn = &st->frames.v[t->nodes[outer].ip];
+	assert_int_equal(fn->kind, NW_FRAME_SECTION);
+	assert_string_equal(fn->file, "prog.c");
+	assert_int_equal(fn->line, 11);
+	assert_string_equal(fn->module, NW_FRAMES_SECTION_MODULE);
+	nw_stacks_free(st);
+
+	/* Per thread: the same split below the thread's frame. */
+	st = split_stacks(m, s, true);
+	t = st->tree;
+	top = find(st, NW_CCT_ROOT, "prog-9");
+	assert_int_not_equal(top, NW_CCT_NONE);
+	outer = find(st, top, "[section outer]");
+	assert_int_not_equal(outer, NW_CCT_NONE);
+	assert_int_equal(incl(t, outer, 0), 3);
+	assert_int_equal(incl(t, find(st, outer, "[section inner]"), 1), 2000);
+	assert_int_equal(incl(t, top, 0), 7);
+	nw_stacks_free(st);
+
+	/* Without the split: the stacks the split starts from. */
+	st = split_stacks(m, NULL, false);
+	t = st->tree;
+	assert_int_equal(find(st, NW_CCT_ROOT, "[section outer]"), NW_CCT_NONE);
+	mn = find(st, NW_CCT_ROOT, "main");
+	assert_int_equal(incl(t, mn, 0), 7);
+	assert_int_equal(nw_cct_metrics(t, mn)[0], 1);
+	assert_int_equal(nw_cct_metrics(t, find(st, mn, "f"))[0], 4);
+	nw_stacks_free(st);
+
+	nw_measurement_free(m);
 	nw_sections_free(s);
-	nw_seclog_stage_remove(dir);
-	nw_seclog_stage_remove(out);
+	nw_seclog_stage_remove(base);
 }
 
 static void test_no_sections(void **state)
