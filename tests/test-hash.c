@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The helpers of src/util: the hash index (util/hash.h) over an array the
+ * test owns, with a good hash, a constant one (every key collides) and
+ * growth; the hash helpers; the string buffer, nw_strdup_printf,
+ * nw_basename and nw_grow (util/strbuf.h).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util/hash.h"
+#include "util/strbuf.h"
+
+/* ---- the index, over an array of strings ---- */
+
+struct names {
+	char **v;
+	size_t n, cap;
+	struct nw_index ix;
+	bool collide;         /* every key hashes alike */
+	unsigned rehashes;    /* calls of the rehash callback */
+};
+
+static uint64_t key_hash(const struct names *t, const char *key)
+{
+	return t->collide ? 42 : nw_hash_str(NW_HASH_SEED, key);
+}
+
+static bool name_eq(const void *ctx, uint32_t entry, const void *key)
+{
+	const struct names *t = ctx;
+
+	return strcmp(t->v[entry], key) == 0;
+}
+
+static uint64_t name_hash(const void *ctx, uint32_t entry)
+{
+	struct names *t = (struct names *)ctx;
+
+	t->rehashes++;
+	return key_hash(t, t->v[entry]);
+}
+
+/* The entry of @key, added when new. */
+static uint32_t intern(struct names *t, const char *key)
+{
+	uint32_t *slot = nw_index_slot(&t->ix, key_hash(t, key), name_eq, name_hash, t, key);
+
+	assert_non_null(slot);
+	if (*slot != NW_INDEX_NONE)
+		return *slot;
+	assert_int_equal(nw_grow(&t->v, &t->cap, t->n + 1, sizeof(*t->v)), 0);
+	t->v[t->n] = strdup(key);
+	assert_non_null(t->v[t->n]);
+	nw_index_fill(&t->ix, slot, (uint32_t)t->n);
+	return (uint32_t)t->n++;
+}
+
+static uint32_t find(const struct names *t, const char *key)
+{
+	return nw_index_find(&t->ix, key_hash(t, key), name_eq, t, key);
+}
+
+static void names_fini(struct names *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->v[i]);
+	free(t->v);
+	nw_index_fini(&t->ix);
+	assert_null(t->ix.slots);
+	assert_int_equal(t->ix.nslots, 0);
+	assert_int_equal(t->ix.n, 0);
+}
+
+static void check_many(bool collide, uint32_t count)
+{
+	struct names t = { .collide = collide };
+	char key[32];
+
+	/* Empty: nothing found, and looking does not allocate. */
+	assert_int_equal(find(&t, "x"), NW_INDEX_NONE);
+	assert_null(t.ix.slots);
+	for (uint32_t i = 0; i < count; i++) {
+		snprintf(key, sizeof(key), "key-%u", i);
+		assert_int_equal(intern(&t, key), i);
+		/* At most half full, a power of two. */
+		assert_true((uint64_t)t.ix.n * 2 <= t.ix.nslots);
+		assert_int_equal(t.ix.nslots & (t.ix.nslots - 1), 0);
+	}
+	assert_int_equal(t.ix.n, count);
+	assert_true(t.rehashes > 0);
+	/* Every key is found, and interning it again adds nothing. */
+	for (uint32_t i = 0; i < count; i++) {
+		snprintf(key, sizeof(key), "key-%u", i);
+		assert_int_equal(find(&t, key), i);
+		assert_int_equal(intern(&t, key), i);
+	}
+	assert_int_equal(t.n, count);
+	assert_int_equal(t.ix.n, count);
+	assert_int_equal(find(&t, "key-"), NW_INDEX_NONE);
+	snprintf(key, sizeof(key), "key-%u", count);
+	assert_int_equal(find(&t, key), NW_INDEX_NONE);
+	names_fini(&t);
+}
+
+static void test_index(void **state)
+{
+	check_many(false, 20000);
+}
+
+/* Every key in one probe chain: still exact. */
+static void test_index_collisions(void **state)
+{
+	check_many(true, 500);
+}
+
+static void test_index_clear(void **state)
+{
+	struct names t = { 0 };
+	uint32_t nslots;
+
+	for (int i = 0; i < 100; i++) {
+		char key[16];
+
+		snprintf(key, sizeof(key), "%d", i);
+		intern(&t, key);
+	}
+	nslots = t.ix.nslots;
+	nw_index_clear(&t.ix);
+	/* Empty, with the memory kept. */
+	assert_int_equal(t.ix.n, 0);
+	assert_int_equal(t.ix.nslots, nslots);
+	assert_int_equal(find(&t, "7"), NW_INDEX_NONE);
+	/* The entries are the caller's: start them again. */
+	for (size_t i = 0; i < t.n; i++)
+		free(t.v[i]);
+	t.n = 0;
+	assert_int_equal(intern(&t, "7"), 0);
+	assert_int_equal(intern(&t, "8"), 1);
+	assert_int_equal(find(&t, "7"), 0);
+	assert_int_equal(t.ix.nslots, nslots);
+	names_fini(&t);
+	/* Clearing and finishing an index never used. */
+	nw_index_clear(&t.ix);
+	nw_index_fini(&t.ix);
+}
+
+static void test_hash_helpers(void **state)
+{
+	uint64_t seen[1000];
+
+	/* NULL hashes apart from "". */
+	assert_int_not_equal(nw_hash_str(NW_HASH_SEED, NULL), nw_hash_str(NW_HASH_SEED, ""));
+	assert_int_equal(nw_hash_str(NW_HASH_SEED, "abc"), nw_hash_str(NW_HASH_SEED, "abc"));
+	assert_int_not_equal(nw_hash_str(NW_HASH_SEED, "abc"), nw_hash_str(NW_HASH_SEED, "abd"));
+	/* Chained strings: ("ab", "c") is not ("a", "bc"). */
+	assert_int_not_equal(nw_hash_str(nw_hash_str(NW_HASH_SEED, "ab"), "c"),
+			     nw_hash_str(nw_hash_str(NW_HASH_SEED, "a"), "bc"));
+	/* Combining is ordered. */
+	assert_int_not_equal(nw_hash_add(nw_hash_add(0, 1), 2), nw_hash_add(nw_hash_add(0, 2), 1));
+	/* The finalizer spreads small keys: no two of 0..999 alike, low bits included. */
+	for (uint64_t i = 0; i < 1000; i++) {
+		seen[i] = nw_hash_u64(i);
+		for (uint64_t k = 0; k < i; k++)
+			assert_int_not_equal(seen[k], seen[i]);
+	}
+	{
+		unsigned low[64] = { 0 };
+
+		for (uint64_t i = 0; i < 1000; i++)
+			low[nw_hash_u64(i) & 63]++;
+		for (int b = 0; b < 64; b++)
+			assert_in_range(low[b], 1, 40);
+	}
+}
+
+/* ---- strings ---- */
+
+static void test_strbuf(void **state)
+{
+	struct nw_strbuf b = { 0 };
+	char *s;
+
+	assert_string_equal(nw_sb_str(&b), "");
+	nw_sb_printf(&b, "%s-%d", "a", 1);
+	nw_sb_puts(&b, "/b");
+	nw_sb_putc(&b, ';');
+	nw_sb_printf(&b, "%s", "");
+	assert_string_equal(nw_sb_str(&b), "a-1/b;");
+	assert_int_equal(b.len, 6);
+	assert_false(b.failed);
+
+	/* Long appends grow the buffer. */
+	for (int i = 0; i < 10000; i++)
+		nw_sb_printf(&b, "%04d", i % 10000);
+	assert_int_equal(b.len, 6 + 40000);
+	assert_int_equal(strlen(nw_sb_str(&b)), b.len);
+	assert_memory_equal(nw_sb_str(&b) + 6 + 4 * 9999, "9999", 5);
+
+	/* Reset keeps the memory. */
+	s = b.s;
+	nw_sb_reset(&b);
+	assert_string_equal(nw_sb_str(&b), "");
+	assert_int_equal(b.len, 0);
+	assert_ptr_equal(b.s, s);
+	nw_sb_puts(&b, "x");
+
+	/* Take hands the string over and empties the buffer. */
+	s = nw_sb_take(&b);
+	assert_string_equal(s, "x");
+	free(s);
+	assert_null(b.s);
+	assert_int_equal(b.len, 0);
+	assert_string_equal(nw_sb_str(&b), "");
+	/* Even when nothing was added: "", the caller's. */
+	s = nw_sb_take(&b);
+	assert_non_null(s);
+	assert_string_equal(s, "");
+	free(s);
+
+	/* A buffer that failed ignores appends and takes NULL. */
+	nw_sb_puts(&b, "kept");
+	b.failed = true;
+	nw_sb_puts(&b, "lost");
+	nw_sb_putc(&b, 'z');
+	nw_sb_printf(&b, "%d", 5);
+	assert_string_equal(nw_sb_str(&b), "kept");
+	assert_null(nw_sb_take(&b));
+	assert_null(b.s);
+	assert_false(b.failed);
+	nw_sb_fini(&b);
+	nw_sb_fini(&b);
+}
+
+static void test_strings(void **state)
+{
+	char *s = nw_strdup_printf("%s+0x%llx", "libc.so", 0x1234ull);
+
+	assert_string_equal(s, "libc.so+0x1234");
+	free(s);
+	s = nw_strdup_printf("%s", "");
+	assert_string_equal(s, "");
+	free(s);
+
+	assert_string_equal(nw_basename("a/b/c"), "c");
+	assert_string_equal(nw_basename("/usr/lib/libc.so.6"), "libc.so.6");
+	assert_string_equal(nw_basename("c"), "c");
+	assert_string_equal(nw_basename("a/"), "a/");
+	assert_string_equal(nw_basename("/"), "/");
+	assert_string_equal(nw_basename(""), "");
+	assert_string_equal(nw_basename("[vdso]"), "[vdso]");
+}
+
+static void test_grow(void **state)
+{
+	uint64_t *v = NULL;
+	size_t cap = 0;
+
+	/* From 16, doubling until it fits. */
+	assert_int_equal(nw_grow(&v, &cap, 1, sizeof(*v)), 0);
+	assert_int_equal(cap, 16);
+	v[15] = 1;
+	assert_int_equal(nw_grow(&v, &cap, 16, sizeof(*v)), 0);
+	assert_int_equal(cap, 16);
+	assert_int_equal(nw_grow(&v, &cap, 17, sizeof(*v)), 0);
+	assert_int_equal(cap, 32);
+	assert_int_equal(v[15], 1);
+	assert_int_equal(nw_grow(&v, &cap, 1000, sizeof(*v)), 0);
+	assert_int_equal(cap, 1024);
+	v[999] = 2;
+	/* No room for that many: -ENOMEM, the array untouched. */
+	{
+		uint64_t *old = v;
+
+		assert_int_equal(nw_grow(&v, &cap, SIZE_MAX / 4, sizeof(*v)), -ENOMEM);
+		assert_ptr_equal(v, old);
+		assert_int_equal(cap, 1024);
+		assert_int_equal(v[999], 2);
+	}
+	/* Nothing needed: nothing allocated. */
+	free(v);
+	v = NULL;
+	cap = 0;
+	assert_int_equal(nw_grow(&v, &cap, 0, sizeof(*v)), 0);
+	assert_null(v);
+	assert_int_equal(cap, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_index),
+		cmocka_unit_test(test_index_collisions),
+		cmocka_unit_test(test_index_clear),
+		cmocka_unit_test(test_hash_helpers),
+		cmocka_unit_test(test_strbuf),
+		cmocka_unit_test(test_strings),
+		cmocka_unit_test(test_grow),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
