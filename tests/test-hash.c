@@ -237,6 +237,13 @@ static void test_strbuf(void **state)
 	assert_null(nw_sb_take(&b));
 	assert_null(b.s);
 	assert_false(b.failed);
+	/* Reset starts a failed buffer over. */
+	nw_sb_puts(&b, "a");
+	b.failed = true;
+	nw_sb_reset(&b);
+	assert_false(b.failed);
+	nw_sb_puts(&b, "b");
+	assert_string_equal(nw_sb_str(&b), "b");
 	nw_sb_fini(&b);
 	nw_sb_fini(&b);
 }
