@@ -8,7 +8,8 @@
  * PERF_SAMPLE_STACK_USER would.  The epoch is this process's executable
  * mappings from /proc/self/maps.  The expected frames come from this
  * executable's ELF symbol table (each function's address and size), not
- * from Narwhal.
+ * from Narwhal.  A second chain ends in a noreturn call, whose return
+ * address is the first byte of the next function.
  *
  * x86-64 only (tests/meson.build builds it there): the capture is inline
  * assembly in perf's x86 register order.
@@ -79,11 +80,15 @@ __attribute__((no_sanitize_address)) NOINLINE static void copy_stack(uint64_t sp
 	cap.size = n / 8 * 8;
 }
 
-NOINLINE static void level3(void)
+/*
+ * Stores every register of the dwarf mask, ascending by perf register
+ * number, then copies the stack: the sample of the function it is inlined
+ * into, at the label "1".
+ */
+__attribute__((always_inline)) static inline void capture(void)
 {
 	uint64_t *r = cap.regs;
 
-	/* Every register of the dwarf mask, ascending by perf register number. */
 	__asm__ volatile("movq %%rax, 0(%0)\n\t"
 			 "movq %%rbx, 8(%0)\n\t"
 			 "movq %%rcx, 16(%0)\n\t"
@@ -107,6 +112,11 @@ NOINLINE static void level3(void)
 			 : "r"(r)
 			 : "rax", "memory");
 	copy_stack(r[R_SP]);
+}
+
+NOINLINE static void level3(void)
+{
+	capture();
 	BARRIER();
 }
 
@@ -119,6 +129,31 @@ NOINLINE static void level2(void)
 NOINLINE static void level1(void)
 {
 	level2();
+	BARRIER();
+}
+
+/*
+ * A call that is its function's last instruction (a noreturn callee, as
+ * abort() or __stack_chk_fail() are): the return address is the first
+ * byte past nr_level2, where nr_level1 begins, so only the CFI row of
+ * the call (at ip - 1) unwinds it right.
+ */
+static jmp_buf nr_back;
+
+NOINLINE __attribute__((noreturn)) static void nr_level3(void)
+{
+	capture();
+	longjmp(nr_back, 1);
+}
+
+NOINLINE static void nr_level2(void)
+{
+	nr_level3();
+}
+
+NOINLINE static void nr_level1(void)
+{
+	nr_level2();
 	BARRIER();
 }
 
@@ -161,11 +196,9 @@ static bool elf_function(Elf *elf, const char *name, uint64_t *value, uint64_t *
 
 static void test_dwarf(void **state);
 
-/* Where level3, level2, level1, test_dwarf, main and _start lie in this process. */
-static void function_ranges(struct range r[6])
+/* Where the functions @names lie in this process. */
+static void function_ranges(const char *const *names, int n, struct range *r)
 {
-	static const char *const names[6] = { "level3", "level2", "level1", "test_dwarf",
-					      "main", "_start" };
 	uint64_t value, size, bias;
 	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	Elf *elf;
@@ -177,15 +210,14 @@ static void function_ranges(struct range r[6])
 	/* The load bias, from a function whose run-time address is known. */
 	assert_true(elf_function(elf, "test_dwarf", &value, &size));
 	bias = (uint64_t)(uintptr_t)test_dwarf - value;
-	for (int i = 0; i < 6; i++) {
-		assert_true(elf_function(elf, names[i], &value, &size));
+	for (int i = 0; i < n; i++) {
+		if (!elf_function(elf, names[i], &value, &size))
+			fail_msg("no function %s in /proc/self/exe's symbol table", names[i]);
 		assert_true(size > 0);
 		r[i] = (struct range){ names[i], value + bias, value + bias + size };
 	}
 	elf_end(elf);
 	close(fd);
-	assert_int_equal(r[0].start, (uint64_t)(uintptr_t)level3);
-	assert_int_equal(r[2].start, (uint64_t)(uintptr_t)level1);
 }
 
 /* A caller frame's ip is a return address: the call instruction ends there. */
@@ -318,6 +350,9 @@ static size_t fp_callchain(uint64_t *chain, size_t max)
 	return n;
 }
 
+/* level3, level2, level1, test_dwarf, main, _start */
+static const char *const fn_names[6] = { "level3", "level2", "level1", "test_dwarf", "main",
+					 "_start" };
 static struct range fn[6];
 static struct nw_frame full[64];
 static size_t nfull;
@@ -366,7 +401,9 @@ static void test_dwarf(void **state)
 	BARRIER();
 	/* Enough of the stack to reach this function's caller. */
 	assert_true(cap.size >= 1024);
-	function_ranges(fn);
+	function_ranges(fn_names, 6, fn);
+	assert_int_equal(fn[0].start, (uint64_t)(uintptr_t)level3);
+	assert_int_equal(fn[2].start, (uint64_t)(uintptr_t)level1);
 	self_epoch(&me);
 
 	smp = capture_sample(cap.size);
@@ -513,6 +550,36 @@ static void test_fp_and_hybrid(void **state)
 	self_fini(&me);
 }
 
+static void test_noreturn_call(void **state)
+{
+	static const char *const names[4] = { "nr_level3", "nr_level2", "nr_level1",
+					       "test_noreturn_call" };
+	const struct nw_arch_ops *arch = nw_arch_host();
+	struct range r[4];
+	struct nw_frame f[64];
+	struct nw_sample smp;
+	struct self me;
+	size_t n;
+
+	(void)state;
+	if (!setjmp(nr_back))
+		nr_level1();
+	function_ranges(names, 4, r);
+	self_epoch(&me);
+	smp = capture_sample(cap.size);
+	unwind(NW_CALLGRAPH_DWARF, arch->regs_mask_dwarf, &smp, &me, f, 64, &n, NULL);
+	assert_true(n >= 4);
+	assert_true(f[0].ip > r[0].start && f[0].ip < r[0].end);
+	/* The case this test is about: the call ends nr_level2, nr_level1 starts there. */
+	assert_int_equal(f[1].ip, r[1].end);
+	assert_int_equal(r[2].start, r[1].end);
+	for (int i = 1; i < 4; i++)
+		assert_return_into(&f[i], &r[i]);
+	for (size_t i = 1; i < n; i++)
+		assert_true(f[i].sp > f[i - 1].sp);
+	self_fini(&me);
+}
+
 int main(void)
 {
 	/* The fast path unless a test asks for libdwfl (nw_dwarf_new() reads it). */
@@ -522,6 +589,8 @@ int main(void)
 		cmocka_unit_test(test_dwarf),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_fp_and_hybrid),
+		/* Last: it captures a stack of its own. */
+		cmocka_unit_test(test_noreturn_call),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
