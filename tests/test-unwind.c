@@ -56,7 +56,7 @@
 /* narwhal-record's default copy (NW_DEFAULT_STACK_COPY): enough to reach _start here. */
 #define STACK_COPY 16384
 
-/* What level3 captured: the registers in perf's order, and the stack above SP. */
+/* What capture() took: the registers in perf's order, and the stack above SP. */
 static struct {
 	uint64_t regs[NREGS];
 	uint64_t stack[STACK_COPY / 8];
@@ -562,6 +562,7 @@ static void test_noreturn_call(void **state)
 	size_t n;
 
 	(void)state;
+	cap.stack_end = stack_end_of((uint64_t)(uintptr_t)__builtin_frame_address(0));
 	if (!setjmp(nr_back))
 		nr_level1();
 	function_ranges(names, 4, r);
