@@ -34,6 +34,7 @@
 #include <cmocka.h>
 
 #include "arch/arch.h"
+#include "elf/facts.h"
 #include "model/epoch.h"
 #include "perf/record.h"
 #include "unwind/unwind.h"
@@ -232,6 +233,7 @@ static void assert_return_into(const struct nw_frame *f, const struct range *r)
 /* ---- the process's epoch, from /proc/self/maps ---- */
 
 struct self {
+	struct nw_elf_cache *elf;
 	struct nw_module_table modules;
 	struct nw_addrspace as;
 	const struct nw_epoch *epoch;
@@ -245,12 +247,16 @@ static void self_epoch(struct self *me)
 	FILE *f = fopen("/proc/self/maps", "r");
 
 	assert_non_null(f);
+	me->elf = nw_elf_cache_new();
+	assert_non_null(me->elf);
 	nw_module_table_init(&me->modules);
 	nw_addrspace_init(&me->as);
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long start, end, off;
 		char perms[5], *path;
 		int n = 0, mod;
+		struct nw_module *m;
+		uint64_t vaddr;
 
 		if (sscanf(line, "%llx-%llx %4s %llx %*s %*s %n", &start, &end, perms, &off,
 			   &n) < 4 || !n || perms[2] != 'x')
@@ -259,8 +265,15 @@ static void self_epoch(struct self *me)
 		path[strcspn(path, "\n")] = 0;
 		mod = nw_module_intern(&me->modules, *path ? path : "//anon", NULL, 0);
 		assert_true(mod >= 0);
-		assert_int_equal(
-			nw_addrspace_map(&me->as, start, end - start, off, (uint32_t)mod), 0);
+		/* A module's ELF facts are read when it is first seen, as map_module() does. */
+		m = &me->modules.v[mod];
+		if (!m->facts.known)
+			assert_int_equal(nw_elf_facts_for(me->elf, m->path, NULL, 0, &m->facts), 0);
+		if (!m->facts.known || nw_facts_offset_to_vaddr(&m->facts, off, &vaddr))
+			vaddr = off;
+		assert_int_equal(nw_addrspace_map(&me->as, start, end - start, off, vaddr,
+						  (uint32_t)mod),
+				 0);
 	}
 	fclose(f);
 	me->epoch = nw_addrspace_epoch(&me->as);
@@ -274,6 +287,7 @@ static void self_fini(struct self *me)
 {
 	nw_addrspace_fini(&me->as);
 	nw_module_table_fini(&me->modules);
+	nw_elf_cache_free(me->elf);
 }
 
 /* ---- the capture ---- */
