@@ -23,7 +23,7 @@ struct entry {
 };
 
 struct nw_elf_cache {
-	struct entry *v;
+	struct entry **v;       /* each entry allocated once: the facts handed out stay put */
 	size_t n, cap;
 	struct nw_index ix;     /* by path */
 	struct nw_vdso vdso;
@@ -45,8 +45,9 @@ void nw_elf_cache_free(struct nw_elf_cache *c)
 	if (!c)
 		return;
 	for (size_t i = 0; i < c->n; i++) {
-		free(c->v[i].path);
-		free(c->v[i].facts.segs);
+		free(c->v[i]->path);
+		free(c->v[i]->facts.segs);
+		free(c->v[i]);
 	}
 	free(c->v);
 	nw_index_fini(&c->ix);
@@ -126,14 +127,14 @@ static uint64_t entry_hash(const void *ctx, uint32_t i)
 {
 	const struct nw_elf_cache *c = ctx;
 
-	return nw_hash_str(NW_HASH_SEED, c->v[i].path);
+	return nw_hash_str(NW_HASH_SEED, c->v[i]->path);
 }
 
 static bool entry_eq(const void *ctx, uint32_t i, const void *key)
 {
 	const struct nw_elf_cache *c = ctx;
 
-	return strcmp(c->v[i].path, key) == 0;
+	return strcmp(c->v[i]->path, key) == 0;
 }
 
 int nw_elf_facts_get(struct nw_elf_cache *c, const char *path,
@@ -147,16 +148,19 @@ int nw_elf_facts_get(struct nw_elf_cache *c, const char *path,
 	if (!slot)
 		return -ENOMEM;
 	if (*slot != NW_INDEX_NONE) {
-		e = &c->v[*slot];
+		e = c->v[*slot];
 		goto out;
 	}
 	if (nw_grow(&c->v, &c->cap, c->n + 1, sizeof(*c->v)))
 		return -ENOMEM;
-	e = &c->v[c->n];
-	memset(e, 0, sizeof(*e));
-	e->path = strdup(path);
-	if (!e->path)
+	e = calloc(1, sizeof(*e));
+	if (!e)
 		return -ENOMEM;
+	e->path = strdup(path);
+	if (!e->path) {
+		free(e);
+		return -ENOMEM;
+	}
 	if (!strcmp(path, "[vdso]"))
 		fd = nw_vdso_dup_fd(&c->vdso);
 	else
@@ -171,8 +175,10 @@ int nw_elf_facts_get(struct nw_elf_cache *c, const char *path,
 		/* Not a property of the file: not remembered, so a later call retries. */
 		free(e->facts.segs);
 		free(e->path);
+		free(e);
 		return -ENOMEM;
 	}
+	c->v[c->n] = e;
 	nw_index_fill(&c->ix, slot, (uint32_t)c->n++);
 out:
 	if (e->err)

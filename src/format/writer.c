@@ -24,9 +24,9 @@ void nw_thread_file_name(char *buf, size_t len, const char *comm, uint32_t pid, 
 	size_t i;
 
 	for (i = 0; comm && comm[i] && i + 1 < sizeof(name); i++) {
-		char c = comm[i];
+		unsigned char c = (unsigned char)comm[i];
 
-		name[i] = (c == '/' || c == ' ' || c < 32 || c == 127) ? '_' : c;
+		name[i] = (c == '/' || c == ' ' || c < 32 || c == 127) ? '_' : (char)c;
 	}
 	name[i] = 0;
 	snprintf(buf, len, "%s-%u-%u.csprof", i ? name : "thread", pid, tid);
@@ -277,25 +277,35 @@ static int write_files(const struct nw_measurement *m, const struct nw_extra_fil
 static int publish(const char *tmp, const char *dir, const char *old, enum nw_write_mode mode,
 		   char *err, size_t errlen)
 {
-	char parent[PATH_MAX];
+	char parent[PATH_MAX], aside[PATH_MAX + 8];
+	const char *to = old;
 	struct stat st;
+	int e;
 
 	if (lstat(dir, &st) == 0) {
 		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) < 0) {
-			/* No exchange on this file system: two renames, the old one first. */
-			remove_tree(old);
-			if (rename(dir, old) < 0)
+			/*
+			 * No exchange on this file system: two renames, the old one
+			 * first: to @old for a new run; for the same run beside
+			 * @tmp, so that what an older run left in @old stays.
+			 */
+			if (mode == NW_WRITE_REPLACE) {
+				snprintf(aside, sizeof(aside), "%s.prev", tmp);
+				to = aside;
+			} else {
+				remove_tree(old);
+			}
+			if (rename(dir, to) < 0)
 				goto fail_old;
 			if (rename(tmp, dir) < 0) {
-				int e = errno;
-
-				rename(old, dir);
+				e = errno;
+				rename(to, dir);
 				nw_set_err(err, errlen, "cannot move the new measurement to %s: %s",
 					   dir, strerror(e));
 				return -e;
 			}
 			if (mode == NW_WRITE_REPLACE)
-				remove_tree(old);
+				remove_tree(to);
 		} else if (mode == NW_WRITE_NEW) {
 			/* @tmp now holds the older run: it becomes @old. */
 			remove_tree(old);
@@ -305,8 +315,7 @@ static int publish(const char *tmp, const char *dir, const char *old, enum nw_wr
 			remove_tree(tmp);
 		}
 	} else if (rename(tmp, dir) < 0) {
-		int e = errno;
-
+		e = errno;
 		nw_set_err(err, errlen, "cannot move the new measurement to %s: %s", dir,
 			   strerror(e));
 		return -e;
@@ -316,8 +325,9 @@ static int publish(const char *tmp, const char *dir, const char *old, enum nw_wr
 	return 0;
 
 fail_old:
-	nw_set_err(err, errlen, "cannot move %s aside to %s: %s", dir, old, strerror(errno));
-	return -errno;
+	e = errno;
+	nw_set_err(err, errlen, "cannot move %s aside to %s: %s", dir, to, strerror(e));
+	return -e;
 }
 
 int nw_measurement_write(const struct nw_measurement *m, const struct nw_extra_file *extra,

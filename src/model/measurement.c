@@ -110,11 +110,11 @@ int nw_measurement_add_metric(struct nw_measurement *m, const char *event,
 
 int nw_measurement_copy_metric(struct nw_measurement *m, const struct nw_metric *src)
 {
-	struct nw_metric *d;
+	struct nw_metric *d, from = *src; /* @src may be one of m->metrics, which may move */
 	int ret = add_metric_slot(m, &d);
 
 	if (!ret)
-		ret = nw_metric_copy(d, src);
+		ret = nw_metric_copy(d, &from);
 	return ret ? ret : (int)m->nmetrics++;
 }
 
