@@ -36,6 +36,18 @@ static int module_of(struct nw_measurement *m, const char *name)
 	return idx >= 0 ? idx : nw_module_intern(m->modules, name ? name : "", NULL, 0);
 }
 
+/* How far past ELF address @vaddr module @mod's loadable segments reach; 0 unknown. */
+static uint64_t module_extent(const struct nw_measurement *m, uint32_t mod, uint64_t vaddr)
+{
+	const struct nw_module_facts *f = &m->modules->v[mod].facts;
+	uint64_t hi = 0;
+
+	for (uint32_t i = 0; f->known && i < f->nsegs; i++)
+		if (f->segs[i].vaddr + f->segs[i].memsz > hi)
+			hi = f->segs[i].vaddr + f->segs[i].memsz;
+	return hi > vaddr ? hi - vaddr : 0;
+}
+
 /* Appends the epoch @fe of a file as epoch @index of its process.  -ENOMEM. */
 static int add_file_epoch(struct nw_measurement *m, const struct nw_csprof_epoch *fe,
 			  uint32_t index)
@@ -63,9 +75,19 @@ static int add_file_epoch(struct nw_measurement *m, const struct nw_csprof_epoch
 	e = nw_epoch_new(maps, fe->nmodules, index);
 	if (!e)
 		goto out;
-	/* The file keeps no ends: each mapping reaches the next. */
-	for (uint32_t k = 0; k < e->n; k++)
-		e->maps[k].end = k + 1 < e->n ? e->maps[k + 1].start : UINT64_MAX;
+	/*
+	 * The file keeps no ends: a mapping reaches the next one, or the end
+	 * of its module's last segment where the module's facts say so.
+	 */
+	for (uint32_t k = 0; k < e->n; k++) {
+		const struct nw_map *mp = &e->maps[k];
+		uint64_t end = k + 1 < e->n ? e->maps[k + 1].start : UINT64_MAX;
+		uint64_t extent = module_extent(m, mp->module, mp->vaddr);
+
+		if (extent && mp->start + extent > mp->start && mp->start + extent < end)
+			end = mp->start + extent;
+		e->maps[k].end = end;
+	}
 	ret = nw_measurement_add_epoch(m, e);
 	if (ret < 0)
 		free(e);

@@ -3,6 +3,7 @@
 #include "model/measurement.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -285,7 +286,7 @@ void nw_measurement_locate(const struct nw_measurement *m, uint32_t epoch, uint6
 		else
 			hi = mid;
 	}
-	if (!lo || e->maps[lo - 1].module >= m->modules->n)
+	if (!lo || e->maps[lo - 1].module >= m->modules->n || ip >= e->maps[lo - 1].end)
 		return;
 	ret->map = &e->maps[lo - 1];
 	ret->module_index = ret->map->module;
@@ -299,4 +300,124 @@ void nw_measurement_resolve(const struct nw_measurement *m, uint32_t epoch, uint
 	nw_measurement_locate(m, epoch, ip, caller, ret);
 	if (ret->map)
 		ret->sym = nw_symtab_lookup(m->symtab, ret->module_index, ret->addr);
+}
+
+/* ---- merging ---- */
+
+static bool same_metrics(const struct nw_measurement *a, const struct nw_measurement *b)
+{
+	if (a->nmetrics != b->nmetrics)
+		return false;
+	for (uint32_t i = 0; i < a->nmetrics; i++)
+		if (strcmp(a->metrics[i].event, b->metrics[i].event) ||
+		    a->metrics[i].kind != b->metrics[i].kind)
+			return false;
+	return true;
+}
+
+static void metric_list(const struct nw_measurement *m, char *buf, size_t len)
+{
+	struct nw_strbuf b = { 0 };
+
+	for (uint32_t i = 0; i < m->nmetrics; i++)
+		nw_sb_printf(&b, "%s%s", i ? ", " : "", m->metrics[i].name);
+	snprintf(buf, len, "%s", b.failed ? "?" : nw_sb_str(&b));
+	nw_sb_fini(&b);
+}
+
+int nw_measurement_merge(struct nw_measurement *dst, struct nw_measurement *src, char *err,
+			 size_t errlen)
+{
+	uint32_t *mod = NULL, *ep = NULL, base;
+	struct nw_symtab *st = src->symtab;
+	int ret = -ENOMEM;
+
+	if (dst->borrowed || src->borrowed)
+		return -EINVAL;
+	if (!same_metrics(dst, src)) {
+		char a[512], b[512];
+
+		metric_list(dst, a, sizeof(a));
+		metric_list(src, b, sizeof(b));
+		snprintf(err, errlen, "the measurements recorded different events: %s, and %s", a,
+			 b);
+		return -EINVAL;
+	}
+	mod = malloc((src->modules->n ? src->modules->n : 1) * sizeof(*mod));
+	ep = malloc((src->nepochs ? src->nepochs : 1) * sizeof(*ep));
+	if (!mod || !ep)
+		goto out;
+	for (uint32_t i = 0; i < src->modules->n; i++) {
+		const struct nw_module *sm = &src->modules->v[i];
+		int d = nw_module_intern(dst->modules, sm->path, sm->build_id, sm->build_id_size);
+
+		if (d < 0)
+			goto out;
+		mod[i] = (uint32_t)d;
+		if (!dst->modules->v[d].facts.known && sm->facts.known &&
+		    nw_module_facts_copy(&dst->modules->v[d].facts, &sm->facts))
+			goto out;
+	}
+	base = dst->nepochs;
+	for (uint32_t e = 0; e < src->nepochs; e++) {
+		const struct nw_epoch *se = src->epochs[e];
+		struct nw_epoch *de = nw_epoch_new(se->maps, se->n, se->index);
+
+		if (!de)
+			goto out;
+		for (uint32_t k = 0; k < de->n; k++)
+			de->maps[k].module = mod[de->maps[k].module];
+		if (nw_measurement_add_epoch(dst, de) < 0) {
+			free(de);
+			goto out;
+		}
+		ep[e] = base + e;
+	}
+	for (uint32_t i = 0; i < src->nprocs; i++)
+		if (nw_measurement_add_process(dst, src->procs[i].pid, src->procs[i].ppid,
+					       src->procs[i].comm) < 0)
+			goto out;
+	for (uint32_t i = 0; i < src->nthreads; i++) {
+		struct nw_mthread *sth = &src->threads[i];
+		struct nw_mthread *dth = nw_measurement_add_thread(dst, sth->pid, sth->tid,
+								   sth->comm, sth->file);
+
+		if (!dth)
+			goto out;
+		dth->samples = sth->samples;
+		dth->first_epoch = sth->nepochs ? ep[sth->first_epoch] : dst->nepochs;
+		dth->nepochs = sth->nepochs;
+		/* The trees move: src keeps none. */
+		dth->trees = sth->trees;
+		dth->ntrees = sth->ntrees;
+		for (uint32_t t = 0; t < dth->ntrees; t++)
+			dth->trees[t].epoch = ep[dth->trees[t].epoch];
+		sth->trees = NULL;
+		sth->ntrees = 0;
+	}
+	for (uint32_t i = 0; i < st->nentries; i++) {
+		struct nw_symentry *e = &st->entries[i];
+
+		ret = nw_symtab_add(dst->symtab, mod[e->module], e->addr, e->frames, e->nframes);
+		e->frames = NULL;
+		e->nframes = 0;
+		if (ret)
+			goto out;
+	}
+	nw_symtab_sort(dst->symtab);
+	dst->run.samples += src->run.samples;
+	dst->run.lost += src->run.lost;
+	dst->run.throttled += src->run.throttled;
+	dst->run.unwind_errors += src->run.unwind_errors;
+	if (src->run.start_ns && (!dst->run.start_ns || src->run.start_ns < dst->run.start_ns))
+		dst->run.start_ns = src->run.start_ns;
+	if (src->run.end_ns > dst->run.end_ns)
+		dst->run.end_ns = src->run.end_ns;
+	ret = 0;
+out:
+	if (ret == -ENOMEM)
+		snprintf(err, errlen, "out of memory merging the measurements");
+	free(mod);
+	free(ep);
+	return ret;
 }

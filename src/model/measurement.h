@@ -152,9 +152,11 @@ struct nw_resolved {
 
 /*
  * Resolves @ip of a tree of epoch @epoch: the mapping with the greatest
- * start at or below @ip (as csprof's readers map an ip, whose files keep
- * no mapping ends), the ELF address (@caller: ip - 1, inside the call
- * instruction of a return address) and the symbol entry.
+ * start at or below @ip, when @ip is below its end (a recorder's mappings
+ * have their ends; csprof files keep none, so the reader ends a mapping
+ * at the next one's start or where its module's segments end), the ELF
+ * address (@caller: ip - 1, inside the call instruction of a return
+ * address) and the symbol entry.
  */
 void nw_measurement_resolve(const struct nw_measurement *m, uint32_t epoch, uint64_t ip,
 			    bool caller, struct nw_resolved *ret);
@@ -169,6 +171,16 @@ void nw_measurement_locate(const struct nw_measurement *m, uint32_t epoch, uint6
  */
 void nw_measurement_borrow(struct nw_measurement *m, struct nw_module_table *modules,
 			   struct nw_symtab *symtab);
+
+/*
+ * Adds the measurement @src to @dst (both read from disk, not borrowed):
+ * modules interned by path and build-id, epochs, processes, threads with
+ * their trees (moved: @src keeps its thread list but no trees), symbols;
+ * sample counts add up, the time span covers both.  -EINVAL with a
+ * message in @err when they recorded different metrics, -ENOMEM.
+ */
+int nw_measurement_merge(struct nw_measurement *dst, struct nw_measurement *src, char *err,
+			 size_t errlen);
 
 /* Frees what nw_run holds (not @r itself). */
 void nw_run_fini(struct nw_run *r);
