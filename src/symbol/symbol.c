@@ -34,6 +34,7 @@
 #include <libiberty/demangle.h>
 
 #include "elf/vdso.h"
+#include "util/strbuf.h"
 
 /* A function symbol of the ELF symbol table (the fallback without DWARF). */
 struct nw_elfsym {
@@ -77,6 +78,9 @@ struct nw_symbolizer {
 	struct nw_symfile *files; /* sorted by path */
 	size_t nfiles, cap_files;
 };
+
+/* The bytes after e_entry named "_start" where no symbol names them (x86-64's is 37). */
+#define ENTRY_SIZE 64
 
 /* libdwfl's default (libdwflP.h): the file's directory, its .debug/, /usr/lib/debug. */
 #define NW_DEFAULT_DEBUGINFO_PATH ":.debug:/usr/lib/debug"
@@ -627,6 +631,37 @@ static void frames_free(struct nw_symframe *frames, uint32_t n)
 	free(frames);
 }
 
+/*
+ * Sets *@dst to @file made absolute with the compilation directory
+ * @comp_dir when it is relative (so that a report finds the source from
+ * anywhere).  -ENOMEM.
+ */
+static int set_path(char **dst, const char *file, const char *comp_dir)
+{
+	char *joined;
+	int err;
+
+	if (!file || file[0] == '/' || !comp_dir || comp_dir[0] != '/')
+		return set_str(dst, file);
+	joined = nw_strdup_printf("%s/%s", comp_dir, file);
+	if (!joined)
+		return -ENOMEM;
+	err = set_str(dst, joined);
+	free(joined);
+	return err;
+}
+
+/* The DW_AT_comp_dir of the CU @die is in, or NULL. */
+static const char *comp_dir_of(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Die cu;
+
+	if (!dwarf_diecu(die, &cu, NULL, NULL))
+		return NULL;
+	return dwarf_formstring(dwarf_attr(&cu, DW_AT_comp_dir, &attr));
+}
+
 /* Fills @fr (zeroed) for the function of @die.  0 when it has a name, 1 when not, -ENOMEM. */
 static int frame_from_die(struct nw_symframe *fr, Dwarf_Die *die)
 {
@@ -637,7 +672,7 @@ static int frame_from_die(struct nw_symframe *fr, Dwarf_Die *die)
 		return err;
 	if (dwarf_decl_line(die, &line) == 0 && line > 0)
 		fr->decl_line = (uint32_t)line;
-	err = set_str(&fr->decl_file, dwarf_decl_file(die));
+	err = set_path(&fr->decl_file, dwarf_decl_file(die), comp_dir_of(die));
 	if (err)
 		return err;
 	return fr->function ? 0 : 1;
@@ -654,7 +689,7 @@ static int frame_call_site(struct nw_symframe *fr, Dwarf_Die *die, Dwarf_Files *
 		fr->line = (uint32_t)v;
 	if (files && dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &v) == 0 &&
 	    v < nfiles)
-		return set_str(&fr->file, dwarf_filesrc(files, v, NULL, NULL));
+		return set_path(&fr->file, dwarf_filesrc(files, v, NULL, NULL), comp_dir_of(die));
 	return 0;
 }
 
@@ -672,7 +707,7 @@ static int frame_pc_line(struct nw_symframe *fr, Dwfl_Module *mod, uint64_t vadd
 		return 0;
 	if (lineno > 0)
 		fr->line = (uint32_t)lineno;
-	return set_str(&fr->file, file);
+	return set_path(&fr->file, file, dwfl_line_comp_dir(line));
 }
 
 /*
@@ -781,6 +816,28 @@ static int symbolize_elf(struct nw_symfile *f, uint64_t vaddr, struct nw_symfram
 	return 0;
 }
 
+/*
+ * A stripped executable (no .symtab: Debian's /usr/bin programs) does not
+ * name its entry point, where every thread of its main program starts:
+ * the first bytes after e_entry are "_start", so its stacks are complete.
+ */
+static int symbolize_entry(struct nw_symfile *f, uint64_t vaddr, struct nw_symframe **ret_frames,
+			   uint32_t *ret_n)
+{
+	struct nw_symframe *fr;
+
+	if (!f->facts->entry || vaddr < f->facts->entry || vaddr - f->facts->entry >= ENTRY_SIZE)
+		return 0;
+	fr = calloc(1, sizeof(*fr));
+	if (!fr || !(fr->function = strdup("_start"))) {
+		free(fr);
+		return -ENOMEM;
+	}
+	*ret_frames = fr;
+	*ret_n = 1;
+	return 0;
+}
+
 int nw_symbolize(struct nw_symbolizer *s, const char *path, uint64_t vaddr,
 		 struct nw_symframe **ret_frames, uint32_t *ret_n)
 {
@@ -796,6 +853,8 @@ int nw_symbolize(struct nw_symbolizer *s, const char *path, uint64_t vaddr,
 		err = symbolize_dwarf(f, vaddr, &frames, &n);
 		if (!err && n == 0)
 			err = symbolize_elf(f, vaddr, &frames, &n);
+		if (!err && n == 0)
+			err = symbolize_entry(f, vaddr, &frames, &n);
 		if (err)
 			return err;
 	}
