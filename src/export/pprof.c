@@ -895,6 +895,74 @@ static int write_gz(void *arg, const void *buf, size_t len)
 	return 0;
 }
 
+int nw_pprof_add_stacks(struct nw_pprof *b, const struct nw_stacks *s)
+{
+	const struct nw_cct *t = s->tree;
+	uint32_t *frame_of = malloc((s->frames.n ? s->frames.n : 1) * sizeof(*frame_of));
+	uint32_t *order = malloc((size_t)t->n * sizeof(*order));
+	int ret = -ENOMEM;
+
+	if (!frame_of || !order || !s->thread_node || t->nmetrics != b->nmetrics) {
+		ret = frame_of && order ? -EINVAL : -ENOMEM;
+		goto out;
+	}
+	/* The stacks' frames become the builder's functions. */
+	for (uint32_t f = 0; f < s->frames.n; f++) {
+		const struct nw_func *fn = &s->frames.v[f];
+		int64_t fi = nw_frames_intern(&b->frames, fn->kind, fn->name, fn->file, fn->line,
+					      fn->module);
+
+		if (fi < 0)
+			goto out;
+		frame_of[f] = (uint32_t)fi;
+	}
+	ret = 0;
+	for (uint32_t ti = 0; ti < b->m->nthreads && !ret; ti++) {
+		const struct nw_mthread *th = &b->m->threads[ti];
+		uint32_t top = s->thread_node[ti], n;
+		int64_t c;
+
+		if (top == NW_CCT_NONE)
+			continue;
+		c = str_intern(b, th->comm ? th->comm : "");
+		if (c < 0) {
+			ret = -ENOMEM;
+			break;
+		}
+		b->thread = (struct thread_label){ .comm = c, .pid = th->pid, .tid = th->tid };
+		n = nw_cct_subtree_preorder(t, top, order);
+		for (uint32_t k = 1; k < n && !ret; k++) {
+			uint32_t i = order[k];
+			size_t depth = 0;
+
+			if (!has_weight(nw_cct_metrics(t, i), t->nmetrics))
+				continue;
+			for (uint32_t j = i; j != top; j = t->nodes[j].parent)
+				depth++;
+			if (nw_grow(&b->sample_locs, &b->cap_sample_locs, depth,
+				    sizeof(*b->sample_locs))) {
+				ret = -ENOMEM;
+				break;
+			}
+			depth = 0;
+			for (uint32_t j = i; j != top && !ret; j = t->nodes[j].parent) {
+				int64_t loc = frame_location(b, frame_of[t->nodes[j].ip]);
+
+				if (loc < 0)
+					ret = -ENOMEM;
+				else
+					b->sample_locs[depth++] = (uint64_t)loc + 1;
+			}
+			if (!ret)
+				ret = write_sample(b, depth, nw_cct_metrics(t, i), t->nmetrics);
+		}
+	}
+out:
+	free(frame_of);
+	free(order);
+	return ret;
+}
+
 struct nw_frames *nw_pprof_frames(struct nw_pprof *b)
 {
 	return &b->frames;

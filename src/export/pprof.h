@@ -50,6 +50,13 @@ struct nw_frames *nw_pprof_frames(struct nw_pprof *b);
 int nw_pprof_add_thread(struct nw_pprof *b, uint32_t ti, const struct nw_split *split);
 /* nw_pprof_add_thread() for every thread @f selects (NULL: all). */
 int nw_pprof_add(struct nw_pprof *b, const struct nw_filter *f, const struct nw_split *split);
+/*
+ * Adds the stacks @s (of the builder's model, built per thread: after
+ * --focus, --hide and the like, which work on frames) as samples whose
+ * locations are frames, without addresses.  -EINVAL for stacks not built
+ * per thread or of other metrics, -ENOMEM.
+ */
+int nw_pprof_add_stacks(struct nw_pprof *b, const struct nw_stacks *s);
 /* Writes what follows the samples: types, mappings, locations, functions, strings. */
 int nw_pprof_finish(struct nw_pprof *b);
 

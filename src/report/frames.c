@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/names.h"
 #include "util/strbuf.h"
 
 void nw_frames_init(struct nw_frames *f)
@@ -17,6 +18,7 @@ void nw_frames_fini(struct nw_frames *f)
 {
 	for (uint32_t i = 0; i < f->n; i++) {
 		free(f->v[i].name);
+		free(f->v[i].short_name);
 		free(f->v[i].file);
 		free(f->v[i].module);
 	}
@@ -101,8 +103,20 @@ int64_t nw_frames_intern(struct nw_frames *f, enum nw_frame_kind kind, const cha
 	fn->file = dup_or_null(file, &failed);
 	fn->module = dup_or_null(module, &failed);
 	fn->line = line;
+	fn->short_name = NULL;
+	if (kind == NW_FRAME_FUNCTION && !failed) {
+		size_t n = strlen(name) + 1;
+		char *buf = malloc(n);
+
+		if (buf && strcmp(nw_short_name(name, buf, n), name))
+			fn->short_name = buf;
+		else
+			free(buf);
+		failed |= !buf;
+	}
 	if (failed) {
 		free(fn->name);
+		free(fn->short_name);
 		free(fn->file);
 		free(fn->module);
 		return -ENOMEM;

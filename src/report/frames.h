@@ -11,6 +11,7 @@
 #ifndef NW_FRAMES_H
 #define NW_FRAMES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "util/hash.h"
@@ -26,6 +27,7 @@ enum nw_frame_kind {
 struct nw_func {
 	enum nw_frame_kind kind;
 	char *name;          /* function name, "module+0x1234", "[unknown]", "comm-tid", ... */
+	char *short_name;    /* the readable form (report/names.h); NULL: the same as name */
 	char *file;          /* the function's source file, NULL when unknown */
 	uint32_t line;       /* the function's first line, 0 when unknown */
 	char *module;        /* module path, NULL when none */
@@ -42,6 +44,12 @@ struct nw_frames {
 #define NW_FRAMES_THREAD_MODULE "[thread]"
 #define NW_FRAMES_SECTION_MODULE "[sections]"
 #define NW_FRAMES_SECTION_PREFIX "[section "
+
+/* The name views show: the readable form, or the whole name with @full. */
+static inline const char *nw_func_name(const struct nw_func *fn, bool full)
+{
+	return full || !fn->short_name ? fn->name : fn->short_name;
+}
 
 void nw_frames_init(struct nw_frames *f);
 void nw_frames_fini(struct nw_frames *f);

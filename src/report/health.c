@@ -29,6 +29,19 @@ static const char *const entries[] = {
     "thread_start",
 };
 
+const char *nw_stop_cause_name(enum nw_stop_cause cause)
+{
+	static const char *const names[NW_STOP_CAUSES] = {
+		[NW_STOP_FP] = "frame-pointer chain broken",
+		[NW_STOP_COPY] = "stack copy exhausted",
+		[NW_STOP_NO_CFI] = "no CFI for the address",
+		[NW_STOP_JIT] = "JIT code without a perf map",
+		[NW_STOP_OTHER] = "CFI unwinding failed",
+	};
+
+	return (unsigned)cause < NW_STOP_CAUSES ? names[cause] : "?";
+}
+
 bool nw_health_is_entry(const char *name)
 {
 	if (!name)
@@ -96,19 +109,54 @@ struct classify_ctx {
 	const struct nw_stacks *s;
 	const bool *is_samples;
 	struct nw_health *h;
-	uint64_t *stop_by_func; /* nfuncs + 1: the last one for paths without a known frame */
+	/* per (outermost frame, cause): (nfuncs + 1) * NW_STOP_CAUSES, the last frame
+	 * for paths without a known frame */
+	uint64_t *stop_by_func;
 };
+
+/* Is @path memory that no file backs (where JIT code lives)? */
+static bool anon_module(const char *path)
+{
+	return path && (!strcmp(path, "//anon") || !path[0] || !strncmp(path, "[anon", 5) ||
+			!strcmp(path, "[heap]") || !strncmp(path, "/memfd:", 7));
+}
+
+/*
+ * Why a stack whose outermost frame is @f (p->n: none known) stopped:
+ * fp mode, a broken frame-pointer chain; dwarf mode, by the module (no
+ * CFI, JIT memory without a perf map) or by how far the copy reached.
+ */
+static enum nw_stop_cause stop_cause(const struct classify_ctx *c, uint64_t f, uint64_t leaf_sp,
+				     uint64_t outer_sp)
+{
+	const struct nw_frames *p = &c->s->frames;
+	const struct nw_func *fn = f < p->n ? &p->v[f] : NULL;
+	const struct nw_health *h = c->h;
+
+	if (fn && anon_module(fn->module) && fn->kind != NW_FRAME_FUNCTION)
+		return NW_STOP_JIT;
+	if (!h->dwarf)
+		return NW_STOP_FP;
+	/* Within a frame or so of the copy's end: the unwinder ran off it. */
+	if (h->stack_size && leaf_sp && outer_sp > leaf_sp &&
+	    outer_sp - leaf_sp + 512 >= h->stack_size)
+		return NW_STOP_COPY;
+	if (!fn || !fn->module || module_has_cfi(c->s->m, fn->module) == 0)
+		return NW_STOP_NO_CFI;
+	return NW_STOP_OTHER;
+}
 
 static int classify_tree(struct classify_ctx *c, const struct nw_cct *t)
 {
 	uint32_t *order = malloc((size_t)t->n * sizeof(*order));
 	uint32_t *outer = malloc((size_t)t->n * sizeof(*outer));
 	uint32_t *depth = malloc((size_t)t->n * sizeof(*depth));
+	uint64_t *outer_sp = malloc((size_t)t->n * sizeof(*outer_sp));
 	const struct nw_frames *p = &c->s->frames;
 	uint32_t n;
 	int ret = 0;
 
-	if (!order || !outer || !depth) {
+	if (!order || !outer || !depth || !outer_sp) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -123,6 +171,7 @@ static int classify_tree(struct classify_ctx *c, const struct nw_cct *t)
 			/* The root, and a thread's own frame: above every stack. */
 			outer[s] = NW_CCT_NONE;
 			depth[s] = 0;
+			outer_sp[s] = 0;
 		} else {
 			const struct nw_cct_node *pn = &t->nodes[sn->parent];
 			bool top = outer[sn->parent] == NW_CCT_NONE;
@@ -131,6 +180,8 @@ static int classify_tree(struct classify_ctx *c, const struct nw_cct *t)
 
 			outer[s] = top ? s : outer[sn->parent];
 			depth[s] = depth[sn->parent] + !same_frame;
+			/* The highest stack address any frame of the path reached. */
+			outer_sp[s] = sn->sp > outer_sp[sn->parent] ? sn->sp : outer_sp[sn->parent];
 		}
 		for (unsigned m = 0; m < t->nmetrics; m++)
 			if (c->is_samples[m])
@@ -146,12 +197,14 @@ static int classify_tree(struct classify_ctx *c, const struct nw_cct *t)
 		else if (depth[s] >= c->h->max_stack)
 			c->h->truncated += w;
 		else
-			c->stop_by_func[f] += w;
+			c->stop_by_func[f * NW_STOP_CAUSES +
+					stop_cause(c, f, sn->sp, outer_sp[s])] += w;
 	}
 out:
 	free(order);
 	free(outer);
 	free(depth);
+	free(outer_sp);
 	return ret;
 }
 
@@ -182,8 +235,10 @@ static int group_stops(struct classify_ctx *c)
 	struct nw_health *h = c->h;
 	int failed = 0;
 
-	for (uint32_t f = 0; f <= p->n; f++) {
-		uint64_t w = c->stop_by_func[f];
+	for (uint32_t k = 0; k < (p->n + 1) * NW_STOP_CAUSES; k++) {
+		uint64_t w = c->stop_by_func[k];
+		uint32_t f = k / NW_STOP_CAUSES;
+		enum nw_stop_cause cause = (enum nw_stop_cause)(k % NW_STOP_CAUSES);
 		const char *module = f < p->n ? p->v[f].module : NULL;
 		const char *name = f < p->n ? p->v[f].name : "[no frame]";
 		struct nw_health_stop *s = NULL;
@@ -192,7 +247,7 @@ static int group_stops(struct classify_ctx *c)
 			continue;
 		h->stopped += w;
 		for (uint32_t i = 0; i < h->nstops && !s; i++)
-			if (str_eq(h->stops[i].module, module))
+			if (str_eq(h->stops[i].module, module) && h->stops[i].cause == cause)
 				s = &h->stops[i];
 		if (!s) {
 			struct nw_health_stop *v;
@@ -207,6 +262,7 @@ static int group_stops(struct classify_ctx *c)
 			if (failed)
 				return -ENOMEM;
 			h->nstops++;
+			s->cause = cause;
 			s->system = is_system_module(module);
 			s->cfi = h->dwarf ? module_has_cfi(c->s->m, module) : -1;
 		}
@@ -240,7 +296,7 @@ int nw_health_classify(const struct nw_stacks *s, struct nw_health **ret)
 					 : NW_HEALTH_FP_MAX_STACK;
 	c.h = h;
 	c.is_samples = samples_metrics(s);
-	c.stop_by_func = calloc((size_t)s->frames.n + 1, sizeof(*c.stop_by_func));
+	c.stop_by_func = calloc(((size_t)s->frames.n + 1) * NW_STOP_CAUSES, sizeof(*c.stop_by_func));
 	if (!c.is_samples || !c.stop_by_func)
 		goto out_free;
 	err = classify_tree(&c, s->tree);
@@ -278,7 +334,14 @@ const char *nw_health_remedy(const struct nw_health *h, const struct nw_health_s
 {
 	uint32_t size = h->stack_size > MAX_STACK_COPY / 2 ? MAX_STACK_COPY : 2 * h->stack_size;
 
-	if (!h->dwarf) {
+	switch (s->cause) {
+	case NW_STOP_JIT:
+		snprintf(buf, len,
+			 "JIT code without a perf map: have the JIT write /tmp/perf-PID.map "
+			 "(node --perf-basic-prof, java -XX:+UnlockDiagnosticVMOptions "
+			 "-XX:+DumpPerfMapAtExit, python -X perf)");
+		break;
+	case NW_STOP_FP:
 		if (!s->module)
 			snprintf(buf, len,
 				 "record with --call-graph dwarf (a frame without a "
@@ -291,22 +354,31 @@ const char *nw_health_remedy(const struct nw_health *h, const struct nw_health_s
 			snprintf(buf, len,
 				 "build with -fno-omit-frame-pointer (or record with "
 				 "--call-graph dwarf)");
-	} else if (!s->module || s->cfi == 0) {
+		break;
+	case NW_STOP_COPY:
+		if (h->stack_size >= MAX_STACK_COPY)
+			snprintf(buf, len,
+				 "the stack copy (%u bytes) ran out and is at its maximum: "
+				 "build with -fno-omit-frame-pointer and record with "
+				 "--call-graph fp",
+				 h->stack_size);
+		else
+			snprintf(buf, len,
+				 "raise the stack copy (unwinding stops where it ends): "
+				 "--call-graph dwarf,%u",
+				 size < 8 ? 8 : size);
+		break;
+	case NW_STOP_NO_CFI:
 		snprintf(buf, len,
-			 "%s has no CFI: build with -fno-omit-frame-pointer and record "
-			 "with --call-graph fp",
+			 "%s has no CFI: build it with -fasynchronous-unwind-tables, or with "
+			 "-fno-omit-frame-pointer and record with --call-graph fp",
 			 s->module ? "the module" : "code outside any module");
-	} else if (h->stack_size >= MAX_STACK_COPY) {
+		break;
+	default:
 		snprintf(buf, len,
-			 "the stack copy (%u bytes) ran out and is at its maximum: "
-			 "build with -fno-omit-frame-pointer and record with "
-			 "--call-graph fp",
-			 h->stack_size);
-	} else {
-		snprintf(buf, len,
-			 "raise the stack copy (unwinding stops where it ends): "
-			 "--call-graph dwarf,%u",
-			 size < 8 ? 8 : size);
+			 "the CFI could not unwind this frame (NARWHAL_UNWIND=check compares "
+			 "with libdwfl); --call-graph fp where it has frame pointers");
+		break;
 	}
 	return buf;
 }
@@ -349,9 +421,9 @@ int nw_health_print(FILE *out, const struct nw_health *h)
 		for (uint32_t i = 0; i < h->nstops; i++) {
 			const struct nw_health_stop *s = &h->stops[i];
 
-			fprintf(out, "%8llu  %5.1f%%  %s (%s)\n", (unsigned long long)s->samples,
+			fprintf(out, "%8llu  %5.1f%%  %s (%s): %s\n", (unsigned long long)s->samples,
 				pct(s->samples, h->samples), s->module ? s->module : "[unknown]",
-				s->func ? s->func : "");
+				s->func ? s->func : "", nw_stop_cause_name(s->cause));
 			fprintf(out, "%18sremedy: %s\n", "",
 				nw_health_remedy(h, s, remedy, sizeof(remedy)));
 		}

@@ -15,7 +15,13 @@
  *   frames of one inline chain share an sp tag and count once (where tags
  *   are 0, as for fp callers, every frame counts).
  * - stopped in module M: anything else; M is the outermost frame's module
- *   (NULL for a frame no module maps).
+ *   (NULL for a frame no module maps), and the cause: in fp mode a broken
+ *   frame-pointer chain; in dwarf mode the stack copy exhausted (the
+ *   outermost frame's stack pointer within 512 bytes of the copy's end
+ *   above the leaf's), no CFI for the address (a module without
+ *   .eh_frame or .debug_frame by its ELF facts), or a CFI failure; in
+ *   either mode JIT code (anonymous memory) that no perf map names.
+ *   Each cause has its own remedy.
  */
 #ifndef NW_HEALTH_H
 #define NW_HEALTH_H
@@ -31,8 +37,22 @@
 #define NW_HEALTH_FP_MAX_STACK 127    /* the kernel's default perf_event_max_stack */
 #define NW_HEALTH_DWARF_MAX_STACK 512 /* NW_UNWIND_MAX_FRAMES */
 
-/* One module where unwinding stops. */
+/* Why unwinding stopped before a thread entry. */
+enum nw_stop_cause {
+	NW_STOP_FP,      /* fp: the frame-pointer chain broke (code without frame pointers) */
+	NW_STOP_COPY,    /* dwarf: the unwinder ran off the stack copy */
+	NW_STOP_NO_CFI,  /* dwarf: no CFI for the address (the module has none, or no module) */
+	NW_STOP_JIT,     /* code in anonymous memory that no perf map names */
+	NW_STOP_OTHER,   /* dwarf: CFI present, the copy not exhausted */
+	NW_STOP_CAUSES,
+};
+
+/* "stack copy exhausted", ... */
+const char *nw_stop_cause_name(enum nw_stop_cause cause);
+
+/* One module and cause where unwinding stops. */
 struct nw_health_stop {
+	enum nw_stop_cause cause;
 	char *module; /* module path; NULL: no module maps the frame */
 	uint64_t samples;
 	char *func; /* the outermost function most often seen there */

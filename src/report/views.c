@@ -70,9 +70,10 @@ static double pct(uint64_t v, uint64_t total)
 	return total ? 100.0 * (double)v / (double)total : 0.0;
 }
 
-static const char *func_name(const struct nw_stacks *s, uint32_t node)
+/* The name a view shows for @node: readable, or whole with @full. */
+static const char *func_name(const struct nw_stacks *s, uint32_t node, bool full)
 {
-	return s->frames.v[s->tree->nodes[node].ip].name;
+	return nw_func_name(&s->frames.v[s->tree->nodes[node].ip], full);
 }
 
 static int finish(FILE *out)
@@ -125,6 +126,7 @@ static void print_totals(FILE *out, const struct nw_stacks *s, const struct weig
 struct child_cmp_ctx {
 	const struct nw_stacks *s;
 	const uint64_t *incl;
+	bool full;
 };
 
 static int cmp_child(const void *a, const void *b, void *arg)
@@ -135,7 +137,7 @@ static int cmp_child(const void *a, const void *b, void *arg)
 
 	if (c->incl[x] != c->incl[y])
 		return c->incl[x] > c->incl[y] ? -1 : 1;
-	r = strcmp(func_name(c->s, x), func_name(c->s, y));
+	r = strcmp(func_name(c->s, x, c->full), func_name(c->s, y, c->full));
 	if (r)
 		return r;
 	x = (uint32_t)c->s->tree->nodes[x].ip;
@@ -146,7 +148,7 @@ static int cmp_child(const void *a, const void *b, void *arg)
 int nw_view_tree(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o)
 {
 	const struct nw_cct *tree = s->tree;
-	struct child_cmp_ctx ctx = { .s = s };
+	struct child_cmp_ctx ctx = { .s = s, .full = o->full_names };
 	uint32_t *stack = NULL, *depth = NULL, sp = 0;
 	uint64_t total;
 	struct weights w;
@@ -196,7 +198,7 @@ int nw_view_tree(FILE *out, const struct nw_stacks *s, const struct nw_view_opts
 			continue;
 		fprintf(out, "%5.1f%%  %5.1f%%  %*s%s\n", pct(w.incl[node], total),
 			pct(self_of(&w, node), total), (int)(2 * (d < 1000000 ? d : 1000000)), "",
-			func_name(s, node));
+			func_name(s, node, o->full_names));
 		for (uint32_t c = tree->nodes[node].first_child; c != NW_CCT_NONE;
 		     c = tree->nodes[c].next_sibling) {
 			stack[sp] = c;
@@ -225,9 +227,15 @@ struct flat_row {
 	uint64_t self, cumul;
 };
 
+struct row_ctx {
+	const struct nw_frames *p;
+	bool full;
+};
+
 static int cmp_row(const void *a, const void *b, void *arg)
 {
-	const struct nw_frames *p = arg;
+	const struct row_ctx *c = arg;
+	const struct nw_frames *p = c->p;
 	const struct flat_row *x = a, *y = b;
 	int r;
 
@@ -235,7 +243,7 @@ static int cmp_row(const void *a, const void *b, void *arg)
 		return x->self > y->self ? -1 : 1;
 	if (x->cumul != y->cumul)
 		return x->cumul > y->cumul ? -1 : 1;
-	r = strcmp(p->v[x->func].name, p->v[y->func].name);
+	r = strcmp(nw_func_name(&p->v[x->func], c->full), nw_func_name(&p->v[y->func], c->full));
 	if (r)
 		return r;
 	return x->func < y->func ? -1 : x->func > y->func;
@@ -287,6 +295,7 @@ static int flat_sums(const struct nw_stacks *s, const struct weights *w, struct 
 
 int nw_view_flat(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o)
 {
+	struct row_ctx rc;
 	struct flat_row *rows = NULL;
 	uint32_t nfuncs = s->frames.n;
 	uint64_t total;
@@ -305,7 +314,8 @@ int nw_view_flat(FILE *out, const struct nw_stacks *s, const struct nw_view_opts
 	ret = flat_sums(s, &w, rows);
 	if (ret)
 		goto out;
-	qsort_r(rows, nfuncs, sizeof(*rows), cmp_row, (void *)&s->frames);
+	rc = (struct row_ctx){ &s->frames, o->full_names };
+	qsort_r(rows, nfuncs, sizeof(*rows), cmp_row, &rc);
 
 	print_totals(out, s, &w, o->metric);
 	fputs("\n SELF%  CUMUL%  FUNCTION\n", out);
@@ -315,7 +325,7 @@ int nw_view_flat(FILE *out, const struct nw_stacks *s, const struct nw_view_opts
 		if (!rows[i].cumul)
 			continue;
 		fprintf(out, "%5.1f%%  %5.1f%%  %s", pct(rows[i].self, total),
-			pct(rows[i].cumul, total), f->name);
+			pct(rows[i].cumul, total), nw_func_name(f, o->full_names));
 		if (f->file && f->line)
 			fprintf(out, " (%s:%u)", nw_basename(f->file), f->line);
 		else if (f->file)
@@ -390,9 +400,10 @@ int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_f
 			 d->unit == NW_UNIT_NANOSECONDS ? " s" : "");
 		fprintf(out, "  %14s", head);
 	}
-	fputc('\n', out);
+	fputs("  PROCESS\n", out);
 	for (uint32_t k = 0; k < n; k++) {
 		const struct nw_mthread *th = v[k].th;
+		const struct nw_mprocess *proc;
 
 		fprintf(out, "%8u %8u  %-16s %10llu  %5.1f%%", th->pid, th->tid,
 			th->comm ? th->comm : "", (unsigned long long)v[k].samples,
@@ -408,10 +419,116 @@ int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_f
 			else
 				fprintf(out, "  %14llu", (unsigned long long)sum);
 		}
+		/* One word, last: spaces of the name become '_' (as in thread frames). */
+		proc = nw_measurement_process(m, th->pid);
+		fputs("  ", out);
+		for (const char *c = proc && proc->comm && proc->comm[0] ? proc->comm : "?"; *c; c++)
+			fputc(*c == ' ' ? '_' : *c, out);
 		fputc('\n', out);
 	}
 	free(v);
 	return finish(out);
+}
+
+/* ---- modules ---- */
+
+struct module_row {
+	const char *name;
+	uint64_t self, cumul;
+};
+
+static int cmp_module(const void *a, const void *b)
+{
+	const struct module_row *x = a, *y = b;
+
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	if (x->cumul != y->cumul)
+		return x->cumul > y->cumul ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+int nw_view_modules(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o)
+{
+	const struct nw_cct *t = s->tree;
+	struct module_row *rows = calloc(s->frames.n + 1, sizeof(*rows));
+	uint32_t *mod_of = malloc((s->frames.n + 1) * sizeof(*mod_of));
+	uint32_t *onpath = NULL, nrows = 0, node;
+	struct weights w;
+	uint64_t total;
+	int ret;
+
+	ret = weights_init(&w, s, o->metric);
+	if (ret) {
+		free(rows);
+		free(mod_of);
+		return ret;
+	}
+	ret = -ENOMEM;
+	onpath = calloc(s->frames.n + 1, sizeof(*onpath));
+	if (!rows || !mod_of || !onpath)
+		goto out;
+	/* One row per module path; frames without one are "[unknown]". */
+	for (uint32_t f = 0; f < s->frames.n; f++) {
+		const struct nw_func *fn = &s->frames.v[f];
+		const char *name = fn->module ? fn->module : "[unknown]";
+		uint32_t r;
+
+		mod_of[f] = UINT32_MAX;
+		if (fn->kind == NW_FRAME_THREAD)
+			continue;
+		for (r = 0; r < nrows && strcmp(rows[r].name, name); r++)
+			;
+		if (r == nrows)
+			rows[nrows++].name = name;
+		mod_of[f] = r;
+	}
+	/* Cumulative: a module once per stack, as flat counts a function. */
+	node = t->nodes[NW_CCT_ROOT].first_child;
+	while (node != NW_CCT_NONE) {
+		uint32_t r = mod_of[t->nodes[node].ip];
+
+		if (r != UINT32_MAX) {
+			if (onpath[r]++ == 0)
+				rows[r].cumul += w.incl[node];
+			rows[r].self += self_of(&w, node);
+		}
+		if (t->nodes[node].first_child != NW_CCT_NONE) {
+			node = t->nodes[node].first_child;
+			continue;
+		}
+		for (;;) {
+			r = mod_of[t->nodes[node].ip];
+			if (r != UINT32_MAX)
+				onpath[r]--;
+			if (t->nodes[node].next_sibling != NW_CCT_NONE) {
+				node = t->nodes[node].next_sibling;
+				break;
+			}
+			node = t->nodes[node].parent;
+			if (node == NW_CCT_ROOT) {
+				node = NW_CCT_NONE;
+				break;
+			}
+		}
+	}
+	qsort(rows, nrows, sizeof(*rows), cmp_module);
+	total = w.incl[NW_CCT_ROOT];
+	print_totals(out, s, &w, o->metric);
+	fputs("\n SELF%  CUMUL%     SAMPLES  MODULE\n", out);
+	for (uint32_t r = 0; r < nrows; r++) {
+		if (!rows[r].cumul)
+			continue;
+		fprintf(out, "%5.1f%%  %5.1f%%  %10llu  %s\n", pct(rows[r].self, total),
+			pct(rows[r].cumul, total), (unsigned long long)rows[r].self, rows[r].name);
+	}
+	ret = finish(out);
+out:
+	free(rows);
+	free(mod_of);
+	free(onpath);
+	weights_fini(&w);
+	return ret;
 }
 
 /* ---- folded ---- */
@@ -443,7 +560,7 @@ static int cmp_fold(const void *a, const void *b, void *arg)
 	const struct nw_stacks *s = arg;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
-	return strcmp(func_name(s, x), func_name(s, y));
+	return strcmp(func_name(s, x, true), func_name(s, y, true));
 }
 
 /* Pushes a level of the children of the group @g (nodes [a, e)), sorted by name. */
@@ -501,8 +618,8 @@ int nw_view_folded(FILE *out, const struct nw_stacks *s, const struct nw_view_op
 			f.nlevels--;
 			continue;
 		}
-		name = func_name(s, f.nodes[g]);
-		for (e = g; e < l->end && !strcmp(func_name(s, f.nodes[e]), name); e++)
+		name = func_name(s, f.nodes[g], true);
+		for (e = g; e < l->end && !strcmp(func_name(s, f.nodes[e], true), name); e++)
 			self += self_of(&w, f.nodes[e]);
 		l->next = e;
 		nw_sb_truncate(&f.line, l->name_len);

@@ -3,6 +3,7 @@
 #ifndef NW_VIEWS_H
 #define NW_VIEWS_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "report/stacks.h"
@@ -10,6 +11,7 @@
 struct nw_view_opts {
 	double percent_limit; /* --tree: hide nodes below this inclusive share (percent) */
 	unsigned metric;      /* which metric of the tree to weigh by */
+	bool full_names;      /* whole function signatures, not report/names.h's readable form */
 };
 
 /*
@@ -24,7 +26,12 @@ int nw_view_tree(FILE *out, const struct nw_stacks *s, const struct nw_view_opts
 int nw_view_flat(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o);
 /* One line per thread of @m that @f selects: pid, tid, name, samples, share. */
 int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_filter *f);
-/* Folded stacks: root first, names joined by ';', a space, the count. */
+/* Folded stacks: root first, whole names joined by ';', a space, the count. */
 int nw_view_folded(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o);
+/*
+ * Shares per module (--by module): SELF% CUMUL% SAMPLES MODULE, a module
+ * counted once per stack in its cumulative share.
+ */
+int nw_view_modules(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o);
 
 #endif

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Demangling: tests/programs/cxx (g++) shows C++ names as written in the
-# source (ns::Worker::run(), ns::Counter<long>::tick(), a function template
-# with its signature), never as _Z symbols.  When rustc is installed, a
-# Rust program built here (no cargo) shows its demangled path.
+# source, never as _Z symbols: short in the text views (ns::Worker::run,
+# ns::Counter<long>::tick), whole with --full-names and in folded stacks (a
+# function template with its signature).  When rustc is installed, a Rust
+# program built here (no cargo) shows its demangled path.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -13,14 +14,31 @@ nw_check_measurement "$d"
 ok "complete"
 
 nw_report "$NW_TMP/flat" "$d" --flat
+nw_report "$NW_TMP/full" "$d" --flat --full-names
 nw_report "$NW_TMP/folded" "$d" --folded
 nw_report "$NW_TMP/tree" "$d" --tree
 
-check "--flat names the method, the class template member and the function template"
-for fn in 'ns::Worker::run()' 'ns::Counter<long>::tick()' \
-	'unsigned int ns::churn<unsigned int>(unsigned int)'; do
+# The text views show short names (no parameters, no return type), as
+# perf report and pprof do; --full-names and the folded stacks keep the
+# whole demangled signature.
+check "--flat names the method, the class template member and the function template, short"
+for fn in 'ns::Worker::run' 'ns::Counter<long>::tick' 'ns::churn<unsigned int>'; do
 	grep -Fq " $fn (cxx.cpp:" "$NW_TMP/flat" || {
 		nw_show "narwhal-report --flat" "$NW_TMP/flat"
+		fail "no row '$fn (cxx.cpp:LINE)'"
+	}
+	ok "$fn"
+done
+if grep -Fq '(unsigned int)' "$NW_TMP/flat"; then
+	nw_show "narwhal-report --flat" "$NW_TMP/flat"
+	fail "a parameter list is left in a short name"
+fi
+
+check "--flat --full-names shows the signatures"
+for fn in 'ns::Worker::run()' 'ns::Counter<long>::tick()' \
+	'unsigned int ns::churn<unsigned int>(unsigned int)'; do
+	grep -Fq " $fn (cxx.cpp:" "$NW_TMP/full" || {
+		nw_show "narwhal-report --flat --full-names" "$NW_TMP/full"
 		fail "no row '$fn (cxx.cpp:LINE)'"
 	}
 	ok "$fn"
@@ -39,7 +57,7 @@ nw_near "$share" 33 12 || {
 ok "$share%"
 
 check "no mangled C++ name anywhere in the reports"
-if grep -Eh '(^|[ ;])_Z[A-Za-z0-9_]+' "$NW_TMP/flat" "$NW_TMP/folded" "$NW_TMP/tree"; then
+if grep -Eh '(^|[ ;])_Z[A-Za-z0-9_]+' "$NW_TMP/flat" "$NW_TMP/full" "$NW_TMP/folded" "$NW_TMP/tree"; then
 	fail "a mangled name is left (above)"
 fi
 ok "none"

@@ -161,15 +161,16 @@ nw_flat_has() {
 
 # nw_threads_rows THREADSFILE : the data rows of a --threads report, as
 # "PID TID SAMPLES SHARE NAME" (share without %, name last since it may hold
-# spaces).  Rows are "PID TID NAME SAMPLES SHARE%"; header lines are skipped.
+# spaces).  Rows are "PID TID NAME SAMPLES SHARE% PROCESS" (PROCESS one word);
+# header lines are skipped.
 nw_threads_rows() {
 	awk '
-		$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 {
-			share = $NF; sub(/%$/, "", share)
+		$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 6 {
+			share = $(NF - 1); sub(/%$/, "", share)
 			name = $3
-			for (i = 4; i <= NF - 2; i++)
+			for (i = 4; i <= NF - 3; i++)
 				name = name " " $i
-			print $1, $2, $(NF - 1), share, name
+			print $1, $2, $(NF - 2), share, name
 		}' "$1"
 }
 

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where inside a function the weight is (narwhal-report --lines FUNC,
+ * --addresses FUNC; perf annotate's and pprof list's question), from the
+ * model's physical trees and the symbol table, which keeps the file and
+ * line of every frame of every sampled address: no binary is opened.
+ *
+ * Per source line of each function whose name matches: self (samples
+ * whose innermost frame is the function, at that line) and total (samples
+ * with the function anywhere on the stack, at the line it was at then;
+ * a line counted once per sample).  Code inlined into the function counts
+ * at the line of the function where it was inlined (the call site), and
+ * separately at the inlined callee's own lines.  With --addresses, the
+ * same per sampled instruction (module offset, callers at the call
+ * instruction).
+ */
+#ifndef NW_LINES_H
+#define NW_LINES_H
+
+#include <regex.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "model/measurement.h"
+#include "report/stacks.h"
+
+struct nw_lines_opts {
+	const regex_t *func;       /* the functions (whole names) to show */
+	unsigned metric;
+	bool sort;                 /* hottest first (else by line / address) */
+	bool addresses;            /* per instruction address, not per line */
+	bool full_names;
+	unsigned context;          /* source lines shown around sampled ones (0: 2) */
+};
+
+/*
+ * Writes the table of each matching function, with the source text beside
+ * the lines where the file is readable here.  0, -ENOENT when no sampled
+ * function matches, -EINVAL for a metric the model lacks, -ENOMEM, -EIO.
+ */
+int nw_view_lines(FILE *out, const struct nw_measurement *m, const struct nw_filter *f,
+		  const struct nw_lines_opts *o);
+
+#endif

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/* Readable function names; see names.h. */
+#include "report/names.h"
+
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Longest name shortened; longer ones are shown whole. */
+#define MAX_NAME 4096
+
+static bool ends_with(const char *s, size_t n, const char *suffix)
+{
+	size_t k = strlen(suffix);
+
+	return n >= k && !memcmp(s + n - k, suffix, k);
+}
+
+/* Drops " [clone .isra.0]" and C's ".constprop.0", ".isra.0", ".part.0", ".cold" suffixes. */
+static size_t strip_clones(const char *s, size_t n)
+{
+	static const char *const gcc[] = { ".isra", ".constprop", ".part", ".cold", ".lto_priv",
+					   ".localalias", ".llvm" };
+	bool again = true;
+
+	while (again) {
+		again = false;
+		while (n && s[n - 1] == ' ')
+			n--;
+		if (n && s[n - 1] == ']') {
+			size_t i = n - 1;
+
+			while (i && s[i] != '[')
+				i--;
+			if (i >= 1 && s[i - 1] == ' ' && !strncmp(s + i, "[clone ", 7)) {
+				n = i - 1;
+				again = true;
+				continue;
+			}
+		}
+		/* ".name" or ".name.123" at the end. */
+		for (size_t g = 0; g < sizeof(gcc) / sizeof(gcc[0]); g++) {
+			size_t k = strlen(gcc[g]), e = n;
+
+			while (e && isdigit((unsigned char)s[e - 1]))
+				e--;
+			if (e < n && e && s[e - 1] == '.')
+				e--;
+			else
+				e = n;
+			if (e >= k && !memcmp(s + e - k, gcc[g], k) && e - k > 0) {
+				n = e - k;
+				again = true;
+				break;
+			}
+		}
+	}
+	return n;
+}
+
+/* Drops a Rust legacy hash, "::h" and 16 hex digits. */
+static size_t strip_rust_hash(const char *s, size_t n)
+{
+	if (n < 19 || memcmp(s + n - 19, "::h", 3))
+		return n;
+	for (size_t i = n - 16; i < n; i++)
+		if (!isxdigit((unsigned char)s[i]))
+			return n;
+	return n - 19;
+}
+
+/*
+ * The nesting depth of <> and () before each byte of @s[0, n), in
+ * @depth, with operator names ("operator<<", "operator()") not counted.
+ * False when the brackets do not balance.
+ */
+static bool depths(const char *s, size_t n, int *depth)
+{
+	int d = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		depth[i] = d;
+		if (!strncmp(s + i, "operator", 8) && (i == 0 || !isalnum((unsigned char)s[i - 1]) ||
+						      s[i - 1] == ':')) {
+			size_t j = i + 8;
+
+			/* The operator's symbol belongs to its name. */
+			if (j < n && s[j] == '(' && j + 1 < n && s[j + 1] == ')')
+				j += 2;
+			else
+				while (j < n && strchr("<>=!+-*/%^&|~[],", s[j]))
+					j++;
+			for (size_t k = i + 1; k < j; k++)
+				depth[k] = d;
+			i = j - 1;
+			continue;
+		}
+		if (s[i] == '<' || s[i] == '(' || s[i] == '[' || s[i] == '{')
+			d++;
+		else if (s[i] == '>' || s[i] == ')' || s[i] == ']' || s[i] == '}')
+			d--;
+		if (d < 0)
+			return false;
+	}
+	return d == 0;
+}
+
+char *nw_short_name(const char *name, char *buf, size_t len)
+{
+	static const char *const quals[] = { " const", " volatile", " &&", " &", " noexcept" };
+	int depth[MAX_NAME];
+	size_t n = strlen(name), start = 0;
+	bool more = true;
+
+	if (!len)
+		return buf;
+	if (n >= MAX_NAME || n >= len) {
+		snprintf(buf, len, "%s", name);
+		return buf;
+	}
+	memcpy(buf, name, n + 1);
+	n = strip_clones(buf, n);
+	n = strip_rust_hash(buf, n);
+	if (!depths(buf, n, depth)) {
+		buf[n] = '\0';
+		return buf;
+	}
+	/* Qualifiers after the parameter list, then the list itself. */
+	while (more) {
+		more = false;
+		for (size_t q = 0; q < sizeof(quals) / sizeof(quals[0]); q++)
+			if (ends_with(buf, n, quals[q])) {
+				n -= strlen(quals[q]);
+				more = true;
+			}
+	}
+	if (n && buf[n - 1] == ')' && depth[n - 1] == 1) {
+		size_t i = n - 1;
+
+		while (i && !(buf[i] == '(' && depth[i] == 0))
+			i--;
+		/* "operator()" alone is a name, not a parameter list. */
+		if (buf[i] == '(' && depth[i] == 0 && i > 0)
+			n = i;
+	}
+	/* The return type: what precedes the last top-level space (not "operator new"). */
+	for (size_t i = n; i-- > 0;) {
+		size_t k = i;
+
+		if (buf[i] != ' ' || depth[i] != 0)
+			continue;
+		/* A space after "operator", "operator<" ...: part of the name. */
+		while (k && strchr("<>=!+-*/%^&|~[](),", buf[k - 1]))
+			k--;
+		if (k >= 8 && !strncmp(buf + k - 8, "operator", 8))
+			continue;
+		start = i + 1;
+		break;
+	}
+	memmove(buf, buf + start, n - start);
+	buf[n - start] = '\0';
+	return buf;
+}
