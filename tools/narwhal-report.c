@@ -12,44 +12,69 @@
 #include "export/pprof.h"
 #include "export/speedscope.h"
 #include "format/reader.h"
+#include "report/callers.h"
 #include "report/diff.h"
 #include "report/health.h"
+#include "report/lines.h"
 #include "report/recursion.h"
 #include "report/stacks.h"
+#include "report/transform.h"
 #include "report/views.h"
 #include "sections/join.h"
 #include "util/strbuf.h"
 
 /* VIEW_NONE: no view asked for; the tree, unless an export was asked for. */
 enum view { VIEW_TREE, VIEW_FLAT, VIEW_THREADS, VIEW_FOLDED, VIEW_HEALTH, VIEW_SECTIONS,
-	    VIEW_NONE };
+	    VIEW_CALLERS, VIEW_MODULES, VIEW_LINES, VIEW_ADDRESSES, VIEW_NONE };
+
+/* A regular expression of an option, compiled once the options are read. */
+struct pattern {
+	const char *text;
+	regex_t re;
+	bool compiled;
+};
+
+enum { PAT_FOCUS, PAT_IGNORE, PAT_HIDE, PAT_ROOT, PAT_FOCUS_MODULE, PAT_IGNORE_MODULE,
+       PAT_VIEW, PAT_COUNT };
+
+static const char *const pattern_option[PAT_COUNT] = {
+	"--focus", "--ignore", "--hide", "--root", "--focus-module", "--ignore-module", "",
+};
 
 struct report_opts {
 	enum view view;
-	const char *dir;
+	const char **dirs;      /* the measurements, merged (default narwhal.data) */
+	int ndirs;
+	const char **bases;     /* --diff BASE..., merged */
+	int nbases;
 	const char *output;
 	const char *metric;
 	bool fold_recursion;
 	bool per_thread;        /* --folded, --flamegraph: each thread a root frame */
+	bool inverted;          /* --tree, --folded, --flamegraph bottom-up */
+	bool sort;              /* --lines, --addresses: hottest first */
 	const char *pprof, *speedscope, *flamegraph; /* export files */
-	const char *diff_base;  /* --diff BASE: compare DIR with BASE */
 	struct nw_filter filter;
+	struct pattern pat[PAT_COUNT]; /* PAT_VIEW: --callers, --lines, --addresses */
+	struct nw_stack_filter stack_filter;
 	struct nw_view_opts view_opts;
 	bool by_section;        /* samples below [section NAME] frames (doc/SECTIONS.md) */
 };
 
-/* One measurement read for the report, with what the options need of it. */
+/* One measurement (the directories merged) read for the report. */
 struct loaded {
-	const char *dir;
+	const char *dir;        /* the first, to name in messages */
 	struct nw_measurement *m;
 	struct nw_sections *sections; /* --sections, --by-section: DIR/sections */
 	unsigned metric;
 };
 
-enum { OPT_TREE = 256, OPT_FLAT, OPT_THREADS, OPT_FOLDED, OPT_TID, OPT_COMM, OPT_METRIC,
-       OPT_PERCENT, OPT_VERSION, OPT_FOLD_RECURSION, OPT_STACK_HEALTH, OPT_PPROF,
+enum { OPT_TREE = 256, OPT_FLAT, OPT_THREADS, OPT_FOLDED, OPT_TID, OPT_PID, OPT_COMM,
+       OPT_METRIC, OPT_PERCENT, OPT_VERSION, OPT_FOLD_RECURSION, OPT_STACK_HEALTH, OPT_PPROF,
        OPT_SPEEDSCOPE, OPT_FLAMEGRAPH, OPT_PER_THREAD, OPT_DIFF, OPT_SECTIONS,
-       OPT_BY_SECTION };
+       OPT_BY_SECTION, OPT_BY, OPT_CALLERS, OPT_INVERTED, OPT_FOCUS, OPT_IGNORE, OPT_HIDE,
+       OPT_ROOT, OPT_FOCUS_MODULE, OPT_IGNORE_MODULE, OPT_LINES, OPT_ADDRESSES, OPT_SORT,
+       OPT_FULL_NAMES };
 
 static const struct option long_opts[] = {
 	{ "tree", no_argument, NULL, OPT_TREE },
@@ -57,6 +82,20 @@ static const struct option long_opts[] = {
 	{ "threads", no_argument, NULL, OPT_THREADS },
 	{ "folded", no_argument, NULL, OPT_FOLDED },
 	{ "stack-health", no_argument, NULL, OPT_STACK_HEALTH },
+	{ "callers", required_argument, NULL, OPT_CALLERS },
+	{ "peek", required_argument, NULL, OPT_CALLERS },
+	{ "by", required_argument, NULL, OPT_BY },
+	{ "lines", required_argument, NULL, OPT_LINES },
+	{ "addresses", required_argument, NULL, OPT_ADDRESSES },
+	{ "sort", no_argument, NULL, OPT_SORT },
+	{ "inverted", no_argument, NULL, OPT_INVERTED },
+	{ "focus", required_argument, NULL, OPT_FOCUS },
+	{ "ignore", required_argument, NULL, OPT_IGNORE },
+	{ "hide", required_argument, NULL, OPT_HIDE },
+	{ "root", required_argument, NULL, OPT_ROOT },
+	{ "focus-module", required_argument, NULL, OPT_FOCUS_MODULE },
+	{ "ignore-module", required_argument, NULL, OPT_IGNORE_MODULE },
+	{ "full-names", no_argument, NULL, OPT_FULL_NAMES },
 	{ "fold-recursion", no_argument, NULL, OPT_FOLD_RECURSION },
 	{ "pprof", required_argument, NULL, OPT_PPROF },
 	{ "speedscope", required_argument, NULL, OPT_SPEEDSCOPE },
@@ -66,6 +105,7 @@ static const struct option long_opts[] = {
 	{ "sections", no_argument, NULL, OPT_SECTIONS },
 	{ "by-section", no_argument, NULL, OPT_BY_SECTION },
 	{ "tid", required_argument, NULL, OPT_TID },
+	{ "pid", required_argument, NULL, OPT_PID },
 	{ "comm", required_argument, NULL, OPT_COMM },
 	{ "thread", required_argument, NULL, OPT_COMM },
 	{ "metric", required_argument, NULL, OPT_METRIC },
@@ -78,25 +118,38 @@ static const struct option long_opts[] = {
 
 static void usage(FILE *f)
 {
-	fputs("Usage: narwhal-report [OPTIONS] [DIR]\n"
-	      "Reports the measurement in DIR (default narwhal.data).\n"
+	fputs("Usage: narwhal-report [OPTIONS] [DIR...]\n"
+	      "Reports the measurement in DIR (default narwhal.data); several are merged.\n"
 	      "\n"
 	      "Views:\n"
 	      "  --tree               call tree, inclusive and self (default)\n"
 	      "  --flat               functions by self, with cumulative share\n"
-	      "  --threads            one line per thread\n"
+	      "  --threads            one line per thread, most samples first\n"
 	      "  --folded             folded stacks (flamegraph.pl input)\n"
+	      "  --callers RE         who calls the functions matching RE, through which\n"
+	      "                       paths (also --peek RE)\n"
+	      "  --by module          shares per module (the program, libc, ...)\n"
+	      "  --lines RE           per source line of the functions matching RE\n"
+	      "  --addresses RE       per sampled instruction of the functions matching RE\n"
 	      "  --stack-health       how many stacks are complete, where unwinding stops\n"
 	      "  --sections           instrumented sections (narwhal.h): tree with counts,\n"
 	      "                       times and the samples taken inside each\n"
-	      "Options:\n"
-	      "  --tid N              only thread N\n"
+	      "Selecting and shaping (every view and export):\n"
+	      "  --tid N, --pid N     only thread N, only process N\n"
 	      "  --comm NAME          only threads named NAME (also --thread NAME)\n"
+	      "  --focus RE           only samples with a frame matching RE (pprof's -focus)\n"
+	      "  --ignore RE          without the samples with a frame matching RE\n"
+	      "  --hide RE            remove the frames matching RE from the stacks\n"
+	      "  --root RE            cut each stack above its first frame matching RE\n"
+	      "  --focus-module RE, --ignore-module RE  the same by module path\n"
+	      "  --inverted           --tree, --folded, flame graph bottom-up (leaf first)\n"
 	      "  --metric NAME        weigh by metric or event NAME (default: samples)\n"
-	      "  --percent-limit P    --tree: hide nodes below P% inclusive (default 0.5)\n"
+	      "  --percent-limit P    --tree, --callers: hide nodes below P% (default 0.5)\n"
 	      "  --fold-recursion     one node per function on each path (recursion folded)\n"
 	      "  --by-section         samples taken inside instrumented sections below\n"
 	      "                       [section NAME] frames (views, exports, --diff)\n"
+	      "  --sort               --lines, --addresses: hottest first\n"
+	      "  --full-names         whole C++/Rust signatures, not the readable names\n"
 	      "  -o, --output FILE    write the view to FILE\n"
 	      "  -h, --help           this help\n"
 	      "      --version        print the version\n"
@@ -105,21 +158,76 @@ static void usage(FILE *f)
 	      "  --speedscope FILE    speedscope JSON, one profile per thread\n"
 	      "  --flamegraph FILE    SVG flame graph (click to zoom, search box)\n"
 	      "  --per-thread         each thread a root frame, name-tid (--folded, --flamegraph)\n"
-	      "Comparing two measurements:\n"
-	      "  --diff BASE DIR      change in share per calling context from BASE to DIR;\n"
-	      "                       with --folded: \"stack BASE NEW\" lines (difffolded),\n"
-	      "                       with --flamegraph FILE: a differential flame graph\n",
+	      "Comparing measurements:\n"
+	      "  --diff BASE DIR      change in share per calling context from BASE to DIR\n"
+	      "                       (--diff repeated: the bases merged); with --folded:\n"
+	      "                       \"stack BASE NEW\" lines (difffolded), with --flamegraph\n"
+	      "                       FILE: a differential flame graph\n",
 	      f);
+}
+
+static int parse_id(const char *opt, const char *arg, int64_t *ret)
+{
+	char *end;
+
+	errno = 0;
+	*ret = strtoll(arg, &end, 10);
+	if (errno || end == arg || *end || *ret < 0 || *ret > UINT32_MAX) {
+		fprintf(stderr, "narwhal-report: %s: not an id: %s\n", opt, arg);
+		return 2;
+	}
+	return -1;
+}
+
+static int add_dir(const char ***v, int *n, const char *dir)
+{
+	const char **nv = realloc(*v, (size_t)(*n + 1) * sizeof(*nv));
+
+	if (!nv)
+		return 1;
+	*v = nv;
+	nv[(*n)++] = dir;
+	return -1;
+}
+
+/* Compiles the patterns given: -1 to go on, else the exit status. */
+static int compile_patterns(struct report_opts *o)
+{
+	const regex_t **slot[PAT_COUNT] = {
+		&o->stack_filter.focus,	       &o->stack_filter.ignore, &o->stack_filter.hide,
+		&o->stack_filter.root,	       &o->stack_filter.focus_module,
+		&o->stack_filter.ignore_module, NULL,
+	};
+
+	for (int i = 0; i < PAT_COUNT; i++) {
+		struct pattern *p = &o->pat[i];
+		char msg[256];
+		int rc;
+
+		if (!p->text)
+			continue;
+		rc = regcomp(&p->re, p->text, REG_EXTENDED | REG_NOSUB);
+		if (rc) {
+			regerror(rc, &p->re, msg, sizeof(msg));
+			fprintf(stderr, "narwhal-report: %s: not a regular expression: %s (%s)\n",
+				pattern_option[i][0] ? pattern_option[i] : "pattern", p->text, msg);
+			return 2;
+		}
+		p->compiled = true;
+		if (slot[i])
+			*slot[i] = &p->re;
+	}
+	return -1;
 }
 
 /* Parses the command line; returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, struct report_opts *o)
 {
 	char *end;
-	int c;
+	int c, ret = -1;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:h", long_opts, NULL)) != -1) {
+	while (ret < 0 && (c = getopt_long(argc, argv, ":o:h", long_opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_TREE:
 			o->view = VIEW_TREE;
@@ -135,6 +243,46 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 			break;
 		case OPT_STACK_HEALTH:
 			o->view = VIEW_HEALTH;
+			break;
+		case OPT_CALLERS:
+			o->view = VIEW_CALLERS;
+			o->pat[PAT_VIEW].text = optarg;
+			break;
+		case OPT_LINES:
+			o->view = VIEW_LINES;
+			o->pat[PAT_VIEW].text = optarg;
+			break;
+		case OPT_ADDRESSES:
+			o->view = VIEW_ADDRESSES;
+			o->pat[PAT_VIEW].text = optarg;
+			break;
+		case OPT_BY:
+			if (!strcmp(optarg, "module")) {
+				o->view = VIEW_MODULES;
+			} else if (!strcmp(optarg, "section")) {
+				o->by_section = true;
+			} else {
+				fprintf(stderr, "narwhal-report: --by: module or section, not %s\n",
+					optarg);
+				ret = 2;
+			}
+			break;
+		case OPT_SORT:
+			o->sort = true;
+			break;
+		case OPT_INVERTED:
+			o->inverted = true;
+			break;
+		case OPT_FOCUS:
+		case OPT_IGNORE:
+		case OPT_HIDE:
+		case OPT_ROOT:
+		case OPT_FOCUS_MODULE:
+		case OPT_IGNORE_MODULE:
+			o->pat[c - OPT_FOCUS].text = optarg;
+			break;
+		case OPT_FULL_NAMES:
+			o->view_opts.full_names = true;
 			break;
 		case OPT_FOLD_RECURSION:
 			o->fold_recursion = true;
@@ -152,7 +300,7 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 			o->per_thread = true;
 			break;
 		case OPT_DIFF:
-			o->diff_base = optarg;
+			ret = add_dir(&o->bases, &o->nbases, optarg);
 			break;
 		case OPT_SECTIONS:
 			o->view = VIEW_SECTIONS;
@@ -161,14 +309,10 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 			o->by_section = true;
 			break;
 		case OPT_TID:
-			errno = 0;
-			o->filter.tid = strtoll(optarg, &end, 10);
-			if (errno || end == optarg || *end || o->filter.tid < 0 ||
-			    o->filter.tid > UINT32_MAX) {
-				fprintf(stderr, "narwhal-report: --tid: not a thread id: %s\n",
-					optarg);
-				return 2;
-			}
+			ret = parse_id("--tid", optarg, &o->filter.tid);
+			break;
+		case OPT_PID:
+			ret = parse_id("--pid", optarg, &o->filter.pid);
 			break;
 		case OPT_COMM:
 			o->filter.comm = optarg;
@@ -184,7 +328,7 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 				fprintf(stderr,
 					"narwhal-report: --percent-limit: not a percentage: %s\n",
 					optarg);
-				return 2;
+				ret = 2;
 			}
 			break;
 		case 'o':
@@ -207,33 +351,59 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 			return 2;
 		}
 	}
-	if (argc - optind > 1) {
-		fprintf(stderr, "narwhal-report: one measurement directory at most, got %d\n",
-			argc - optind);
-		fputs("Try 'narwhal-report --help'.\n", stderr);
-		return 2;
+	if (ret >= 0)
+		return ret;
+	for (; optind < argc && ret < 0; optind++)
+		ret = add_dir(&o->dirs, &o->ndirs, argv[optind]);
+	if (ret < 0 && !o->ndirs)
+		ret = add_dir(&o->dirs, &o->ndirs, "narwhal.data");
+	if (ret >= 0) {
+		fprintf(stderr, "narwhal-report: out of memory\n");
+		return ret;
 	}
-	if (optind < argc)
-		o->dir = argv[optind];
-	return -1;
+	return compile_patterns(o);
 }
 
-/* Reads @dir (and its sections when asked); 0, else the exit status after telling the user. */
-static int load(const struct report_opts *o, const char *dir, struct loaded *l)
+static void opts_fini(struct report_opts *o)
+{
+	for (int i = 0; i < PAT_COUNT; i++)
+		if (o->pat[i].compiled)
+			regfree(&o->pat[i].re);
+	free(o->dirs);
+	free(o->bases);
+}
+
+/* Reads @dirs, merged (and the sections when asked); 0, else the exit status after telling the user. */
+static int load(const struct report_opts *o, const char **dirs, int ndirs, struct loaded *l)
 {
 	char err[1024];
 	int ret, metric;
 
 	memset(l, 0, sizeof(*l));
-	l->dir = dir;
-	ret = nw_measurement_read(dir, &l->m, err, sizeof(err));
-	if (ret) {
-		fprintf(stderr, "narwhal-report: %s\n", err[0] ? err : strerror(-ret));
-		return 1;
+	l->dir = dirs[0];
+	for (int i = 0; i < ndirs; i++) {
+		struct nw_measurement *m;
+
+		ret = nw_measurement_read(dirs[i], &m, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "narwhal-report: %s\n", err[0] ? err : strerror(-ret));
+			return 1;
+		}
+		if (!l->m) {
+			l->m = m;
+			continue;
+		}
+		ret = nw_measurement_merge(l->m, m, err, sizeof(err));
+		nw_measurement_free(m);
+		if (ret) {
+			fprintf(stderr, "narwhal-report: cannot merge %s with %s: %s\n", dirs[i],
+				dirs[0], err);
+			return ret == -EINVAL ? 2 : 1;
+		}
 	}
 	metric = nw_measurement_find_metric(l->m, o->metric);
 	if (metric < 0) {
-		fprintf(stderr, "narwhal-report: %s: no metric %s; the measurement has:", dir,
+		fprintf(stderr, "narwhal-report: %s: no metric %s; the measurement has:", l->dir,
 			o->metric ? o->metric : "");
 		for (unsigned i = 0; i < l->m->nmetrics; i++)
 			fprintf(stderr, " %s", l->m->metrics[i].name);
@@ -242,7 +412,12 @@ static int load(const struct report_opts *o, const char *dir, struct loaded *l)
 	}
 	l->metric = (unsigned)metric;
 	if (o->view == VIEW_SECTIONS || o->by_section) {
-		ret = nw_sections_load(dir, &l->sections, err, sizeof(err));
+		if (ndirs > 1) {
+			fprintf(stderr, "narwhal-report: --sections and --by-section read one "
+					"measurement, not %d\n", ndirs);
+			return 2;
+		}
+		ret = nw_sections_load(l->dir, &l->sections, err, sizeof(err));
 		if (ret) {
 			fprintf(stderr, "narwhal-report: %s\n", err);
 			return 1;
@@ -259,12 +434,13 @@ static void unload(struct loaded *l)
 
 /*
  * The stacks the views and the graphs show: merged or per thread, split by
- * section, recursion folded.  @last: nothing reads the model's trees after
- * this, so they are freed once the stacks are built (a large measurement
- * and its stacks are then not both held).  NULL after telling the user.
+ * section, recursion folded, --focus and the like applied, turned bottom
+ * up with @inverted.  @last: nothing reads the model's trees after this, so
+ * they are freed once the stacks are built (a large measurement and its
+ * stacks are then not both held).  NULL after telling the user.
  */
 static struct nw_stacks *report_stacks(const struct report_opts *o, const struct loaded *l,
-				       bool per_thread, bool last)
+				       bool per_thread, bool inverted, bool last)
 {
 	struct nw_stacks_opts so = { .filter = &o->filter, .per_thread = per_thread };
 	struct nw_stacks *s = nw_stacks_new(l->m, l->m->nmetrics);
@@ -287,12 +463,31 @@ static struct nw_stacks *report_stacks(const struct report_opts *o, const struct
 		else
 			ret = -ENOMEM;
 	}
+	if (!ret && nw_stack_filter_active(&o->stack_filter))
+		ret = nw_stacks_filter(s, &o->stack_filter);
+	if (!ret && inverted)
+		ret = nw_stacks_invert(s);
 	if (ret) {
 		fprintf(stderr, "narwhal-report: %s: %s\n", l->dir, strerror(-ret));
 		nw_stacks_free(s);
 		return NULL;
 	}
 	return s;
+}
+
+static int run_lines(FILE *out, const struct report_opts *o, const struct loaded *l)
+{
+	struct nw_lines_opts lo = { .func = &o->pat[PAT_VIEW].re, .metric = o->view_opts.metric,
+				    .sort = o->sort, .addresses = o->view == VIEW_ADDRESSES,
+				    .full_names = o->view_opts.full_names };
+	int ret = nw_view_lines(out, l->m, &o->filter, &lo);
+
+	if (ret == -ENOENT) {
+		fprintf(stderr, "narwhal-report: %s: no sampled function matches %s\n", l->dir,
+			o->pat[PAT_VIEW].text);
+		return 1;
+	}
+	return ret;
 }
 
 static int run_view(FILE *out, const struct report_opts *o, const struct loaded *l)
@@ -304,9 +499,12 @@ static int run_view(FILE *out, const struct report_opts *o, const struct loaded 
 		return nw_view_threads(out, l->m, &o->filter);
 	if (o->view == VIEW_SECTIONS)
 		return nw_sections_view(out, l->sections, l->m, &o->filter, o->view_opts.metric);
-	s = report_stacks(o, l, o->per_thread || o->view == VIEW_HEALTH, true);
+	if (o->view == VIEW_LINES || o->view == VIEW_ADDRESSES)
+		return run_lines(out, o, l);
+	s = report_stacks(o, l, o->per_thread || o->view == VIEW_HEALTH,
+			  o->inverted && (o->view == VIEW_TREE || o->view == VIEW_FOLDED), true);
 	if (!s)
-		return -ENOMEM;
+		return 1;
 	switch (o->view) {
 	case VIEW_HEALTH: {
 		struct nw_health *h;
@@ -317,6 +515,17 @@ static int run_view(FILE *out, const struct report_opts *o, const struct loaded 
 		nw_health_free(h);
 		break;
 	}
+	case VIEW_CALLERS:
+		ret = nw_view_callers(out, s, &o->pat[PAT_VIEW].re, &o->view_opts);
+		if (ret == -ENOENT) {
+			fprintf(stderr, "narwhal-report: %s: no function matches %s\n", l->dir,
+				o->pat[PAT_VIEW].text);
+			ret = 1;
+		}
+		break;
+	case VIEW_MODULES:
+		ret = nw_view_modules(out, s, &o->view_opts);
+		break;
 	case VIEW_FLAT:
 		ret = nw_view_flat(out, s, &o->view_opts);
 		break;
@@ -369,9 +578,10 @@ static int write_flamegraph(const char *path, const struct nw_stacks *s,
 	return close_out(f, path, nw_flamegraph_write(f, s, fo));
 }
 
-static int write_pprof(const struct report_opts *o, const struct loaded *l)
+static int write_pprof(const struct report_opts *o, const struct loaded *l, bool last)
 {
 	struct nw_split *split = NULL;
+	struct nw_stacks *s = NULL;
 	struct nw_pprof_file *pf;
 	struct nw_pprof *b;
 	char err[1024] = "";
@@ -381,14 +591,21 @@ static int write_pprof(const struct report_opts *o, const struct loaded *l)
 		fprintf(stderr, "narwhal-report: %s\n", err);
 		return 1;
 	}
-	if (o->by_section)
-		ret = nw_sections_split(l->sections, l->m, nw_pprof_frames(b), &split);
-	if (!ret)
-		ret = nw_pprof_add(b, &o->filter, split);
+	if (nw_stack_filter_active(&o->stack_filter) || o->fold_recursion) {
+		/* Frames hidden, cut or folded are no addresses any more: frames as locations. */
+		s = report_stacks(o, l, true, false, last);
+		ret = s ? nw_pprof_add_stacks(b, s) : -ENOMEM;
+	} else {
+		if (o->by_section)
+			ret = nw_sections_split(l->sections, l->m, nw_pprof_frames(b), &split);
+		if (!ret)
+			ret = nw_pprof_add(b, &o->filter, split);
+	}
 	ret = nw_pprof_close(b, pf, ret, err, sizeof(err));
 	if (ret)
 		fprintf(stderr, "narwhal-report: %s\n", err);
 	nw_split_free(split);
+	nw_stacks_free(s);
 	return ret ? 1 : 0;
 }
 
@@ -396,15 +613,16 @@ static int write_pprof(const struct report_opts *o, const struct loaded *l)
 static int run_exports(const struct report_opts *o, const struct loaded *l)
 {
 	unsigned metric = o->view_opts.metric;
+	bool view = o->view != VIEW_NONE;
 	struct nw_stacks *s;
 	int ret;
 
-	if (o->pprof && write_pprof(o, l))
+	if (o->pprof && write_pprof(o, l, !o->speedscope && !o->flamegraph && !view))
 		return 1;
 	if (o->speedscope) {
 		FILE *f;
 
-		s = report_stacks(o, l, true, !o->flamegraph && o->view == VIEW_NONE);
+		s = report_stacks(o, l, true, false, !o->flamegraph && !view);
 		if (!s)
 			return 1;
 		f = open_out(o->speedscope);
@@ -418,12 +636,14 @@ static int run_exports(const struct report_opts *o, const struct loaded *l)
 			return 1;
 	}
 	if (o->flamegraph) {
-		struct nw_flamegraph_opts fo = { .title = "Flame Graph", .metric = metric,
+		struct nw_flamegraph_opts fo = { .title = o->inverted ? "Flame Graph (inverted)"
+								       : "Flame Graph",
+						 .metric = metric,
 						 .unit = nw_export_unit(&l->m->metrics[metric]),
 						 .base_metric = -1 };
 		char *subtitle;
 
-		s = report_stacks(o, l, o->per_thread, o->view == VIEW_NONE);
+		s = report_stacks(o, l, o->per_thread, o->inverted, !view);
 		if (!s)
 			return 1;
 		subtitle = nw_export_subtitle(s, metric);
@@ -443,12 +663,24 @@ static int run_exports(const struct report_opts *o, const struct loaded *l)
 	return 0;
 }
 
+/* "a,b,c" of @n names, into @buf. */
+static const char *names_of(const char **v, int n, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < n && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? "," : "", v[i]);
+	return buf;
+}
+
 /* narwhal-report --diff BASE DIR: the exit status. */
 static int run_diff(const struct report_opts *o)
 {
 	struct loaded base = { 0 }, new = { 0 };
 	struct nw_stacks *bs = NULL, *ns = NULL;
 	struct nw_diff *d = NULL;
+	char bname[1024], nname[1024];
 	FILE *out = stdout;
 	int ret;
 
@@ -459,14 +691,16 @@ static int run_diff(const struct report_opts *o)
 		      stderr);
 		return 2;
 	}
-	ret = load(o, o->diff_base, &base);
+	names_of(o->bases, o->nbases, bname, sizeof(bname));
+	names_of(o->dirs, o->ndirs, nname, sizeof(nname));
+	ret = load(o, o->bases, o->nbases, &base);
 	if (!ret)
-		ret = load(o, o->dir, &new);
+		ret = load(o, o->dirs, o->ndirs, &new);
 	if (ret)
 		goto out;
 	ret = 1;
-	bs = report_stacks(o, &base, false, true);
-	ns = bs ? report_stacks(o, &new, false, true) : NULL;
+	bs = report_stacks(o, &base, false, false, true);
+	ns = bs ? report_stacks(o, &new, false, false, true) : NULL;
 	if (!bs || !ns)
 		goto out;
 	if (nw_diff_new(bs, base.metric, ns, new.metric, &d)) {
@@ -478,9 +712,8 @@ static int run_diff(const struct report_opts *o)
 						 .metric = NW_DIFF_NEW,
 						 .unit = nw_export_unit(&new.m->metrics[new.metric]),
 						 .base_metric = NW_DIFF_BASE };
-		char *subtitle = nw_strdup_printf("%s -> %s (%s): red grew, blue shrank",
-						  o->diff_base, o->dir,
-						  new.m->metrics[new.metric].name);
+		char *subtitle = nw_strdup_printf("%s -> %s (%s): red grew, blue shrank", bname,
+						  nname, new.m->metrics[new.metric].name);
 
 		if (!subtitle) {
 			fprintf(stderr, "narwhal-report: %s: %s\n", o->flamegraph,
@@ -504,9 +737,8 @@ static int run_diff(const struct report_opts *o)
 			goto out;
 		}
 	}
-	ret = o->view == VIEW_FOLDED
-		      ? nw_diff_folded(out, d)
-		      : nw_diff_view(out, d, o->view_opts.percent_limit, o->diff_base, o->dir);
+	ret = o->view == VIEW_FOLDED ? nw_diff_folded(out, d)
+				     : nw_diff_view(out, d, o->view_opts.percent_limit, bname, nname);
 	if (out != stdout)
 		ret = close_out(out, o->output, ret);
 	else if (ret)
@@ -520,67 +752,82 @@ out:
 	return ret;
 }
 
-int main(int argc, char **argv)
+/* The view and exports asked for: the exit status. */
+static int report(struct report_opts *o)
 {
-	struct report_opts o = {
-		.view = VIEW_NONE,
-		.dir = "narwhal.data",
-		.filter = { .tid = -1, .pid = -1 },
-		.view_opts = { .percent_limit = 0.5 },
-	};
 	struct loaded l = { 0 };
 	FILE *out = stdout;
 	int ret, matched = 0;
 
-	ret = parse_args(argc, argv, &o);
-	if (ret >= 0)
-		return ret;
-	if (o.by_section && (o.view == VIEW_SECTIONS || o.view == VIEW_HEALTH)) {
-		fprintf(stderr, "narwhal-report: --by-section does not apply to %s\n",
-			o.view == VIEW_SECTIONS ? "--sections" : "--stack-health");
-		return 2;
-	}
-	if (o.diff_base)
-		return run_diff(&o);
-
-	ret = load(&o, o.dir, &l);
+	ret = load(o, o->dirs, o->ndirs, &l);
 	if (ret)
 		goto out;
-	o.view_opts.metric = l.metric;
+	o->view_opts.metric = l.metric;
 	for (uint32_t i = 0; i < l.m->nthreads; i++)
-		matched += nw_filter_thread(&o.filter, &l.m->threads[i]);
-	if (!matched && (o.filter.tid >= 0 || o.filter.comm)) {
+		matched += nw_filter_thread(&o->filter, &l.m->threads[i]);
+	if (!matched && (o->filter.tid >= 0 || o->filter.pid >= 0 || o->filter.comm)) {
 		fprintf(stderr, "narwhal-report: %s: no thread matches the filter; "
 				"see narwhal-report --threads\n",
-			o.dir);
+			l.dir);
 		ret = 1;
 		goto out;
 	}
-
-	if (wants_export(&o)) {
-		ret = run_exports(&o, &l);
-		if (ret || o.view == VIEW_NONE)
+	if (wants_export(o)) {
+		ret = run_exports(o, &l);
+		if (ret || o->view == VIEW_NONE)
 			goto out;
 	}
-	if (o.view == VIEW_NONE)
-		o.view = VIEW_TREE;
-	if (o.output) {
-		out = fopen(o.output, "w");
+	if (o->view == VIEW_NONE)
+		o->view = VIEW_TREE;
+	if (o->output) {
+		out = fopen(o->output, "w");
 		if (!out) {
-			fprintf(stderr, "narwhal-report: %s: %s\n", o.output, strerror(errno));
+			fprintf(stderr, "narwhal-report: %s: %s\n", o->output, strerror(errno));
 			ret = 1;
 			goto out;
 		}
 	}
-	ret = run_view(out, &o, &l);
+	ret = run_view(out, o, &l);
 	if (out != stdout && fclose(out) != 0 && !ret)
 		ret = -EIO;
-	if (ret) {
-		fprintf(stderr, "narwhal-report: %s: %s\n", o.output ? o.output : "stdout",
+	/* Negative: an errno not told yet; positive: told already. */
+	if (ret < 0) {
+		fprintf(stderr, "narwhal-report: %s: %s\n", o->output ? o->output : "stdout",
 			strerror(-ret));
 		ret = 1;
 	}
 out:
 	unload(&l);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct report_opts o = {
+		.view = VIEW_NONE,
+		.filter = { .tid = -1, .pid = -1 },
+		.view_opts = { .percent_limit = 0.5 },
+	};
+	int ret;
+
+	ret = parse_args(argc, argv, &o);
+	if (ret >= 0)
+		goto out;
+	if (o.by_section && (o.view == VIEW_SECTIONS || o.view == VIEW_HEALTH)) {
+		fprintf(stderr, "narwhal-report: --by-section does not apply to %s\n",
+			o.view == VIEW_SECTIONS ? "--sections" : "--stack-health");
+		ret = 2;
+		goto out;
+	}
+	if ((o.view == VIEW_LINES || o.view == VIEW_ADDRESSES) &&
+	    (nw_stack_filter_active(&o.stack_filter) || o.inverted || o.by_section)) {
+		fputs("narwhal-report: --lines and --addresses read the recorded stacks: --focus, "
+		      "--hide, --inverted and --by-section do not apply\n", stderr);
+		ret = 2;
+		goto out;
+	}
+	ret = o.nbases ? run_diff(&o) : report(&o);
+out:
+	opts_fini(&o);
 	return ret;
 }
