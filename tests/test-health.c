@@ -206,6 +206,8 @@ static void test_fp_classify(void **state)
 	assert_int_equal(h->stops[2].samples, 2);
 	assert_string_equal(h->stops[2].func, "[unknown]");
 
+	for (uint32_t i = 0; i < h->nstops; i++)
+		assert_int_equal(h->stops[i].cause, NW_STOP_FP);
 	/* fp remedies: dwarf for libraries, frame pointers for the program. */
 	nw_health_remedy(h, &h->stops[0], buf, sizeof(buf));
 	assert_non_null(strstr(buf, "record with --call-graph dwarf"));
@@ -297,10 +299,11 @@ static void test_dwarf(void **state)
 	struct nw_mthread *th;
 	struct nw_health *h = NULL;
 	struct nw_strbuf b = {0};
-	uint64_t *sps = calloc(600, sizeof(*sps));
+	uint64_t *sps = calloc(600, sizeof(*sps)), *near = calloc(600, sizeof(*near));
 	char buf[256];
 
 	assert_non_null(sps);
+	assert_non_null(near);
 	p = new_profile("dwarf", 16384, 0);
 	set_facts(p, WITH_CFI, true, true);
 	set_facts(p, NO_CFI, true, false);
@@ -318,52 +321,83 @@ static void test_dwarf(void **state)
 	/* 511 frames: below it; stopped in a module with CFI. */
 	repeat(&b, "deep2@" WITH_CFI, 511);
 	put(p, th, &b, sps, 4);
-	/* 600 symbolic frames, 300 physical (pairs share a tag): an inline chain, not truncated. */
+	/*
+	 * 600 symbolic frames, 300 physical (pairs share a tag): an inline
+	 * chain, not truncated; 32 bytes a frame, inside the copy.
+	 */
+	for (unsigned i = 0; i < 600; i++)
+		near[i] = 0x7fff0000 - 0x20 * i;
 	repeat(&b, "inl@" NO_CFI, 150);
 	repeat(&b, "inl2@" NO_CFI, 150);
-	put(p, th, &b, sps, 3);
+	put(p, th, &b, near, 3);
 	repeat(&b, "gone@" GONE, 1);
 	put(p, th, &b, NULL, 2);
 	repeat(&b, "[unknown]", 1);
 	put(p, th, &b, NULL, 1);
+	/* JIT code: named by a perf map (it has no CFI), and not named. */
+	repeat(&b, "jitted@//anon", 1);
+	put(p, th, &b, NULL, 7);
+	repeat(&b, "?code@//anon", 1);
+	put(p, th, &b, NULL, 6);
 	nw_sb_fini(&b);
 
 	assert_int_equal(classify(p, NULL, &h), 0);
 	assert_true(h->dwarf);
 	assert_int_equal(h->max_stack, NW_HEALTH_DWARF_MAX_STACK);
-	assert_int_equal(h->samples, 15);
+	assert_int_equal(h->samples, 28);
 	assert_int_equal(h->complete, 0);
 	assert_int_equal(h->truncated, 5);
-	assert_int_equal(h->stopped, 10);
-	assert_int_equal(h->nstops, 4);
-	assert_string_equal(h->stops[0].module, WITH_CFI);
-	assert_int_equal(h->stops[0].cfi, 1);
+	assert_int_equal(h->stopped, 23);
+	assert_int_equal(h->nstops, 6);
+	/* Most samples first: the named JIT code, the unnamed, the copy's end, ... */
+	assert_string_equal(h->stops[0].module, "//anon");
+	assert_string_equal(h->stops[0].func, "jitted");
+	assert_int_equal(h->stops[0].cause, NW_STOP_NO_CFI);
 	nw_health_remedy(h, &h->stops[0], buf, sizeof(buf));
-	assert_non_null(strstr(buf, "raise the stack copy"));
-	assert_non_null(strstr(buf, "--call-graph dwarf,32768"));
-	assert_string_equal(h->stops[1].module, NO_CFI);
-	assert_int_equal(h->stops[1].samples, 3);
-	assert_string_equal(h->stops[1].func, "inl");
-	assert_int_equal(h->stops[1].cfi, 0);
+	assert_non_null(strstr(buf, "JIT code has no CFI"));
+	assert_non_null(strstr(buf, "--call-graph hybrid"));
+	assert_string_equal(h->stops[1].module, "//anon");
+	assert_int_equal(h->stops[1].samples, 6);
+	assert_int_equal(h->stops[1].cause, NW_STOP_JIT);
 	nw_health_remedy(h, &h->stops[1], buf, sizeof(buf));
-	assert_non_null(strstr(buf, "no CFI"));
-	assert_non_null(strstr(buf, "-fno-omit-frame-pointer"));
-	assert_string_equal(h->stops[2].module, GONE);
-	assert_int_equal(h->stops[2].cfi, -1);
+	assert_non_null(strstr(buf, "perf-PID.map"));
+	/* 511 frames 64 bytes apart reach past the 16384-byte copy. */
+	assert_string_equal(h->stops[2].module, WITH_CFI);
+	assert_int_equal(h->stops[2].cfi, 1);
+	assert_int_equal(h->stops[2].cause, NW_STOP_COPY);
 	nw_health_remedy(h, &h->stops[2], buf, sizeof(buf));
 	assert_non_null(strstr(buf, "raise the stack copy"));
-	assert_null(h->stops[3].module);
+	assert_non_null(strstr(buf, "--call-graph dwarf,32768"));
+	assert_string_equal(h->stops[3].module, NO_CFI);
+	assert_int_equal(h->stops[3].samples, 3);
+	assert_string_equal(h->stops[3].func, "inl");
+	assert_int_equal(h->stops[3].cfi, 0);
+	assert_int_equal(h->stops[3].cause, NW_STOP_NO_CFI);
 	nw_health_remedy(h, &h->stops[3], buf, sizeof(buf));
-	assert_non_null(strstr(buf, "no CFI"));
+	assert_non_null(strstr(buf, "the module has no CFI"));
+	assert_non_null(strstr(buf, "-fno-omit-frame-pointer"));
+	assert_null(strstr(buf, "stack copy"));
+	/* A module whose file was gone: its CFI is unknown, and so is why. */
+	assert_string_equal(h->stops[4].module, GONE);
+	assert_int_equal(h->stops[4].cfi, -1);
+	assert_int_equal(h->stops[4].cause, NW_STOP_OTHER);
+	nw_health_remedy(h, &h->stops[4], buf, sizeof(buf));
+	assert_non_null(strstr(buf, "could not be read when recording"));
+	assert_null(strstr(buf, "stack copy"));
+	assert_null(h->stops[5].module);
+	assert_int_equal(h->stops[5].cause, NW_STOP_NO_CFI);
+	nw_health_remedy(h, &h->stops[5], buf, sizeof(buf));
+	assert_non_null(strstr(buf, "code outside any module has no CFI"));
 
 	/* At the largest copy there is nothing left to raise. */
 	h->stack_size = 65528;
-	nw_health_remedy(h, &h->stops[0], buf, sizeof(buf));
+	nw_health_remedy(h, &h->stops[2], buf, sizeof(buf));
 	assert_null(strstr(buf, "dwarf,"));
 	assert_non_null(strstr(buf, "maximum"));
 	nw_health_free(h);
 	fx_free(p);
 	free(sps);
+	free(near);
 }
 
 static char *print(const struct nw_health *h)
@@ -398,11 +432,11 @@ static void test_print(void **state)
 	assert_has(s, "Truncated:          3    3.0%");
 	assert_has(s, "kernel.perf_event_max_stack=254");
 	assert_has(s, "Stopped:           36   36.0%");
-	assert_has(s, "      25   25.0%  " LIBC " (msort_with_tmp)\n"
+	assert_has(s, "      25   25.0%  " LIBC " (msort_with_tmp): frame-pointer chain broken\n"
 		      "                  remedy: record with --call-graph dwarf");
-	assert_has(s, "       9    9.0%  " APP " (compare)\n"
+	assert_has(s, "       9    9.0%  " APP " (compare): frame-pointer chain broken\n"
 		      "                  remedy: build with -fno-omit-frame-pointer");
-	assert_has(s, "       2    2.0%  [unknown] ([unknown])\n");
+	assert_has(s, "       2    2.0%  [unknown] ([unknown]): frame-pointer chain broken\n");
 	free(s);
 	nw_health_free(h);
 	fx_free(p);

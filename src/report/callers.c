@@ -163,12 +163,12 @@ static int peek(const struct ctx *c, const struct fn_total *ft)
 	fprintf(c->out, "\nSelf: %5.1f%% (%llu)   Total: %5.1f%% (%llu)\n\n", pct(ft->self, c->whole),
 		(unsigned long long)ft->self, pct(ft->total, c->whole),
 		(unsigned long long)ft->total);
-	fputs("Callers:\n ALL%   FUNC%   CALLER\n", c->out);
+	fputs("Callers:\n   ALL%    FUNC%  CALLER\n", c->out);
 	ret = print_tree(c, callers, top, ft->total);
 	if (ret)
 		goto out;
 	if (callees->nodes[1].first_child != NW_CCT_NONE) {
-		fputs("\nCallees:\n ALL%   FUNC%   CALLEE\n", c->out);
+		fputs("\nCallees:\n   ALL%    FUNC%  CALLEE\n", c->out);
 		ret = print_tree(c, callees, 1, ft->total);
 	}
 	fputc('\n', c->out);

@@ -137,6 +137,8 @@ static enum nw_stop_cause stop_cause(const struct classify_ctx *c, uint64_t f, u
 		return NW_STOP_JIT;
 	if (!h->dwarf)
 		return NW_STOP_FP;
+	if (fn && anon_module(fn->module))
+		return NW_STOP_NO_CFI; /* JIT code a perf map names: no CFI there */
 	/* Within a frame or so of the copy's end: the unwinder ran off it. */
 	if (h->stack_size && leaf_sp && outer_sp > leaf_sp &&
 	    outer_sp - leaf_sp + 512 >= h->stack_size)
@@ -369,15 +371,26 @@ const char *nw_health_remedy(const struct nw_health *h, const struct nw_health_s
 				 size < 8 ? 8 : size);
 		break;
 	case NW_STOP_NO_CFI:
-		snprintf(buf, len,
-			 "%s has no CFI: build it with -fasynchronous-unwind-tables, or with "
-			 "-fno-omit-frame-pointer and record with --call-graph fp",
-			 s->module ? "the module" : "code outside any module");
+		if (anon_module(s->module))
+			snprintf(buf, len,
+				 "JIT code has no CFI: record with --call-graph hybrid (frame "
+				 "pointers where CFI is missing; the JIT must keep them)");
+		else
+			snprintf(buf, len,
+				 "%s has no CFI: build it with -fasynchronous-unwind-tables, or "
+				 "with -fno-omit-frame-pointer and record with --call-graph fp",
+				 s->module ? "the module" : "code outside any module");
 		break;
 	default:
-		snprintf(buf, len,
-			 "the CFI could not unwind this frame (NARWHAL_UNWIND=check compares "
-			 "with libdwfl); --call-graph fp where it has frame pointers");
+		if (s->cfi < 0)
+			snprintf(buf, len,
+				 "the module's file could not be read when recording (deleted "
+				 "or replaced?): keep it in place while recording");
+		else
+			snprintf(buf, len,
+				 "the CFI could not unwind this frame (NARWHAL_UNWIND=check "
+				 "compares with libdwfl); --call-graph fp where it has frame "
+				 "pointers");
 		break;
 	}
 	return buf;

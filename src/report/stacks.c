@@ -52,6 +52,7 @@ void nw_stacks_free(struct nw_stacks *s)
 	nw_frames_fini(&s->frames);
 	nw_cct_free(s->tree);
 	free(s->thread_node);
+	free(s->unfiltered);
 	free(s);
 }
 

@@ -60,6 +60,8 @@ struct nw_stacks {
 	uint32_t nthreads;         /* threads the filter selected */
 	/* per_thread: each model thread's frame node, NW_CCT_NONE when not there */
 	uint32_t *thread_node;
+	/* each metric's total before nw_stacks_filter() (report/transform.h); NULL: unfiltered */
+	uint64_t *unfiltered;
 };
 
 struct nw_stacks_opts {

@@ -159,6 +159,14 @@ int nw_stacks_filter(struct nw_stacks *s, const struct nw_stack_filter *f)
 		for (unsigned m = 0; m < t->nmetrics; m++)
 			nw_cct_metrics(dst, w.dst)[m] += nw_cct_metrics(t, i)[m];
 	}
+	if (!s->unfiltered) {
+		s->unfiltered = calloc(t->nmetrics ? t->nmetrics : 1, sizeof(*s->unfiltered));
+		if (!s->unfiltered)
+			goto out;
+		for (uint32_t i = 0; i < t->n; i++)
+			for (unsigned m = 0; m < t->nmetrics; m++)
+				s->unfiltered[m] += nw_cct_metrics(t, i)[m];
+	}
 	pruned = prune(dst);
 	if (!pruned)
 		goto out;

@@ -33,8 +33,9 @@ struct nw_stack_filter {
 bool nw_stack_filter_active(const struct nw_stack_filter *f);
 
 /*
- * Replaces s->tree with the tree @f leaves (zero-weight branches pruned).
- * 0 or -ENOMEM (s unchanged).
+ * Replaces s->tree with the tree @f leaves (zero-weight branches pruned),
+ * keeping the totals of the tree it first filtered in s->unfiltered (the
+ * views say how much the filters kept).  0 or -ENOMEM (s->tree unchanged).
  */
 int nw_stacks_filter(struct nw_stacks *s, const struct nw_stack_filter *f);
 

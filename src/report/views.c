@@ -114,8 +114,14 @@ static void print_totals(FILE *out, const struct nw_stacks *s, const struct weig
 
 	for (uint32_t i = 0; i < s->tree->n; i++)
 		samples += node_metric(s->tree, i, sm);
-	fprintf(out, "Samples: %llu (%llu lost)\n", (unsigned long long)samples,
-		(unsigned long long)(s->m ? s->m->run.lost : 0));
+	if (s->unfiltered && sm < s->tree->nmetrics)
+		fprintf(out, "Samples: %llu of %llu kept by the filters (%.1f%%), %llu lost\n",
+			(unsigned long long)samples, (unsigned long long)s->unfiltered[sm],
+			s->unfiltered[sm] ? 100.0 * (double)samples / (double)s->unfiltered[sm] : 0.0,
+			(unsigned long long)(s->m ? s->m->run.lost : 0));
+	else
+		fprintf(out, "Samples: %llu (%llu lost)\n", (unsigned long long)samples,
+			(unsigned long long)(s->m ? s->m->run.lost : 0));
 	if (m != sm)
 		fprintf(out, "Metric: %s, total %llu\n", metric_name(s, m, buf, sizeof(buf)),
 			(unsigned long long)w->incl[NW_CCT_ROOT]);
@@ -520,7 +526,8 @@ int nw_view_modules(FILE *out, const struct nw_stacks *s, const struct nw_view_o
 		if (!rows[r].cumul)
 			continue;
 		fprintf(out, "%5.1f%%  %5.1f%%  %10llu  %s\n", pct(rows[r].self, total),
-			pct(rows[r].cumul, total), (unsigned long long)rows[r].self, rows[r].name);
+			pct(rows[r].cumul, total), (unsigned long long)rows[r].self,
+			o->full_names ? rows[r].name : nw_basename(rows[r].name));
 	}
 	ret = finish(out);
 out:

@@ -632,6 +632,40 @@ static void frames_free(struct nw_symframe *frames, uint32_t n)
 }
 
 /*
+ * Drops the "." components of absolute @path and each ".." with the
+ * component before it, in place, as debuggers show a CU's files
+ * (comp_dir "/src/build", file "../lib/x.c": /src/lib/x.c).
+ */
+static void normalize_path(char *path)
+{
+	char *out = path, *in = path;
+
+	while (*in) {
+		size_t n;
+
+		while (*in == '/')
+			in++;
+		n = strcspn(in, "/");
+		if (n == 0)
+			break;
+		if (n == 1 && in[0] == '.') {
+			/* nothing */
+		} else if (n == 2 && in[0] == '.' && in[1] == '.') {
+			while (out > path && *--out != '/')
+				;
+		} else {
+			*out++ = '/';
+			memmove(out, in, n);
+			out += n;
+		}
+		in += n;
+	}
+	if (out == path)
+		*out++ = '/';
+	*out = 0;
+}
+
+/*
  * Sets *@dst to @file made absolute with the compilation directory
  * @comp_dir when it is relative (so that a report finds the source from
  * anywhere).  -ENOMEM.
@@ -646,6 +680,7 @@ static int set_path(char **dst, const char *file, const char *comp_dir)
 	joined = nw_strdup_printf("%s/%s", comp_dir, file);
 	if (!joined)
 		return -ENOMEM;
+	normalize_path(joined);
 	err = set_str(dst, joined);
 	free(joined);
 	return err;
