@@ -388,6 +388,16 @@ static void print_own_lines(FILE *out, const struct ctx *c, const struct fn_info
 	uint32_t lo = UINT32_MAX, hi = 0;
 	bool have;
 
+	uint32_t nlines = 0;
+
+	for (uint32_t k = 0; k < n; k++)
+		nlines += c->rows[rows[k]].line != 0;
+	if (n && !nlines) {
+		fputs("No line information (a stripped module, or built without -g): see "
+		      "--addresses\n",
+		      out);
+		return;
+	}
 	/* The function's own file: its rows in another file (a macro, an #include) come after. */
 	have = !c->o->sort && source_read(&src, fn->decl_file);
 	for (uint32_t k = 0; k < n; k++) {
@@ -435,8 +445,13 @@ static void print_own_lines(FILE *out, const struct ctx *c, const struct fn_info
 
 		if (have && r->line && str_eq(r->file, fn->decl_file) && lo <= hi)
 			continue;
-		fprintf(out, "%6.1f%%  %6.1f%%  %5u  %s\n", pct(r->self, c->whole),
-			pct(r->total, c->whole), r->line, r->file ? nw_basename(r->file) : "??");
+		if (r->line)
+			fprintf(out, "%6.1f%%  %6.1f%%  %5u  %s\n", pct(r->self, c->whole),
+				pct(r->total, c->whole), r->line,
+				r->file ? nw_basename(r->file) : "??");
+		else
+			fprintf(out, "%6.1f%%  %6.1f%%  %5s  (no line information)\n",
+				pct(r->self, c->whole), pct(r->total, c->whole), "-");
 	}
 	if (have)
 		source_fini(&src);

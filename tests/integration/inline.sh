@@ -75,4 +75,25 @@ sys.exit(1)
 PY
 ok "found"
 
+check "--lines inline_caller: the inlined burn at the call site, and at inline_burn's own line"
+nw_report "$NW_TMP/lines" "$d" --lines '^inline_caller$'
+src=$NW_SRC/tests/programs/inline.c
+call_line=$(grep -n '^	inline_burn(seconds);' "$src" | cut -d: -f1)
+spin_line=$(grep -n '^	NW_SPIN(seconds);' "$src" | cut -d: -f1)
+# The call site: TOTAL% (the burn's samples), no self of inline_caller's own.
+total=$(awk -v l="$call_line" '$3 == l && $2 ~ /%$/ { v = $2; sub(/%/, "", v); print v; exit }' \
+	"$NW_TMP/lines")
+awk -v t="${total:-0}" 'BEGIN { exit !(t >= 80) }' || {
+	nw_show "--lines inline_caller" "$NW_TMP/lines"
+	fail "line $call_line (the call of inline_burn) holds ${total:-no}% total, expected >= 80"
+}
+# The inlined code at its own line, in a section of its own.
+own=$(awk -v at="inline.c:$spin_line" '/^Inlined into inline_caller/ { on = 1 }
+	on && $3 == at && $4 == "inline_burn" { v = $1; sub(/%/, "", v); print v; exit }' "$NW_TMP/lines")
+awk -v t="${own:-0}" 'BEGIN { exit !(t >= 80) }' || {
+	nw_show "--lines inline_caller" "$NW_TMP/lines"
+	fail "inline_burn at inline.c:$spin_line holds ${own:-no}% self below 'Inlined into inline_caller'"
+}
+ok "line $call_line $total% total; inline_burn at line $spin_line $own% self"
+
 pass

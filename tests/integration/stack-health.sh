@@ -112,4 +112,27 @@ grep -q "remedy: raise the stack copy .*--call-graph dwarf,16384" "$NW_TMP/deepd
 }
 ok "$pct% stop in recurse"
 
+check "a stripped program (no .symtab, as Debian's /usr/bin tools): complete stacks ending in _start"
+cp "$P/callers" "$NW_TMP/stripped"
+strip --strip-all "$NW_TMP/stripped"
+readelf -S "$NW_TMP/stripped" | grep -q '\.symtab' && fail "strip left a .symtab"
+# dwarf (the default): libc's frames below main unwind to the entry point.
+NW_RECORD_OPTS=(--call-graph dwarf)
+nw_record_ok "$NW_TMP/stripped.data" "$NW_TMP/stripped" 0.5
+nw_report "$NW_TMP/stripped.health" "$NW_TMP/stripped.data" --stack-health
+got=$(share "$NW_TMP/stripped.health" Complete)
+awk -v v="${got:-0}" 'BEGIN { exit !(v >= 95) }' || {
+	nw_show "--stack-health of a stripped program" "$NW_TMP/stripped.health"
+	fail "complete share '${got:-none}', expected 95% or more"
+}
+nw_report "$NW_TMP/stripped.folded" "$NW_TMP/stripped.data" --folded
+n=$(awk '/^_start;__libc_start_main_impl;__libc_start_call_main;stripped\+0x/ { s += $NF }
+	END { print s + 0 }' "$NW_TMP/stripped.folded")
+t=$(awk '{ s += $NF } END { print s + 0 }' "$NW_TMP/stripped.folded")
+((t > 0 && n * 100 >= t * 95)) || {
+	nw_show "--folded of a stripped program" "$NW_TMP/stripped.folded"
+	fail "$n of $t stacks start _start;...;stripped+0x..."
+}
+ok "$got% complete, _start at the root of $n of $t"
+
 pass
