@@ -107,10 +107,9 @@ static void test_resolve_per_epoch(void **state)
 		assert_int_equal(r.addr, 0x1010);
 		assert_string_equal(sym_name(&r), "main");
 	}
-	/* LIB_AT + 0x10: nothing in epoch 0... */
+	/* LIB_AT + 0x10: nothing in epoch 0 (past the end of the app's text)... */
 	nw_measurement_resolve(m, 0, LIB_AT + 0x10, false, &r);
-	assert_non_null(r.map);
-	assert_int_equal(r.module_index, APP);   /* the greatest start below it: the app's text */
+	assert_null(r.map);
 	assert_null(r.sym);
 	/* ...liba's a_func in epoch 1... */
 	nw_measurement_resolve(m, 1, LIB_AT + 0x10, false, &r);
@@ -173,12 +172,15 @@ static void test_resolve_unmapped(void **state)
 	assert_non_null(r.map);
 	assert_int_equal(r.addr, 0);
 	/*
-	 * Past the end of the last mapping: the mapping with the greatest start
-	 * below it, as csprof readers map an ip (the files keep no ends).
+	 * Past the end of the last mapping: unmapped (the reader gives each
+	 * mapping of a file, which keeps no ends, the end of the next one's
+	 * start or of its module's segments).  Its last byte is still its own.
 	 */
 	nw_measurement_resolve(m, 2, LIB_AT + 0x5000, false, &r);
+	assert_null(r.map);
+	nw_measurement_resolve(m, 2, LIB_AT + 0xfff, false, &r);
 	assert_int_equal(r.module_index, LIBB);
-	assert_int_equal(r.addr, 0x9000);
+	assert_int_equal(r.addr, 0x4fff);
 	/* An epoch the model does not have. */
 	nw_measurement_resolve(m, 3, APP_TEXT, false, &r);
 	assert_null(r.map);

@@ -3,9 +3,8 @@
  * The sections files (sections/seclog.h; the recorder's side in
  * sections/record.h): interval logs built here byte
  * by byte (nested intervals, two program images in one file, a block of a
- * later version, a file cut short, corrupt fields), sample times written
- * from a task table and read back against the thread files the csprof
- * writer makes of the same trees, and the staging directory.
+ * later version, a file cut short, corrupt fields), and the staging
+ * directory.  (The time of each sample is in the traces: test-trace.)
  */
 #include <errno.h>
 #include <limits.h>
@@ -21,10 +20,6 @@
 
 #include <cmocka.h>
 
-#include "model/cct.h"
-#include "model/epoch.h"
-#include "record/tasks.h"
-#include "format/csprof.h"
 #include "sections/record.h"
 #include "sections/seclog.h"
 
@@ -400,172 +395,18 @@ static void test_empty_intervals_block(void **state)
 	nw_seclog_stage_remove(dir);
 }
 
-/* ---- sample times ---- */
-
-struct fixture {
-	struct nw_task_table tasks;
-	struct nw_cct *ccts[3];
-};
-
-/* Inserts the path @ips (root first) into @cct; returns the leaf. */
-static uint32_t path(struct nw_cct *cct, const uint64_t *ips, size_t n)
-{
-	struct nw_frame f[8];
-
-	for (size_t i = 0; i < n; i++)
-		f[i] = (struct nw_frame){ ips[n - 1 - i], 0 };
-	return nw_cct_insert(cct, f, n);
-}
-
-static void test_sample_times(void **state)
-{
-	struct nw_task_table t;
-	struct nw_thread *th, *idle, *reused, *first9;
-	struct nw_process *p;
-	const struct nw_epoch *e0, *e1;
-	struct nw_stimes_rec *r = nw_stimes_rec_new();
-	struct nw_stimes *st = NULL;
-	struct nw_csprof *cp = NULL;
-	struct nw_csprof_error cerr;
-	char dir[] = "/tmp/narwhal-test-sectionlog.XXXXXX", path_st[PATH_MAX], path_cp[PATH_MAX];
-	char err[256];
-	uint64_t a[] = { 0x1000, 0x1100, 0x1200 }, b[] = { 0x1000, 0x1300 }, c[] = { 0x1000 };
-	uint32_t na, nb, nc, n1;
-
-	assert_non_null(mkdtemp(dir));
-	nw_tasks_init(&t);
-	p = nw_tasks_process(&t, 7);
-	assert_int_equal(nw_addrspace_map(&p->as, 0x1000, 0x1000, 0, 0, 0), 0);
-	e0 = nw_addrspace_epoch(&p->as);
-	th = nw_tasks_thread(&t, 7, 7);
-	idle = nw_tasks_thread(&t, 7, 8); /* no samples: not in the manifest */
-	assert_non_null(th);
-	assert_non_null(idle);
-	/* Epoch 0: nodes made in an order that is not preorder. */
-	struct nw_cct *cct0 = nw_thread_cct(th, e0, 2);
-	na = path(cct0, a, 3);
-	nb = path(cct0, b, 2);
-	nc = path(cct0, c, 1);
-	/* A dlopen: epoch 1 (the file's epoch 0, the newest). */
-	assert_int_equal(nw_addrspace_map(&p->as, 0x8000, 0x1000, 0, 0, 1), 0);
-	e1 = nw_addrspace_epoch(&p->as);
-	assert_int_equal(e1->index, 1);
-	struct nw_cct *cct1 = nw_thread_cct(th, e1, 2);
-	n1 = path(cct1, (uint64_t[]){ 0x1000, 0x8010 }, 2);
-	/* Out of time order on purpose: the writer sorts. */
-	assert_int_equal(nw_stimes_rec_add(r, th, 0, nb, 0, 300, 11), 0);
-	assert_int_equal(nw_stimes_rec_add(r, th, 0, na, 0, 100, 12), 0);
-	assert_int_equal(nw_stimes_rec_add(r, th, 1, n1, 1, 400, 13), 0);
-	assert_int_equal(nw_stimes_rec_add(r, th, 0, nc, 0, 200, 14), 0);
-	th->samples = 4;
-	/* Thread 9 samples once and ends; a new thread reuses tid 9. */
-	first9 = nw_tasks_thread(&t, 7, 9);
-	assert_int_equal(nw_stimes_rec_add(r, first9, 1, path(nw_thread_cct(first9, e1, 2), c, 1), 0,
-					   450, 16),
-			 0);
-	first9->samples = 1;
-	nw_tasks_exit(&t, 7, 9, 500);
-	reused = nw_tasks_thread(&t, 7, 9);
-	assert_ptr_not_equal(reused, first9);
-	struct nw_cct *cct2 = nw_thread_cct(reused, e1, 2);
-	assert_int_equal(nw_stimes_rec_add(r, reused, 1, path(cct2, b, 2), 0, 600, 15), 0);
-	reused->samples = 1;
-
-	snprintf(path_st, sizeof(path_st), "%s/samples.bin", dir);
-	assert_int_equal(nw_stimes_write(path_st, r, &t), 0);
-	assert_int_equal(nw_stimes_read(path_st, &st, err, sizeof(err)), 0);
-	/* Manifest order; the thread without samples is left out. */
-	assert_int_equal(st->nthreads, 3);
-	assert_int_equal(st->threads[0].tid, 7);
-	assert_int_equal(st->threads[1].tid, 9);
-	assert_int_equal(st->threads[2].tid, 9);
-	assert_int_equal(st->threads[0].occurrence, 0);
-	assert_int_equal(st->threads[1].occurrence, 0);
-	assert_int_equal(st->threads[2].occurrence, 1);
-	assert_int_equal(st->threads[0].n, 4);
-	assert_int_equal(st->threads[1].n, 1);
-	assert_int_equal(st->threads[2].n, 1);
-	assert_int_equal(st->threads[1].v[0].time, 450);
-	assert_int_equal(st->threads[2].v[0].time, 600);
-	assert_int_equal(st->threads[2].v[0].epoch, 0);
-
-	/* The node ids are those of the thread's file, as the csprof writer numbers them. */
-	{
-		struct nw_csprof_metric m[2] = { { "s", 0, 0 }, { "p", 0, 0 } };
-		struct nw_csprof_module mods0[] = { { "a", 0, 0x1000 } };
-		struct nw_csprof_module mods1[] = { { "a", 0, 0x1000 }, { "b", 0, 0x8000 } };
-		struct nw_csprof_epoch eps[2] = { { 2, mods1 }, { 1, mods0 } };
-		struct nw_csprof_tree trees[2] = { { 1, cct0 }, { 0, cct1 } };
-		struct nw_csprof out = { "x", 2, m, 2, eps, 2, trees };
-		const uint64_t leaf_ip[4] = { 0x1200, 0x1000, 0x1300, 0x8010 }; /* by time */
-		const uint16_t epoch[4] = { 1, 1, 1, 0 };
-
-		snprintf(path_cp, sizeof(path_cp), "%s/t.csprof", dir);
-		assert_int_equal(nw_csprof_write_file(path_cp, &out), 0);
-		assert_int_equal(nw_csprof_read_file(path_cp, &cp, &cerr), 0);
-		for (int k = 0; k < 4; k++) {
-			const struct nw_stime *s = &st->threads[0].v[k];
-			const struct nw_csprof_tree *tr = s->epoch == cp->trees[0].epoch
-								  ? &cp->trees[0]
-								  : &cp->trees[1];
-
-			assert_int_equal(s->time, 100 * (k + 1));
-			assert_int_equal(s->epoch, epoch[k]);
-			assert_true(s->node < tr->cct->n);
-			assert_int_equal(tr->cct->nodes[s->node].ip, leaf_ip[k]);
-		}
-		assert_int_equal(st->threads[0].v[3].event, 1);
-		assert_int_equal(st->threads[0].v[3].period, 13);
-		assert_int_equal(st->threads[0].v[0].period, 12);
-	}
-	nw_csprof_free(cp);
-	nw_stimes_free(st);
-	nw_stimes_rec_free(r);
-	nw_tasks_fini(&t);
-	nw_seclog_stage_remove(dir);
-}
-
-static void test_sample_times_corrupt(void **state)
-{
-	uint8_t b[16 + 24 + 48];
-	struct nw_stimes *st = NULL;
-	char err[256];
-
-	memset(b, 0, sizeof(b));
-	memcpy(b, NW_STIMES_MAGIC, 8);
-	b[8] = NW_STIMES_VERSION;
-	b[12] = 1;                          /* one thread */
-	b[16 + 16] = 2;                     /* two samples */
-	b[16 + 24 + 0] = 50;                /* times 50, then 10: out of order */
-	b[16 + 24 + 24] = 10;
-	assert_int_equal(nw_stimes_parse(b, sizeof(b), &st, err, sizeof(err)), -EBADMSG);
-	assert_non_null(strstr(err, "order"));
-	b[16 + 24 + 24] = 60;
-	assert_int_equal(nw_stimes_parse(b, sizeof(b), &st, err, sizeof(err)), 0);
-	assert_int_equal(st->threads[0].n, 2);
-	nw_stimes_free(st);
-	/* More samples than bytes. */
-	b[16 + 16] = 3;
-	assert_int_equal(nw_stimes_parse(b, sizeof(b), &st, err, sizeof(err)), -EBADMSG);
-	b[16 + 16] = 2;
-	assert_int_equal(nw_stimes_parse(b, sizeof(b) - 1, &st, err, sizeof(err)), -EBADMSG);
-	assert_int_equal(nw_stimes_parse(b, 8, &st, err, sizeof(err)), -EBADMSG);
-}
-
 /* ---- the staging directory ---- */
 
 static void test_stage(void **state)
 {
 	char base[] = "/tmp/narwhal-test-stage.XXXXXX", cwd[PATH_MAX], stage[PATH_MAX];
 	char dir[PATH_MAX], file[PATH_MAX + 32], err[256];
-	struct nw_task_table t;
 	struct stat sb;
 	FILE *f;
 
 	assert_non_null(mkdtemp(base));
 	assert_non_null(getcwd(cwd, sizeof(cwd)));
 	assert_int_equal(chdir(base), 0);
-	nw_tasks_init(&t);
 	/* Relative output: an absolute stage next to it. */
 	assert_int_equal(nw_seclog_stage_create("m.data/", stage, sizeof(stage)), 0);
 	assert_int_equal(strncmp(stage, base, strlen(base)), 0);
@@ -573,28 +414,20 @@ static void test_stage(void **state)
 	assert_false(nw_seclog_stage_used(stage));
 	/* Unused: removed at the end. */
 	assert_int_equal(mkdir("m.data", 0777), 0);
-	assert_int_equal(nw_seclog_stage_finish(stage, "m.data", NULL, &t, err, sizeof(err)), 0);
+	assert_int_equal(nw_seclog_stage_finish(stage, "m.data", err, sizeof(err)), 0);
 	assert_int_equal(stat(stage, &sb), -1);
 	assert_int_equal(stat("m.data/sections", &sb), -1);
-	/* Used: moved into the measurement, sample times written. */
+	/* Used: moved into the measurement. */
 	assert_int_equal(nw_seclog_stage_create("m.data", stage, sizeof(stage)), 0);
 	snprintf(file, sizeof(file), "%s/sections-42.bin", stage);
 	f = fopen(file, "w");
 	assert_non_null(f);
 	fclose(f);
 	assert_true(nw_seclog_stage_used(stage));
-	{
-		struct nw_stimes_rec *r = nw_stimes_rec_new();
-
-		assert_int_equal(nw_seclog_stage_finish(stage, "m.data", r, &t, err, sizeof(err)), 0);
-		nw_stimes_rec_free(r);
-	}
+	assert_int_equal(nw_seclog_stage_finish(stage, "m.data", err, sizeof(err)), 0);
 	assert_int_equal(stat(stage, &sb), -1);
 	assert_int_equal(stat("m.data/sections/sections-42.bin", &sb), 0);
-	assert_int_equal(stat("m.data/sections/samples.bin", &sb), 0);
-	assert_int_equal(sb.st_size, NW_STIMES_HEADER);
 	snprintf(dir, sizeof(dir), "%s", base);
-	nw_tasks_fini(&t);
 	assert_int_equal(chdir(cwd), 0);
 	nw_seclog_stage_remove(dir);
 	assert_int_equal(stat(dir, &sb), -1);
@@ -609,8 +442,6 @@ int main(void)
 		cmocka_unit_test(test_corrupt),
 		cmocka_unit_test(test_empty_intervals_block),
 		cmocka_unit_test(test_ids_per_image),
-		cmocka_unit_test(test_sample_times),
-		cmocka_unit_test(test_sample_times_corrupt),
 		cmocka_unit_test(test_stage),
 	};
 

@@ -283,7 +283,6 @@ static void write_measurement(const char *dir)
 			      .vaddr = MAPPED, .module = 0 };
 	char *const argv[] = { "prog" };
 	struct nw_mthread *th;
-	uint32_t id_of[8] = { 0 }, order[8];
 	const struct { uint64_t t; uint32_t *node; } smp[] = {
 		{ 50, &nf }, { 250, &nf }, { 260, &ng }, { 400, &nmain }, { 600, &nf },
 		{ 700, &nf }, { 800, &ng },
@@ -327,32 +326,23 @@ static void write_measurement(const char *dir)
 	assert_int_equal(nw_symtab_add(mm->symtab, (uint32_t)mi, IP_F, frame("f"), 1), 0);
 	assert_int_equal(nw_symtab_add(mm->symtab, (uint32_t)mi, IP_G, frame("g"), 1), 0);
 	nw_symtab_sort(mm->symtab);
+	/* The thread's trace, node ids as in memory: the writer maps them to the file's. */
+	th->trace = calloc(1, sizeof(*th->trace));
+	assert_non_null(th->trace);
+	nw_trace_init(th->trace, 0, 1);
+	for (size_t i = 0; i < 7; i++) {
+		struct nw_trace_event ev = { .time = smp[i].t, .value = 1000, .node = *smp[i].node,
+					     .kind = NW_TRACE_SAMPLE };
+
+		assert_int_equal(nw_trace_add(th->trace, &ev), 0);
+	}
+	th->trace_file = strdup("prog-9-9.trace");
+	assert_non_null(th->trace_file);
 	if (nw_measurement_write(mm, NULL, 0, dir, NW_WRITE_NEW, err, sizeof(err)))
 		fail_msg("nw_measurement_write: %s", err);
 
-	/* Node ids in the file: preorder. */
-	nw_cct_preorder(cct, order);
-	for (uint32_t i = 0; i < cct->n; i++)
-		id_of[order[i]] = i;
 	snprintf(path, sizeof(path), "%s/sections", dir);
 	assert_int_equal(mkdir(path, 0777), 0);
-	snprintf(path, sizeof(path), "%s/sections/samples.bin", dir);
-	f = fopen(path, "w");
-	fwrite(NW_STIMES_MAGIC, 1, 8, f);
-	u32(f, NW_STIMES_VERSION);
-	u32(f, 1);
-	u32(f, 9);
-	u32(f, 9);
-	u32(f, 0);
-	u32(f, 0);
-	u64(f, 7);
-	for (size_t i = 0; i < 7; i++) {
-		u64(f, smp[i].t);
-		u64(f, 1000);
-		u32(f, id_of[*smp[i].node]);
-		u32(f, 0); /* epoch 0, event 0 */
-	}
-	fclose(f);
 	/* The log: START, two NAMEs, one INTERVALS block, END. */
 	snprintf(path, sizeof(path), "%s/sections/sections-9.bin", dir);
 	f = fopen(path, "w");
@@ -444,10 +434,11 @@ static void test_split(void **state)
 	assert_non_null(mkdtemp(base));
 	snprintf(dir, sizeof(dir), "%s/m", base);
 	write_measurement(dir);
-	assert_int_equal(nw_sections_load(dir, &s, err, sizeof(err)), 0);
-	assert_non_null(s->times);
 	if (nw_measurement_read(dir, &m, err, sizeof(err)))
 		fail_msg("nw_measurement_read: %s", err);
+	assert_int_equal(nw_measurement_read_traces(m, dir, err, sizeof(err)), 1);
+	assert_int_equal(nw_sections_load(dir, m, &s, err, sizeof(err)), 0);
+	assert_non_null(s->times);
 	st = split_stacks(m, s, false);
 	t = st->tree;
 	/* Totals unchanged. */
@@ -518,7 +509,7 @@ static void test_no_sections(void **state)
 	struct nw_sections *s = NULL;
 
 	assert_non_null(mkdtemp(dir));
-	assert_int_equal(nw_sections_load(dir, &s, err, sizeof(err)), -ENOENT);
+	assert_int_equal(nw_sections_load(dir, NULL, &s, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "no instrumented sections"));
 	assert_non_null(strstr(err, dir));
 	rmdir(dir);

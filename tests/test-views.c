@@ -271,17 +271,18 @@ static void test_threads(void **state)
 	assert_non_null(out);
 	assert_int_equal(nw_view_threads(out, p->m, NULL), 0);
 	fclose(out);
-	assert_string_equal(buf, "     PID      TID  NAME                SAMPLES  SHARE%\n"
-				 "      10       11  worker                   12   60.0%\n"
-				 "      10       10  app                       8   40.0%\n");
+	/* Most samples first; the process's name last. */
+	assert_string_equal(buf, "     PID      TID  NAME                SAMPLES  SHARE%  PROCESS\n"
+				 "      10       11  worker                   12   60.0%  app\n"
+				 "      10       10  app                       8   40.0%  app\n");
 	free(buf);
 
 	out = open_memstream(&buf, &len);
 	assert_non_null(out);
 	assert_int_equal(nw_view_threads(out, p->m, &app), 0);
 	fclose(out);
-	assert_string_equal(buf, "     PID      TID  NAME                SAMPLES  SHARE%\n"
-				 "      10       10  app                       8  100.0%\n");
+	assert_string_equal(buf, "     PID      TID  NAME                SAMPLES  SHARE%  PROCESS\n"
+				 "      10       10  app                       8  100.0%  app\n");
 	free(buf);
 	fx_free(p);
 }

@@ -55,6 +55,7 @@ struct opts {
 	struct nw_targets targets;          /* -p / -t: attach instead of launching */
 	double duration;                 /* --duration: seconds, 0: until the end */
 	bool off_cpu;
+	bool no_trace;                   /* --no-trace: no per-thread traces */
 	bool ring_size_given;            /* -m: keep that size (else shrink when refused) */
 };
 
@@ -87,6 +88,8 @@ static void usage(FILE *f)
 		"      --duration SECONDS  stop after SECONDS (attached: the program runs on)\n"
 		"      --off-cpu           also record where threads block, and for how long\n"
 		"                          (needs kernel samples: root or perf_event_paranoid<=1)\n"
+		"      --no-trace          no traces (the time of each sample: --time, --timeline,\n"
+		"                          the timeline exports and --sections need them)\n"
 		"      --pprof FILE        also write a pprof profile (gzipped protobuf) at the end\n"
 		"      --flamegraph FILE   also write an SVG flame graph at the end\n"
 		"      --list-events       list the event names this machine knows\n"
@@ -135,6 +138,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "tid", required_argument, NULL, 't' },
 		{ "duration", required_argument, NULL, 'D' },
 		{ "off-cpu", no_argument, NULL, 'O' },
+		{ "no-trace", no_argument, NULL, 'N' },
 		{ "pprof", required_argument, NULL, 'P' },
 		{ "flamegraph", required_argument, NULL, 'G' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -232,6 +236,9 @@ bad_mode:
 		}
 		case 'O':
 			o->off_cpu = true;
+			break;
+		case 'N':
+			o->no_trace = true;
 			break;
 		case 'P':
 			o->pprof = optarg;
@@ -427,7 +434,7 @@ static uint32_t max_stack(enum nw_callgraph mode)
 
 /* What was recorded and how: the model's run. */
 static int fill_run(struct nw_run *r, const struct opts *o, const struct nw_session *s, int argc,
-		    char **argv, uint64_t start_ns, int exit_status)
+		    char **argv, uint64_t start_ns, uint64_t clock_start_ns, int exit_status)
 {
 	r->narwhal_version = strdup(NW_VERSION);
 	r->arch = strdup(s->arch->name);
@@ -454,6 +461,9 @@ static int fill_run(struct nw_run *r, const struct opts *o, const struct nw_sess
 	}
 	r->start_ns = start_ns;
 	r->end_ns = now_ns(CLOCK_REALTIME);
+	r->clock_start_ns = clock_start_ns;
+	r->traced = !o->no_trace;
+	r->clock_end_ns = now_ns(CLOCK_MONOTONIC);
 	r->exit_status = exit_status;
 	r->samples = s->stats.samples;
 	r->lost = s->stats.lost;
@@ -468,16 +478,17 @@ static int fill_run(struct nw_run *r, const struct opts *o, const struct nw_sess
  * and @ms), for the summary and the exports.
  */
 static int write_measurement(const struct opts *o, struct nw_session *s, struct nw_measure *ms,
-			     int argc, char **argv, uint64_t start_ns, int exit_status,
+			     const struct nw_tracer *tracer, int argc, char **argv,
+			     uint64_t start_ns, uint64_t clock_start_ns, int exit_status,
 			     struct nw_measurement **ret_m)
 {
 	struct nw_run run = { 0 };
 	char err[1024];
 	int ret;
 
-	ret = fill_run(&run, o, s, argc, argv, start_ns, exit_status);
+	ret = fill_run(&run, o, s, argc, argv, start_ns, clock_start_ns, exit_status);
 	if (!ret)
-		ret = nw_measure_build(ms, s, &run, ret_m);
+		ret = nw_measure_build(ms, s, tracer, &run, ret_m);
 	nw_run_fini(&run);
 	if (ret) {
 		fprintf(stderr, "narwhal-record: out of memory building the measurement\n");
@@ -600,11 +611,11 @@ struct run {
 	/* Instrumented sections (doc/SECTIONS.md): where libnarwhal in the
 	 * program writes its intervals, moved into the measurement at the end. */
 	char stage[PATH_MAX];
-	struct nw_stimes_rec *stimes;
-	struct nw_session_hooks hooks;
+	struct nw_tracer tracer;  /* the time of each sample (unless --no-trace) */
+	bool tracing;
 	struct nw_measure ms;
 	struct nw_measurement *model;
-	uint64_t start_ns;
+	uint64_t start_ns, clock_start_ns;  /* CLOCK_REALTIME, CLOCK_MONOTONIC */
 	double cpu_start, cpu_loop;
 	int status;               /* waitpid's, for a launched program */
 };
@@ -618,8 +629,9 @@ static void run_fini(struct run *r)
 	}
 	if (r->stage[0])
 		nw_seclog_stage_remove(r->stage);
-	nw_stimes_rec_free(r->stimes);
 	nw_measurement_free(r->model);
+	if (r->tracing)
+		nw_tracer_fini(&r->tracer);
 	nw_measure_fini(&r->ms);
 	if (r->session_ready)
 		nw_session_fini(&r->s);
@@ -695,10 +707,10 @@ static int start(struct run *r)
 	int ret, exec_errno;
 
 	r->start_ns = now_ns(CLOCK_REALTIME);
+	r->clock_start_ns = now_ns(CLOCK_MONOTONIC);
 	if (!r->attach) {
-		if (nw_seclog_stage_create(r->o.output, r->stage, sizeof(r->stage)) == 0 &&
-		    setenv(NW_SECLOG_ENV, r->stage, 1) == 0)
-			r->stimes = nw_stimes_rec_new();
+		if (nw_seclog_stage_create(r->o.output, r->stage, sizeof(r->stage)) == 0)
+			setenv(NW_SECLOG_ENV, r->stage, 1);
 		ret = nw_launch_start(r->cmd, &r->l);
 		if (ret) {
 			fprintf(stderr, "narwhal-record: cannot start %s: %s\n", r->cmd[0],
@@ -733,9 +745,13 @@ static int start(struct run *r)
 				"per CPU, not %u (raise kernel.perf_event_mlock_kb for larger)\n",
 			r->s.opts.mmap_pages, r->o.mmap_pages);
 	r->o.mmap_pages = r->s.opts.mmap_pages;
-	if (r->stimes) {
-		nw_stimes_rec_hooks(r->stimes, &r->hooks);
-		r->s.hooks = &r->hooks;
+	if (!r->o.no_trace) {
+		ret = nw_tracer_init(&r->tracer, &r->s, r->clock_start_ns);
+		if (ret) {
+			fprintf(stderr, "narwhal-record: cannot trace: %s\n", strerror(-ret));
+			return 1;
+		}
+		r->tracing = true;
 	}
 	if (r->attach) {
 		if (!r->o.quiet)
@@ -804,14 +820,14 @@ static int finish(struct run *r)
 	if (ret)
 		fprintf(stderr, "narwhal-record: out of memory\n");
 	else
-		ret = write_measurement(&r->o, &r->s, &r->ms, r->argc, r->cmd, r->start_ns,
+		ret = write_measurement(&r->o, &r->s, &r->ms, r->tracing ? &r->tracer : NULL,
+					r->argc, r->cmd, r->start_ns, r->clock_start_ns,
 					r->attach ? -1 : exit_status, &r->model);
 	if (ret < 0)
 		return 1;
 	if (r->stage[0]) {
 		sections = nw_seclog_stage_used(r->stage);
-		ret = nw_seclog_stage_finish(r->stage, r->o.output, r->stimes, &r->s.tasks, err,
-					     sizeof(err));
+		ret = nw_seclog_stage_finish(r->stage, r->o.output, err, sizeof(err));
 		r->stage[0] = 0;
 		if (ret < 0) {
 			fprintf(stderr, "narwhal-record: %s\n", err);

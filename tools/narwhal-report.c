@@ -373,6 +373,12 @@ static void opts_fini(struct report_opts *o)
 	free(o->bases);
 }
 
+/* Whether what @o asks for needs the time of each sample (the threads' traces). */
+static bool needs_traces(const struct report_opts *o)
+{
+	return o->view == VIEW_SECTIONS || o->by_section;
+}
+
 /* Reads @dirs, merged (and the sections when asked); 0, else the exit status after telling the user. */
 static int load(const struct report_opts *o, const char **dirs, int ndirs, struct loaded *l)
 {
@@ -385,8 +391,12 @@ static int load(const struct report_opts *o, const char **dirs, int ndirs, struc
 		struct nw_measurement *m;
 
 		ret = nw_measurement_read(dirs[i], &m, err, sizeof(err));
-		if (ret) {
+		if (!ret && needs_traces(o))
+			ret = nw_measurement_read_traces(m, dirs[i], err, sizeof(err));
+		if (ret < 0) {
 			fprintf(stderr, "narwhal-report: %s\n", err[0] ? err : strerror(-ret));
+			if (l->m != m)
+				nw_measurement_free(m);
 			return 1;
 		}
 		if (!l->m) {
@@ -417,7 +427,7 @@ static int load(const struct report_opts *o, const char **dirs, int ndirs, struc
 					"measurement, not %d\n", ndirs);
 			return 2;
 		}
-		ret = nw_sections_load(l->dir, &l->sections, err, sizeof(err));
+		ret = nw_sections_load(l->dir, l->m, &l->sections, err, sizeof(err));
 		if (ret) {
 			fprintf(stderr, "narwhal-report: %s\n", err);
 			return 1;

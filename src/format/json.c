@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/file.h"
+
 int nw_json_fail(struct nw_json_in *in, const char *fmt, ...)
 {
 	va_list ap;
@@ -31,52 +33,6 @@ int nw_json_fail(struct nw_json_in *in, const char *fmt, ...)
 	return -EBADMSG;
 }
 
-/* Reads the whole file at @path, NUL-terminated.  -errno. */
-static int slurp(const char *path, char **ret, size_t *ret_len)
-{
-	size_t cap = 16384, len = 0;
-	char *buf, *nbuf;
-	ssize_t r;
-	int fd, err = 0;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(cap);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	for (;;) {
-		if (len + 1 >= cap) {
-			nbuf = realloc(buf, cap * 2);
-			if (!nbuf) {
-				err = -ENOMEM;
-				break;
-			}
-			buf = nbuf;
-			cap *= 2;
-		}
-		r = read(fd, buf + len, cap - len - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			err = -errno;
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	close(fd);
-	if (err) {
-		free(buf);
-		return err;
-	}
-	buf[len] = '\0';
-	*ret = buf;
-	*ret_len = len;
-	return 0;
-}
-
 int nw_json_parse_file(struct nw_json_in *in, struct json_object **ret)
 {
 	struct json_tokener *tok;
@@ -86,7 +42,7 @@ int nw_json_parse_file(struct nw_json_in *in, struct json_object **ret)
 	char *buf = NULL;
 	int err;
 
-	err = slurp(in->path, &buf, &len);
+	err = nw_read_file(in->path, &buf, &len);
 	if (err) {
 		if (in->err && in->errlen)
 			snprintf(in->err, in->errlen, "%s: %s", in->path, strerror(-err));

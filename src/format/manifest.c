@@ -85,6 +85,11 @@ static void add_run(struct json_object *root, const struct nw_run *r, bool *ok)
 	nw_json_add(root, "events", arr, ok);
 	nw_json_add(root, "start_ns", json_object_new_uint64(r->start_ns), ok);
 	nw_json_add(root, "end_ns", json_object_new_uint64(r->end_ns), ok);
+	nw_json_add(root, "traced", json_object_new_boolean(r->traced), ok);
+	if (r->clock_start_ns) {
+		nw_json_add(root, "clock_start_ns", json_object_new_uint64(r->clock_start_ns), ok);
+		nw_json_add(root, "clock_end_ns", json_object_new_uint64(r->clock_end_ns), ok);
+	}
 	nw_json_add(root, "exit_status", json_object_new_int64(r->exit_status), ok);
 	nw_json_add(root, "samples", json_object_new_uint64(r->samples), ok);
 	nw_json_add(root, "lost", json_object_new_uint64(r->lost), ok);
@@ -144,6 +149,8 @@ static struct json_object *manifest_to_json(const struct nw_measurement *m)
 			nw_json_add(o, "comm", nw_json_str(t->comm), &ok);
 			nw_json_add(o, "file", nw_json_str(t->file), &ok);
 			nw_json_add(o, "samples", json_object_new_uint64(t->samples), &ok);
+			if (t->trace_file)
+				nw_json_add(o, "trace", nw_json_str(t->trace_file), &ok);
 		}
 		nw_json_append(arr, o, &ok);
 	}
@@ -338,7 +345,7 @@ static int read_threads(struct nw_json_in *in, struct json_object *root,
 	err = nw_json_get_array(in, root, NULL, "threads", &arr, &n);
 	for (uint32_t i = 0; !err && i < n; i++) {
 		uint32_t pid = 0, tid = 0;
-		char *comm = NULL, *file = NULL;
+		char *comm = NULL, *file = NULL, *trace = NULL;
 		uint64_t samples = 0;
 		struct nw_mthread *th;
 
@@ -353,15 +360,25 @@ static int read_threads(struct nw_json_in *in, struct json_object *root,
 			err = nw_json_get_str(in, o, where, "file", &file);
 		if (!err)
 			err = nw_json_get_u64(in, o, where, "samples", UINT64_MAX, &samples);
+		/* Optional: recorded with --no-trace, or before traces existed. */
+		if (!err && json_object_object_get_ex(o, "trace", NULL))
+			err = nw_json_get_str(in, o, where, "trace", &trace);
+		if (!err && trace && (!trace[0] || strchr(trace, '/')))
+			err = nw_json_fail(in, "\"%s.trace\" must name a file of the directory",
+					   where);
 		if (!err) {
 			th = nw_measurement_add_thread(m, pid, tid, comm, file[0] ? file : NULL);
-			if (!th)
+			if (!th) {
 				err = -ENOMEM;
-			else
+			} else {
 				th->samples = samples;
+				th->trace_file = trace;
+				trace = NULL;
+			}
 		}
 		free(comm);
 		free(file);
+		free(trace);
 	}
 	return err;
 }
@@ -533,6 +550,15 @@ static int read_manifest(struct nw_json_in *in, struct json_object *root,
 		err = nw_json_get_u64(in, root, NULL, "start_ns", UINT64_MAX, &r->start_ns);
 	if (!err)
 		err = nw_json_get_u64(in, root, NULL, "end_ns", UINT64_MAX, &r->end_ns);
+	/* Optional: the monotonic clock of traces, and whether there are traces. */
+	if (!err && json_object_object_get_ex(root, "traced", NULL))
+		err = get_bool(in, root, NULL, "traced", &r->traced);
+	if (!err && json_object_object_get_ex(root, "clock_start_ns", NULL))
+		err = nw_json_get_u64(in, root, NULL, "clock_start_ns", UINT64_MAX,
+				      &r->clock_start_ns);
+	if (!err && json_object_object_get_ex(root, "clock_end_ns", NULL))
+		err = nw_json_get_u64(in, root, NULL, "clock_end_ns", UINT64_MAX,
+				      &r->clock_end_ns);
 	if (!err)
 		err = read_exit_status(in, root, &r->exit_status);
 	if (!err)

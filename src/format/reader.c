@@ -10,6 +10,7 @@
 #include "format/csprof.h"
 #include "format/manifest.h"
 #include "format/symbols.h"
+#include "format/tracefile.h"
 #include "util/log.h"
 #include "util/strbuf.h"
 
@@ -215,4 +216,28 @@ out_free:
 	free(path);
 	nw_measurement_free(m);
 	return rc;
+}
+
+int nw_measurement_read_traces(struct nw_measurement *m, const char *dir, char *err,
+			       size_t errlen)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; i < m->nthreads; i++) {
+		struct nw_mthread *th = &m->threads[i];
+		char *path;
+		int rc;
+
+		if (th->trace || !th->trace_file)
+			continue;
+		path = nw_strdup_printf("%s/%s", dir, th->trace_file);
+		if (!path)
+			return -ENOMEM;
+		rc = nw_tracefile_read(path, m, th, &th->trace, err, errlen);
+		free(path);
+		if (rc)
+			return rc;
+		n++;
+	}
+	return n;
 }

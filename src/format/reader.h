@@ -20,4 +20,13 @@
  */
 int nw_measurement_read(const char *dir, struct nw_measurement **ret, char *err, size_t errlen);
 
+/*
+ * Reads the trace of every thread of @m (read from @dir) that the
+ * manifest names (model/trace.h; the views that need time ask for them).
+ * Returns how many threads have a trace, or -errno, -EBADMSG for a corrupt
+ * or truncated trace, with a message naming the file and the byte offset.
+ */
+int nw_measurement_read_traces(struct nw_measurement *m, const char *dir, char *err,
+			       size_t errlen);
+
 #endif

@@ -15,6 +15,7 @@
 #include "format/csprof.h"
 #include "format/manifest.h"
 #include "format/symbols.h"
+#include "format/tracefile.h"
 #include "util/log.h"
 #include "util/strbuf.h"
 
@@ -234,6 +235,20 @@ static int write_files(const struct nw_measurement *m, const struct nw_extra_fil
 			snprintf(shown, sizeof(shown), "%s/%s", dir, th->file);
 			if (ret == -EINVAL)
 				nw_set_err(err, errlen, "cannot write %s: a tree outside its epochs",
+					   shown);
+			else
+				write_error(err, errlen, shown, -ret);
+			return ret;
+		}
+		if (!th->trace || !th->trace_file)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", tmp, th->trace_file);
+		ret = nw_tracefile_write(path, m, th);
+		if (ret < 0) {
+			snprintf(shown, sizeof(shown), "%s/%s", dir, th->trace_file);
+			if (ret == -EINVAL)
+				nw_set_err(err, errlen,
+					   "cannot write %s: an event outside the thread's trees",
 					   shown);
 			else
 				write_error(err, errlen, shown, -ret);

@@ -70,9 +70,14 @@ void nw_measurement_free(struct nw_measurement *m)
 
 		free(th->comm);
 		free(th->file);
+		free(th->trace_file);
 		for (uint32_t t = 0; !m->borrowed && t < th->ntrees; t++)
 			nw_cct_free(th->trees[t].cct);
 		free(th->trees);
+		if (!m->borrowed && th->trace) {
+			nw_trace_fini(th->trace);
+			free(th->trace);
+		}
 	}
 	free(m->threads);
 	for (uint32_t i = 0; !m->borrowed && i < m->nepochs; i++)
@@ -236,6 +241,15 @@ void nw_measurement_drop_trees(struct nw_measurement *m)
 	m->trees_dropped = true;
 }
 
+int nw_mthread_tree_of(const struct nw_measurement *m, const struct nw_mthread *th,
+		       uint32_t epoch)
+{
+	for (uint32_t t = 0; t < th->ntrees; t++)
+		if (th->trees[t].epoch < m->nepochs && m->epochs[th->trees[t].epoch]->index == epoch)
+			return (int)t;
+	return -1;
+}
+
 const struct nw_mprocess *nw_measurement_process(const struct nw_measurement *m, uint32_t pid)
 {
 	for (uint32_t i = m->nprocs; i-- > 0;)
@@ -394,6 +408,10 @@ int nw_measurement_merge(struct nw_measurement *dst, struct nw_measurement *src,
 			dth->trees[t].epoch = ep[dth->trees[t].epoch];
 		sth->trees = NULL;
 		sth->ntrees = 0;
+		dth->trace = sth->trace;
+		sth->trace = NULL;
+		if (sth->trace_file && !(dth->trace_file = strdup(sth->trace_file)))
+			goto out;
 	}
 	for (uint32_t i = 0; i < st->nentries; i++) {
 		struct nw_symentry *e = &st->entries[i];
@@ -413,6 +431,12 @@ int nw_measurement_merge(struct nw_measurement *dst, struct nw_measurement *src,
 		dst->run.start_ns = src->run.start_ns;
 	if (src->run.end_ns > dst->run.end_ns)
 		dst->run.end_ns = src->run.end_ns;
+	if (src->run.clock_start_ns &&
+	    (!dst->run.clock_start_ns || src->run.clock_start_ns < dst->run.clock_start_ns))
+		dst->run.clock_start_ns = src->run.clock_start_ns;
+	if (src->run.clock_end_ns > dst->run.clock_end_ns)
+		dst->run.clock_end_ns = src->run.clock_end_ns;
+	dst->run.traced = dst->run.traced && src->run.traced;
 	ret = 0;
 out:
 	if (ret == -ENOMEM)

@@ -30,6 +30,7 @@
 #include "model/metric.h"
 #include "model/module.h"
 #include "model/symtab.h"
+#include "model/trace.h"
 
 #define NW_COMM_MAX 16
 
@@ -53,6 +54,9 @@ struct nw_run {
 	uint32_t nevents;
 	struct nw_event_info *events;
 	uint64_t start_ns, end_ns;  /* CLOCK_REALTIME */
+	/* The same two moments in CLOCK_MONOTONIC, the clock of samples and traces; 0: unknown */
+	uint64_t clock_start_ns, clock_end_ns;
+	bool traced;           /* every sampled thread has a trace (not --no-trace) */
 	int exit_status;       /* as a shell reports it: 128+N for signal N; -1 unknown */
 	uint64_t samples, lost, throttled, unwind_errors;
 };
@@ -77,6 +81,9 @@ struct nw_mthread {
 	uint32_t first_epoch, nepochs;
 	uint32_t ntrees;
 	struct nw_tree *trees;
+	/* Its samples and off-CPU intervals in time order; NULL: not recorded or not read */
+	struct nw_trace *trace;
+	char *trace_file;      /* relative to the directory; NULL: none */
 };
 
 struct nw_measurement {
@@ -135,6 +142,13 @@ int nw_mthread_add_tree(struct nw_mthread *th, uint32_t epoch, struct nw_cct *cc
  * that the model and the view are not both held at their largest.
  */
 void nw_measurement_drop_trees(struct nw_measurement *m);
+
+/*
+ * The index in th->trees of the tree for the epoch with nw_epoch.index
+ * @epoch of the thread's process (what a trace event names), or -1.
+ */
+int nw_mthread_tree_of(const struct nw_measurement *m, const struct nw_mthread *th,
+		       uint32_t epoch);
 /* The process of @pid (the last one listed: pids are reused), or NULL. */
 const struct nw_mprocess *nw_measurement_process(const struct nw_measurement *m, uint32_t pid);
 

@@ -148,7 +148,8 @@ static int symbolize_thread(struct nw_measure *ms, const struct nw_measurement *
 }
 
 /* Adds the session's processes, their epochs, and its sampled threads with their trees. */
-static int add_tasks(struct nw_measurement *m, const struct nw_session *s)
+static int add_tasks(struct nw_measurement *m, const struct nw_session *s,
+		     const struct nw_tracer *tracer)
 {
 	const struct nw_task_table *t = &s->tasks;
 	uint32_t *base = calloc(t->nprocs ? t->nprocs : 1, sizeof(*base));
@@ -190,6 +191,17 @@ static int add_tasks(struct nw_measurement *m, const struct nw_session *s)
 			break;
 		}
 		mt->samples = th->samples;
+		/* The model is borrowed: it reads the tracer's trace, never frees it. */
+		mt->trace = tracer ? (struct nw_trace *)nw_tracer_thread(tracer, th) : NULL;
+		if (mt->trace) {
+			size_t len = strlen(file) - strlen(".csprof");
+
+			mt->trace_file = nw_strdup_printf("%.*s.trace", (int)len, file);
+			if (!mt->trace_file) {
+				ret = -ENOMEM;
+				break;
+			}
+		}
 		mt->first_epoch = base[p];
 		mt->nepochs = as->nepochs;
 		for (uint32_t e = 0; e < th->nccts && e < as->nepochs && !ret; e++)
@@ -200,7 +212,8 @@ static int add_tasks(struct nw_measurement *m, const struct nw_session *s)
 	return ret;
 }
 
-int nw_measure_build(struct nw_measure *ms, struct nw_session *s, struct nw_run *run,
+int nw_measure_build(struct nw_measure *ms, struct nw_session *s,
+		     const struct nw_tracer *tracer, struct nw_run *run,
 		     struct nw_measurement **ret)
 {
 	struct nw_measurement *m = nw_measurement_new();
@@ -214,7 +227,7 @@ int nw_measure_build(struct nw_measure *ms, struct nw_session *s, struct nw_run 
 	memset(run, 0, sizeof(*run));
 	err = nw_session_describe_metrics(s, m);
 	if (!err)
-		err = add_tasks(m, s);
+		err = add_tasks(m, s, tracer);
 	for (uint32_t i = 0; !err && i < m->nthreads; i++)
 		err = symbolize_thread(ms, m, &m->threads[i]);
 	if (err) {

@@ -14,6 +14,7 @@
 #include "format/writer.h"
 #include "model/measurement.h"
 #include "record/session.h"
+#include "record/tracer.h"
 #include "symbol/perfmap.h"
 #include "symbol/symbol.h"
 #include "util/hash.h"
@@ -37,11 +38,13 @@ void nw_measure_fini(struct nw_measure *ms);
  * The model of @s as it stands: @run (moved into the model: the caller's
  * strings now belong to it, and *run is zeroed), the metrics of the
  * session's events, its modules, epochs, processes, threads with samples
- * (each with its file name) and trees, and the symbol table, after
- * symbolizing every PC not seen before.  The model borrows from @s and
- * @ms: free it before they change or go.  -ENOMEM.
+ * (each with its file name), trees and traces (@tracer's; NULL: none),
+ * and the symbol table, after symbolizing every PC not seen before.  The
+ * model borrows from @s, @tracer and @ms: free it before they change or
+ * go.  -ENOMEM.
  */
-int nw_measure_build(struct nw_measure *ms, struct nw_session *s, struct nw_run *run,
+int nw_measure_build(struct nw_measure *ms, struct nw_session *s,
+		     const struct nw_tracer *tracer, struct nw_run *run,
 		     struct nw_measurement **ret);
 
 #endif

@@ -24,6 +24,14 @@ struct nw_batch_ref {
 	uint32_t size;
 };
 
+int nw_session_listen(struct nw_session *s, const struct nw_session_hooks *h)
+{
+	if (s->nhooks == NW_SESSION_MAX_HOOKS)
+		return -ENOSPC;
+	s->hooks[s->nhooks++] = h;
+	return 0;
+}
+
 int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 {
 	memset(s, 0, sizeof(*s));
@@ -369,6 +377,7 @@ static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 		/* The thread blocks here; the time off the CPU is known at switch-in. */
 		th->off_cct = cct;
 		th->off_node = node;
+		th->off_epoch = epoch->index;
 		th->off_since = smp->sid.time;
 	} else {
 		m[2 * e + 1] += smp->period;
@@ -379,11 +388,12 @@ static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 		th->first_time = smp->sid.time;
 	th->last_time = smp->sid.time;
 	s->stats.samples++;
-	/* Off-CPU time is known only at switch-in: its period is not the sample's. */
-	if (s->hooks && s->hooks->sample &&
-	    s->hooks->sample(s->hooks->arg, th, epoch->index, node, e, smp->sid.time,
-			     e == s->offcpu ? 0 : smp->period))
-		s->stats.alloc_failures++;
+	/* Off-CPU time is known only at switch-in: listeners hear of it then. */
+	for (unsigned i = 0; e != s->offcpu && i < s->nhooks; i++)
+		if (s->hooks[i]->sample &&
+		    s->hooks[i]->sample(s->hooks[i]->arg, th, epoch->index, node, e,
+					smp->sid.time, smp->period))
+			s->stats.alloc_failures++;
 }
 
 /*
@@ -428,12 +438,18 @@ static void switch_in(struct nw_session *s, uint32_t tid, uint64_t time)
 {
 	struct nw_thread *th = nw_tasks_find_thread(&s->tasks, tid);
 
+	uint64_t ns;
+
 	if (!th || !th->off_cct)
 		return;
-	if (time > th->off_since)
-		nw_cct_metrics(th->off_cct, th->off_node)[2 * s->offcpu + 1] +=
-			time - th->off_since;
+	ns = time > th->off_since ? time - th->off_since : 0;
+	nw_cct_metrics(th->off_cct, th->off_node)[2 * s->offcpu + 1] += ns;
 	th->off_cct = NULL;
+	for (unsigned i = 0; i < s->nhooks; i++)
+		if (s->hooks[i]->offcpu &&
+		    s->hooks[i]->offcpu(s->hooks[i]->arg, th, th->off_epoch, th->off_node,
+					s->offcpu, th->off_since, ns))
+			s->stats.alloc_failures++;
 }
 
 /* One line of /proc/PID/maps: an executable mapping goes into the address map. */

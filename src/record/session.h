@@ -59,17 +59,25 @@ struct nw_session_event {
 };
 
 /*
- * Who else listens to the recording (perf's struct perf_tool): called for
- * every sample once it is folded into node @node of tree @cct of thread
- * @th, with the event index, time (CLOCK_MONOTONIC) and period (0 for an
- * off-CPU sample, whose time off the CPU is known later).  The session
- * does not know what the listener keeps.
+ * Who else listens to the recording (perf's struct perf_tool); the session
+ * does not know what a listener keeps.  Either callback may be NULL; a
+ * nonzero return counts as an allocation failure.
+ *
+ *  - sample: every on-CPU sample once it is folded into node @node of the
+ *    tree of thread @th for epoch @epoch (nw_epoch.index), with the event
+ *    index, time (CLOCK_MONOTONIC ns) and period;
+ *  - offcpu: every interval a thread spent off the CPU (--off-cpu), once
+ *    it is over: where it blocked, from @start for @ns nanoseconds.
  */
 struct nw_session_hooks {
 	void *arg;
 	int (*sample)(void *arg, const struct nw_thread *th, uint32_t epoch, uint32_t node,
 		      unsigned event, uint64_t time, uint64_t period);
+	int (*offcpu)(void *arg, const struct nw_thread *th, uint32_t epoch, uint32_t node,
+		      unsigned event, uint64_t start, uint64_t ns);
 };
+
+#define NW_SESSION_MAX_HOOKS 4
 
 struct nw_session {
 	struct nw_session_opts opts;
@@ -105,11 +113,15 @@ struct nw_session {
 	struct nw_frame *frames;
 	uint64_t *id_to_event;     /* sorted pairs (id, event index) */
 	size_t nid_to_event;
-	const struct nw_session_hooks *hooks;  /* set by the caller, who owns it; NULL: none */
+	/* listeners (nw_session_listen()), owned by the caller */
+	const struct nw_session_hooks *hooks[NW_SESSION_MAX_HOOKS];
+	unsigned nhooks;
 };
 
 /* Fills @s and checks @opts.  -EINVAL, -ENOMEM. */
 int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts);
+/* Adds the listener @h (the caller's, kept until nw_session_fini()).  -ENOSPC when full. */
+int nw_session_listen(struct nw_session *s, const struct nw_session_hooks *h);
 /*
  * Opens every event on @pid (which has not exec'd yet) on every online
  * CPU, inherited, enabled at exec, and maps the rings.  -errno from

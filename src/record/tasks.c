@@ -136,6 +136,7 @@ static struct nw_thread *new_thread(struct nw_task_table *t, struct nw_process *
 
 	if (!th)
 		return NULL;
+	th->seq = t->nthreads;
 	th->pid = p->pid;
 	th->tid = tid;
 	th->proc = p;

@@ -25,6 +25,7 @@ struct nw_process {
 };
 
 struct nw_thread {
+	uint32_t seq;                /* its index in nw_task_table.threads */
 	uint32_t pid, tid;
 	char comm[NW_COMM_LEN];
 	bool exited;
@@ -35,7 +36,7 @@ struct nw_thread {
 	uint64_t first_time, last_time;
 	/* Off-CPU: where the thread blocked and since when (off_cct NULL: running). */
 	struct nw_cct *off_cct;
-	uint32_t off_node;
+	uint32_t off_node, off_epoch;
 	uint64_t off_since;
 };
 

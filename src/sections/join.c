@@ -26,18 +26,86 @@
 
 /* ---- loading ---- */
 
+static void stimes_free(struct nw_stimes *s)
+{
+	if (!s)
+		return;
+	for (uint32_t i = 0; i < s->nthreads; i++)
+		free(s->threads[i].v);
+	free(s->threads);
+	free(s);
+}
+
 void nw_sections_free(struct nw_sections *s)
 {
 	if (!s)
 		return;
 	nw_seclog_free(s->log);
-	nw_stimes_free(s->times);
+	stimes_free(s->times);
 	free(s);
 }
 
-int nw_sections_load(const char *dir, struct nw_sections **ret, char *err, size_t errlen)
+static int cmp_stime(const void *a, const void *b)
 {
-	char path[PATH_MAX], file[PATH_MAX + 16];
+	const struct nw_stime *x = a, *y = b;
+
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+/* The sample times of the threads of @m with a trace; *ret NULL when none has one. */
+static int stimes_of(const struct nw_measurement *m, struct nw_stimes **ret)
+{
+	struct nw_stimes *s;
+	int rc = 0;
+
+	*ret = NULL;
+	for (uint32_t i = 0; m && i < m->nthreads && !rc; i++)
+		rc = m->threads[i].trace != NULL;
+	/* Recorded with traces, and no sample: joined, with nothing to join. */
+	if (!rc && !(m && m->run.traced))
+		return 0;
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->threads = calloc(m->nthreads, sizeof(*s->threads)))) {
+		free(s);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < m->nthreads; i++) {
+		const struct nw_mthread *th = &m->threads[i];
+		struct nw_stimes_thread *st;
+		struct nw_trace_event *ev;
+		size_t bad;
+
+		if (!th->trace)
+			continue;
+		rc = nw_trace_decode(th->trace, &ev, &bad);
+		if (rc) {
+			stimes_free(s);
+			return rc == -EBADMSG ? -EINVAL : rc;
+		}
+		st = &s->threads[s->nthreads++];
+		*st = (struct nw_stimes_thread){ .pid = th->pid, .tid = th->tid, .thread = i };
+		st->v = malloc((th->trace->n ? th->trace->n : 1) * sizeof(*st->v));
+		if (!st->v) {
+			free(ev);
+			stimes_free(s);
+			return -ENOMEM;
+		}
+		for (uint64_t k = 0; k < th->trace->n; k++)
+			st->v[k] = (struct nw_stime){ .time = ev[k].time, .period = ev[k].value,
+						      .node = ev[k].node, .epoch = ev[k].epoch,
+						      .event = ev[k].event };
+		st->n = th->trace->n;
+		free(ev);
+		qsort(st->v, st->n, sizeof(*st->v), cmp_stime);
+	}
+	*ret = s;
+	return 0;
+}
+
+int nw_sections_load(const char *dir, const struct nw_measurement *m, struct nw_sections **ret,
+		     char *err, size_t errlen)
+{
+	char path[PATH_MAX];
 	struct nw_sections *s;
 	struct stat st;
 	int rc;
@@ -64,12 +132,9 @@ int nw_sections_load(const char *dir, struct nw_sections **ret, char *err, size_
 	}
 	if (rc)
 		goto out;
-	snprintf(file, sizeof(file), "%s/%s", path, NW_STIMES_FILE);
-	rc = nw_stimes_read(file, &s->times, err, errlen);
-	if (rc == -ENOENT) {
-		s->times = NULL;
-		rc = 0;
-	}
+	rc = stimes_of(m, &s->times);
+	if (rc == -EINVAL)
+		nw_set_err(err, errlen, "%s: a trace does not decode", dir);
 out:
 	if (rc) {
 		nw_sections_free(s);
@@ -535,12 +600,11 @@ static int split_thread(struct split_build *b, const struct join *j, const struc
 		goto out;
 	for (uint32_t t = 0; t < th->ntrees; t++) {
 		const struct nw_cct *cct = th->trees[t].cct;
-		/* The file names epochs newest first. */
-		uint32_t fe = th->nepochs - 1 - (th->trees[t].epoch - th->first_epoch);
+		uint32_t epoch = b->m->epochs[th->trees[t].epoch]->index;
 		size_t np = 0;
 
 		for (uint64_t k = 0; k < st->n; k++)
-			if (st->v[k].epoch == fe && st->v[k].node < cct->n &&
+			if (st->v[k].epoch == epoch && st->v[k].node < cct->n &&
 			    st->v[k].node != NW_CCT_ROOT && out[k] != NW_SECNODE_ROOT)
 				pairs[np++] = (struct split_pair){ st->v[k].node, out[k], k };
 		qsort(pairs, np, sizeof(*pairs), cmp_pair);
@@ -631,22 +695,10 @@ int nw_sections_split(const struct nw_sections *s, const struct nw_measurement *
 	rc = join_init(&j, s, NULL, NULL);
 	if (!rc)
 		rc = split_prefixes(b.split, j.t, s->log, frames);
-	/* Manifest order is model order: the n-th (pid, tid) is its n-th occurrence. */
-	for (uint32_t ti = 0; !rc && ti < m->nthreads; ti++) {
-		const struct nw_mthread *th = &m->threads[ti];
-		const struct nw_stimes_thread *st = NULL;
-		uint32_t occurrence = 0;
-
-		for (uint32_t k = 0; k < ti; k++)
-			occurrence += m->threads[k].pid == th->pid && m->threads[k].tid == th->tid;
-		for (uint32_t i = 0; s->times && i < s->times->nthreads && !st; i++)
-			if (s->times->threads[i].pid == th->pid &&
-			    s->times->threads[i].tid == th->tid &&
-			    s->times->threads[i].occurrence == occurrence)
-				st = &s->times->threads[i];
-		if (st)
-			rc = split_thread(&b, &j, s->log, ti, st);
-	}
+	for (uint32_t i = 0; !rc && s->times && i < s->times->nthreads; i++)
+		if (s->times->threads[i].thread < m->nthreads)
+			rc = split_thread(&b, &j, s->log, s->times->threads[i].thread,
+					  &s->times->threads[i]);
 out:
 	join_fini(&j, s->log);
 	free(b.metrics);

@@ -3,8 +3,8 @@
  * Instrumented sections joined with the samples (doc/SECTIONS.md).
  *
  * A measurement of a program linked with libnarwhal holds DIR/sections/:
- * the program's section intervals (CLOCK_MONOTONIC) and the time and CCT
- * leaf of every sample (format/sectionlog.h).  Each sample falls inside the
+ * the program's section intervals (CLOCK_MONOTONIC); the threads' traces
+ * hold the time and CCT leaf of every sample (model/trace.h).  Each sample falls inside the
  * intervals of its thread that were open at its time; the innermost one
  * and those around it form its section path.
  *
@@ -27,17 +27,41 @@
 #include "sections/seclog.h"
 #include "util/hash.h"
 
+/* One sample (or off-CPU interval) of a thread's trace, as the join reads it. */
+struct nw_stime {
+	uint64_t time;     /* CLOCK_MONOTONIC ns */
+	uint64_t period;   /* a sample's period; an off-CPU interval's ns */
+	uint32_t node;     /* node id in the thread's tree of @epoch */
+	uint32_t epoch;    /* nw_epoch.index in the thread's process */
+	uint16_t event;    /* event index: metrics of run.events[event] */
+};
+
+/* The sample times of model thread @thread, sorted by time. */
+struct nw_stimes_thread {
+	uint32_t pid, tid, thread;
+	struct nw_stime *v;
+	uint64_t n;
+};
+
+struct nw_stimes {
+	struct nw_stimes_thread *threads;
+	uint32_t nthreads;
+};
+
 struct nw_sections {
 	struct nw_seclog *log;
-	struct nw_stimes *times; /* NULL when the measurement has no sample times */
+	struct nw_stimes *times; /* NULL when the measurement has no traces */
 };
 
 /*
- * Loads DIR/sections.  -ENOENT when the measurement has no sections (with
- * a message that says how to get them), -EBADMSG for a corrupt file,
- * -errno; messages name the file.  *ret is the caller's.
+ * Loads DIR/sections, and the sample times from the traces of @m (read
+ * from @dir with its traces, format/reader.h; threads without one are not
+ * joined).  -ENOENT when the measurement has no sections (with a message
+ * that says how to get them), -EBADMSG for a corrupt file, -errno;
+ * messages name the file.  *ret is the caller's.
  */
-int nw_sections_load(const char *dir, struct nw_sections **ret, char *err, size_t errlen);
+int nw_sections_load(const char *dir, const struct nw_measurement *m, struct nw_sections **ret,
+		     char *err, size_t errlen);
 void nw_sections_free(struct nw_sections *s);
 
 #define NW_SECNODE_ROOT 0u

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "model/cct.h"
+#include "util/file.h"
 #include "util/log.h"
 
 #define MAX_SECTION_ID (1u << 20)
@@ -56,50 +57,6 @@ static int get_varint(const uint8_t *buf, size_t *pos, size_t end, uint64_t *ret
 		}
 	}
 	return -1;
-}
-
-static int read_file(const char *path, uint8_t **ret, size_t *ret_size)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	uint8_t *buf = NULL;
-	size_t len = 0, cap = 0;
-	int err = 0;
-
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			size_t ncap = cap ? cap * 2 : 65536;
-			uint8_t *b = ncap > cap ? realloc(buf, ncap) : NULL;
-
-			if (!b) {
-				err = -ENOMEM;
-				break;
-			}
-			buf = b;
-			cap = ncap;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			err = -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	if (err) {
-		free(buf);
-		return err;
-	}
-	*ret = buf;
-	*ret_size = len;
-	return 0;
 }
 
 /* ---- the interval logs ---- */
@@ -519,7 +476,7 @@ int nw_seclog_read_dir(const char *dir, struct nw_seclog **ret, char *err, size_
 		size_t size;
 
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		rc = read_file(path, &buf, &size);
+		rc = nw_read_file(path, (char **)&buf, &size);
 		if (rc) {
 			nw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
 			break;
@@ -542,118 +499,3 @@ out_names:
 	closedir(d);
 	return rc;
 }
-
-/* ---- sample times: reading ---- */
-
-void nw_stimes_free(struct nw_stimes *s)
-{
-	if (!s)
-		return;
-	for (uint32_t i = 0; i < s->nthreads; i++)
-		free(s->threads[i].v);
-	free(s->threads);
-	free(s);
-}
-
-int nw_stimes_parse(const void *data, size_t size, struct nw_stimes **ret, char *err,
-		    size_t errlen)
-{
-	const uint8_t *buf = data;
-	struct nw_stimes *s;
-	uint32_t nthreads;
-	size_t pos = NW_STIMES_HEADER;
-
-	if (size < NW_STIMES_HEADER || memcmp(buf, NW_STIMES_MAGIC, 8) != 0) {
-		nw_set_err(err, errlen, "not a sample times file");
-		return -EBADMSG;
-	}
-	if (get_u32(buf + 8) != NW_STIMES_VERSION) {
-		nw_set_err(err, errlen, "sample times version %u, this narwhal reads %u",
-			get_u32(buf + 8), NW_STIMES_VERSION);
-		return -EBADMSG;
-	}
-	nthreads = get_u32(buf + 12);
-	if (nthreads > (size - pos) / NW_STIMES_THREAD) {
-		nw_set_err(err, errlen, "%u threads do not fit in %zu bytes", nthreads, size - pos);
-		return -EBADMSG;
-	}
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	s->threads = calloc(nthreads ? nthreads : 1, sizeof(*s->threads));
-	if (!s->threads) {
-		free(s);
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < nthreads; i++) {
-		struct nw_stimes_thread *t = &s->threads[i];
-		uint64_t n;
-
-		if (size - pos < NW_STIMES_THREAD) {
-			nw_set_err(err, errlen, "thread %u: header cut short at offset %zu", i, pos);
-			goto bad;
-		}
-		t->pid = get_u32(buf + pos);
-		t->tid = get_u32(buf + pos + 4);
-		t->occurrence = get_u32(buf + pos + 8);
-		n = get_u64(buf + pos + 16);
-		pos += NW_STIMES_THREAD;
-		if (n > (size - pos) / NW_STIMES_RECORD) {
-			nw_set_err(err, errlen, "thread %u: %llu samples do not fit in the %zu bytes left "
-					     "at offset %zu",
-				i, (unsigned long long)n, size - pos, pos);
-			goto bad;
-		}
-		s->nthreads++;
-		t->v = malloc((n ? n : 1) * sizeof(*t->v));
-		if (!t->v) {
-			nw_stimes_free(s);
-			return -ENOMEM;
-		}
-		t->n = n;
-		for (uint64_t k = 0; k < n; k++) {
-			const uint8_t *r = buf + pos;
-
-			t->v[k].time = get_u64(r);
-			t->v[k].period = get_u64(r + 8);
-			t->v[k].node = get_u32(r + 16);
-			t->v[k].epoch = (uint16_t)(r[20] | r[21] << 8);
-			t->v[k].event = (uint16_t)(r[22] | r[23] << 8);
-			pos += NW_STIMES_RECORD;
-			if (k && t->v[k].time < t->v[k - 1].time) {
-				nw_set_err(err, errlen, "thread %u: samples out of time order at offset "
-						     "%zu",
-					i, pos - NW_STIMES_RECORD);
-				goto bad;
-			}
-		}
-	}
-	if (pos != size) {
-		nw_set_err(err, errlen, "%zu bytes after the last thread", size - pos);
-		goto bad;
-	}
-	*ret = s;
-	return 0;
-bad:
-	nw_stimes_free(s);
-	return -EBADMSG;
-}
-
-int nw_stimes_read(const char *path, struct nw_stimes **ret, char *err, size_t errlen)
-{
-	uint8_t *buf;
-	size_t size;
-	char msg[256] = "";
-	int rc = read_file(path, &buf, &size);
-
-	if (rc) {
-		nw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
-		return rc;
-	}
-	rc = nw_stimes_parse(buf, size, ret, msg, sizeof(msg));
-	if (rc)
-		nw_set_err(err, errlen, "%s: %s", path, msg[0] ? msg : strerror(-rc));
-	free(buf);
-	return rc;
-}
-

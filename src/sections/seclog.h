@@ -7,9 +7,9 @@
  *    with one write(2).  The block layout below is the contract between the
  *    runtime (which includes this header for the constants only and links
  *    nothing of the profiler) and the reader here.
- *  - samples.bin, written by narwhal-record: per sampled thread, the time,
- *    period, event and CCT leaf (file node id, file epoch) of every sample,
- *    so that narwhal-report can tell which sections were open at each one.
+
+ * The time and calling context of each sample, which tell which sections
+ * were open at it, are in the threads' traces (model/trace.h).
  *
  * The program writes its files into a staging directory that narwhal-record
  * creates before the run and names in NARWHAL_SECTIONS_DIR; at the end the
@@ -134,45 +134,5 @@ void nw_seclog_free(struct nw_seclog *log);
 /* The thread (pid, tid), or NULL. */
 const struct nw_secthread *nw_seclog_thread(const struct nw_seclog *log, uint32_t pid,
 					    uint32_t tid);
-
-/* ---- sample times (narwhal-record side) ---- */
-
-#define NW_STIMES_FILE "samples.bin"
-#define NW_STIMES_MAGIC "NWSTIME1"
-#define NW_STIMES_VERSION 1
-#define NW_STIMES_HEADER 16      /* magic[8], u32 version, u32 nthreads */
-#define NW_STIMES_THREAD 24      /* u32 pid, u32 tid, u32 occurrence, u32 0, u64 count */
-#define NW_STIMES_RECORD 24      /* u64 time, u64 period, u32 node, u16 epoch, u16 event */
-
-/* One sample: when, its weight, and where its stack ends in its thread's file. */
-struct nw_stime {
-	uint64_t time;     /* CLOCK_MONOTONIC ns */
-	uint64_t period;
-	uint32_t node;     /* node id in the thread file's tree (preorder) */
-	uint16_t epoch;    /* the tree's epoch index in the file (0 newest) */
-	uint16_t event;    /* event index: metrics 2*event (samples), 2*event+1 (period) */
-};
-
-/*
- * The sample times of one thread: the occurrence-th thread (pid, tid) of
- * the manifest's thread list (a tid reused after its thread ended has a
- * second entry), sorted by time.
- */
-struct nw_stimes_thread {
-	uint32_t pid, tid, occurrence;
-	struct nw_stime *v;
-	uint64_t n;
-};
-
-struct nw_stimes {
-	struct nw_stimes_thread *threads;
-	uint32_t nthreads;
-};
-
-/* Reading.  -EBADMSG with a message, -errno.  *ret the caller's. */
-int nw_stimes_parse(const void *buf, size_t size, struct nw_stimes **ret, char *err,
-		    size_t errlen);
-int nw_stimes_read(const char *path, struct nw_stimes **ret, char *err, size_t errlen);
-void nw_stimes_free(struct nw_stimes *s);
 
 #endif

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/* The recorder's traces; see tracer.h. */
+#include "record/tracer.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/strbuf.h"
+
+static struct nw_trace *trace_of(struct nw_tracer *t, const struct nw_thread *th)
+{
+	struct nw_trace *tr;
+
+	if (th->seq >= t->n) {
+		size_t n = (size_t)th->seq + 1;
+
+		if (nw_grow(&t->v, &t->cap, n, sizeof(*t->v)))
+			return NULL;
+		memset(t->v + t->n, 0, (n - t->n) * sizeof(*t->v));
+		t->n = n;
+	}
+	tr = t->v[th->seq];
+	if (!tr) {
+		tr = malloc(sizeof(*tr));
+		if (!tr)
+			return NULL;
+		nw_trace_init(tr, t->t0, NW_TRACER_TICK_NS);
+		t->v[th->seq] = tr;
+	}
+	return tr;
+}
+
+static int add(struct nw_tracer *t, const struct nw_thread *th, const struct nw_trace_event *ev)
+{
+	struct nw_trace *tr = trace_of(t, th);
+	int rc = tr ? nw_trace_add(tr, ev) : -ENOMEM;
+
+	if (rc == -EINVAL)
+		return 0; /* before the recording started, or an event beyond the trace's */
+	if (rc)
+		t->failures++;
+	return rc;
+}
+
+static int on_sample(void *arg, const struct nw_thread *th, uint32_t epoch, uint32_t node,
+		     unsigned event, uint64_t time, uint64_t period)
+{
+	struct nw_trace_event ev = { .time = time, .value = period, .node = node,
+				     .epoch = epoch, .event = (uint16_t)event,
+				     .kind = NW_TRACE_SAMPLE };
+
+	return add(arg, th, &ev);
+}
+
+static int on_offcpu(void *arg, const struct nw_thread *th, uint32_t epoch, uint32_t node,
+		     unsigned event, uint64_t start, uint64_t ns)
+{
+	struct nw_trace_event ev = { .time = start, .value = ns, .node = node, .epoch = epoch,
+				     .event = (uint16_t)event, .kind = NW_TRACE_OFFCPU };
+
+	return add(arg, th, &ev);
+}
+
+int nw_tracer_init(struct nw_tracer *t, struct nw_session *s, uint64_t t0)
+{
+	memset(t, 0, sizeof(*t));
+	t->t0 = t0;
+	t->hooks = (struct nw_session_hooks){ .arg = t, .sample = on_sample, .offcpu = on_offcpu };
+	return nw_session_listen(s, &t->hooks);
+}
+
+void nw_tracer_fini(struct nw_tracer *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		if (t->v[i])
+			nw_trace_fini(t->v[i]);
+		free(t->v[i]);
+	}
+	free(t->v);
+	memset(t, 0, sizeof(*t));
+}
+
+const struct nw_trace *nw_tracer_thread(const struct nw_tracer *t, const struct nw_thread *th)
+{
+	return th->seq < t->n ? t->v[th->seq] : NULL;
+}
+
+void nw_tracer_size(const struct nw_tracer *t, uint64_t *bytes, uint64_t *events)
+{
+	*bytes = *events = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		if (!t->v[i])
+			continue;
+		*bytes += t->v[i]->size;
+		*events += t->v[i]->n;
+	}
+}

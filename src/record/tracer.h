@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The recorder's traces (model/trace.h): a session listener that keeps,
+ * per thread, the time and calling context of each sample and each
+ * off-CPU interval, encoded as it goes (a few bytes per event).  Node ids
+ * are the session's own (in-memory) ones; the measurement writer maps
+ * them to the file's.
+ */
+#ifndef NW_TRACER_H
+#define NW_TRACER_H
+
+#include <stdint.h>
+
+#include "model/trace.h"
+#include "record/session.h"
+
+/* Times are kept in ticks of this many nanoseconds. */
+#define NW_TRACER_TICK_NS 1
+
+struct nw_tracer {
+	struct nw_session_hooks hooks;
+	uint64_t t0;             /* CLOCK_MONOTONIC ns, the start of the recording */
+	struct nw_trace **v;     /* by nw_thread.seq; NULL: no event yet */
+	size_t n, cap;
+	uint64_t failures;       /* events lost to ENOMEM */
+};
+
+/* An empty tracer whose traces count time from @t0, listening to @s.  -ENOSPC, -ENOMEM. */
+int nw_tracer_init(struct nw_tracer *t, struct nw_session *s, uint64_t t0);
+void nw_tracer_fini(struct nw_tracer *t);
+
+/* The trace of @th, NULL when it has no event. */
+const struct nw_trace *nw_tracer_thread(const struct nw_tracer *t, const struct nw_thread *th);
+
+/* Bytes and events over every trace (the summary, bench/). */
+void nw_tracer_size(const struct nw_tracer *t, uint64_t *bytes, uint64_t *events);
+
+#endif
