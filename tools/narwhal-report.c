@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "export/chrometrace.h"
 #include "export/export.h"
 #include "export/flamegraph.h"
 #include "export/pprof.h"
@@ -18,6 +19,7 @@
 #include "report/lines.h"
 #include "report/recursion.h"
 #include "report/stacks.h"
+#include "report/timeline.h"
 #include "report/transform.h"
 #include "report/views.h"
 #include "sections/join.h"
@@ -25,7 +27,7 @@
 
 /* VIEW_NONE: no view asked for; the tree, unless an export was asked for. */
 enum view { VIEW_TREE, VIEW_FLAT, VIEW_THREADS, VIEW_FOLDED, VIEW_HEALTH, VIEW_SECTIONS,
-	    VIEW_CALLERS, VIEW_MODULES, VIEW_LINES, VIEW_ADDRESSES, VIEW_NONE };
+	    VIEW_CALLERS, VIEW_MODULES, VIEW_LINES, VIEW_ADDRESSES, VIEW_TIMELINE, VIEW_NONE };
 
 /* A regular expression of an option, compiled once the options are read. */
 struct pattern {
@@ -53,7 +55,9 @@ struct report_opts {
 	bool per_thread;        /* --folded, --flamegraph: each thread a root frame */
 	bool inverted;          /* --tree, --folded, --flamegraph bottom-up */
 	bool sort;              /* --lines, --addresses: hottest first */
-	const char *pprof, *speedscope, *flamegraph; /* export files */
+	const char *pprof, *speedscope, *flamegraph, *chrome_trace; /* export files */
+	const char *time;       /* --time START,END */
+	struct nw_timeline_opts timeline;
 	struct nw_filter filter;
 	struct pattern pat[PAT_COUNT]; /* PAT_VIEW: --callers, --lines, --addresses */
 	struct nw_stack_filter stack_filter;
@@ -74,7 +78,7 @@ enum { OPT_TREE = 256, OPT_FLAT, OPT_THREADS, OPT_FOLDED, OPT_TID, OPT_PID, OPT_
        OPT_SPEEDSCOPE, OPT_FLAMEGRAPH, OPT_PER_THREAD, OPT_DIFF, OPT_SECTIONS,
        OPT_BY_SECTION, OPT_BY, OPT_CALLERS, OPT_INVERTED, OPT_FOCUS, OPT_IGNORE, OPT_HIDE,
        OPT_ROOT, OPT_FOCUS_MODULE, OPT_IGNORE_MODULE, OPT_LINES, OPT_ADDRESSES, OPT_SORT,
-       OPT_FULL_NAMES };
+       OPT_FULL_NAMES, OPT_TIME, OPT_TIMELINE, OPT_WIDTH, OPT_CHROME_TRACE };
 
 static const struct option long_opts[] = {
 	{ "tree", no_argument, NULL, OPT_TREE },
@@ -96,6 +100,10 @@ static const struct option long_opts[] = {
 	{ "focus-module", required_argument, NULL, OPT_FOCUS_MODULE },
 	{ "ignore-module", required_argument, NULL, OPT_IGNORE_MODULE },
 	{ "full-names", no_argument, NULL, OPT_FULL_NAMES },
+	{ "time", required_argument, NULL, OPT_TIME },
+	{ "timeline", optional_argument, NULL, OPT_TIMELINE },
+	{ "width", required_argument, NULL, OPT_WIDTH },
+	{ "chrome-trace", required_argument, NULL, OPT_CHROME_TRACE },
 	{ "fold-recursion", no_argument, NULL, OPT_FOLD_RECURSION },
 	{ "pprof", required_argument, NULL, OPT_PPROF },
 	{ "speedscope", required_argument, NULL, OPT_SPEEDSCOPE },
@@ -131,10 +139,14 @@ static void usage(FILE *f)
 	      "  --by module          shares per module (the program, libc, ...)\n"
 	      "  --lines RE           per source line of the functions matching RE\n"
 	      "  --addresses RE       per sampled instruction of the functions matching RE\n"
+	      "  --timeline[=functions]  one row per thread over time: how busy it was\n"
+	      "                       (or its hottest function) in each column; --width N\n"
 	      "  --stack-health       how many stacks are complete, where unwinding stops\n"
 	      "  --sections           instrumented sections (narwhal.h): tree with counts,\n"
 	      "                       times and the samples taken inside each\n"
 	      "Selecting and shaping (every view and export):\n"
+	      "  --time START,END     only what happened then: seconds from the start (2.5)\n"
+	      "                       or percentages of the run (40%,60%); either may be empty\n"
 	      "  --tid N, --pid N     only thread N, only process N\n"
 	      "  --comm NAME          only threads named NAME (also --thread NAME)\n"
 	      "  --focus RE           only samples with a frame matching RE (pprof's -focus)\n"
@@ -155,7 +167,9 @@ static void usage(FILE *f)
 	      "      --version        print the version\n"
 	      "Exports (no view is printed unless one is asked for too):\n"
 	      "  --pprof FILE         gzipped pprof profile (go tool pprof FILE)\n"
-	      "  --speedscope FILE    speedscope JSON, one profile per thread\n"
+	      "  --speedscope FILE    speedscope JSON, one profile per thread, in time order\n"
+	      "  --chrome-trace FILE  Trace Event JSON (Perfetto, chrome://tracing): each\n"
+	      "                       thread's stacks over time, off-CPU intervals\n"
 	      "  --flamegraph FILE    SVG flame graph (click to zoom, search box)\n"
 	      "  --per-thread         each thread a root frame, name-tid (--folded, --flamegraph)\n"
 	      "Comparing measurements:\n"
@@ -283,6 +297,35 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 			break;
 		case OPT_FULL_NAMES:
 			o->view_opts.full_names = true;
+			o->timeline.full_names = true;
+			break;
+		case OPT_TIME:
+			o->time = optarg;
+			break;
+		case OPT_TIMELINE:
+			o->view = VIEW_TIMELINE;
+			if (optarg && strcmp(optarg, "functions")) {
+				fprintf(stderr, "narwhal-report: --timeline=functions, or --timeline; "
+						"not --timeline=%s\n", optarg);
+				ret = 2;
+			}
+			o->timeline.functions = optarg != NULL;
+			break;
+		case OPT_WIDTH: {
+			unsigned long w;
+
+			errno = 0;
+			w = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || w < 10 || w > 1000) {
+				fprintf(stderr, "narwhal-report: --width: columns from 10 to 1000, "
+						"not %s\n", optarg);
+				ret = 2;
+			}
+			o->timeline.width = (unsigned)w;
+			break;
+		}
+		case OPT_CHROME_TRACE:
+			o->chrome_trace = optarg;
 			break;
 		case OPT_FOLD_RECURSION:
 			o->fold_recursion = true;
@@ -376,7 +419,71 @@ static void opts_fini(struct report_opts *o)
 /* Whether what @o asks for needs the time of each sample (the threads' traces). */
 static bool needs_traces(const struct report_opts *o)
 {
-	return o->view == VIEW_SECTIONS || o->by_section;
+	return o->view == VIEW_SECTIONS || o->by_section || o->time || o->view == VIEW_TIMELINE ||
+	       o->chrome_trace || o->speedscope;
+}
+
+/* One end of --time: seconds ("2.5", "2.5s") or a percentage ("40%") of @span ns after @base. */
+static int parse_time_end(const char *s, size_t len, uint64_t base, uint64_t span, uint64_t *ret)
+{
+	char buf[64], *end;
+	double v;
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, len);
+	buf[len] = 0;
+	errno = 0;
+	v = strtod(buf, &end);
+	if (errno || end == buf || !(v >= 0))
+		return -EINVAL;
+	if (!strcmp(end, "%")) {
+		if (v > 100)
+			return -EINVAL;
+		*ret = base + (uint64_t)(v / 100.0 * (double)span);
+	} else if (!*end || !strcmp(end, "s")) {
+		*ret = base + (uint64_t)(v * 1e9);
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* --time: restricts @l to the range asked for; 0, else the exit status after telling the user. */
+static int apply_time(const struct report_opts *o, struct loaded *l)
+{
+	const struct nw_run *r = &l->m->run;
+	const char *comma = strchr(o->time, ',');
+	uint64_t base = r->clock_start_ns, span, lo, hi;
+	int rc;
+
+	if (!r->clock_start_ns || r->clock_end_ns <= r->clock_start_ns) {
+		fprintf(stderr, "narwhal-report: %s: no time in this measurement (recorded before "
+				"traces existed): --time needs them\n", l->dir);
+		return 1;
+	}
+	span = r->clock_end_ns - base;
+	lo = base;
+	hi = r->clock_end_ns;
+	if (!comma || (comma != o->time && parse_time_end(o->time, (size_t)(comma - o->time), base,
+							   span, &lo)) ||
+	    (comma[1] && parse_time_end(comma + 1, strlen(comma + 1), base, span, &hi)) || hi <= lo) {
+		fprintf(stderr, "narwhal-report: --time: START,END in seconds from the start "
+				"(1.5,3) or percent of the run (40%%,60%%), START before END; "
+				"not %s\n", o->time);
+		return 2;
+	}
+	rc = nw_measurement_restrict_time(l->m, lo, hi);
+	if (rc == -ENODATA) {
+		fprintf(stderr, "narwhal-report: %s was recorded with --no-trace: --time needs "
+				"the time of each sample\n", l->dir);
+		return 1;
+	}
+	if (rc) {
+		fprintf(stderr, "narwhal-report: %s: --time: %s\n", l->dir, strerror(-rc));
+		return 1;
+	}
+	return 0;
 }
 
 /* Reads @dirs, merged (and the sections when asked); 0, else the exit status after telling the user. */
@@ -421,6 +528,11 @@ static int load(const struct report_opts *o, const char **dirs, int ndirs, struc
 		return 2;
 	}
 	l->metric = (unsigned)metric;
+	if (o->time) {
+		ret = apply_time(o, l);
+		if (ret)
+			return ret;
+	}
 	if (o->view == VIEW_SECTIONS || o->by_section) {
 		if (ndirs > 1) {
 			fprintf(stderr, "narwhal-report: --sections and --by-section read one "
@@ -485,6 +597,65 @@ static struct nw_stacks *report_stacks(const struct report_opts *o, const struct
 	return s;
 }
 
+/* Does @o reshape the stacks (which the time-ordered outputs cannot follow)? */
+static bool shaped(const struct report_opts *o)
+{
+	return nw_stack_filter_active(&o->stack_filter) || o->inverted || o->fold_recursion ||
+	       o->by_section;
+}
+
+/*
+ * The timeline of the selected threads, with the stacks its events name
+ * in *@ret_s (the caller frees both).  NULL after telling the user.
+ */
+static struct nw_timeline *report_timeline(const struct report_opts *o, const struct loaded *l,
+					   struct nw_stacks **ret_s)
+{
+	struct nw_stacks_opts so = { .filter = &o->filter, .node_map = true };
+	struct nw_stacks *s = nw_stacks_new(l->m, l->m->nmetrics);
+	struct nw_timeline *tl = NULL;
+	int ret = s ? nw_stacks_build(s, &so) : -ENOMEM;
+
+	if (!ret)
+		ret = nw_timeline_build(s, &o->filter, &tl);
+	if (ret == -ENODATA)
+		fprintf(stderr, "narwhal-report: %s: no trace of the threads selected (recorded "
+				"with --no-trace?): the time of each sample is needed\n", l->dir);
+	else if (ret)
+		fprintf(stderr, "narwhal-report: %s: %s\n", l->dir, strerror(-ret));
+	if (ret) {
+		nw_stacks_free(s);
+		return NULL;
+	}
+	*ret_s = s;
+	return tl;
+}
+
+/* Whether some thread of @l has a trace. */
+static bool has_traces(const struct loaded *l)
+{
+	for (uint32_t i = 0; i < l->m->nthreads; i++)
+		if (l->m->threads[i].trace)
+			return true;
+	return false;
+}
+
+static int run_timeline(FILE *out, const struct report_opts *o, const struct loaded *l)
+{
+	struct nw_timeline_opts to = o->timeline;
+	struct nw_stacks *s = NULL;
+	struct nw_timeline *tl = report_timeline(o, l, &s);
+	int ret;
+
+	if (!tl)
+		return 1;
+	to.metric = o->view_opts.metric;
+	ret = nw_view_timeline(out, tl, &to);
+	nw_timeline_free(tl);
+	nw_stacks_free(s);
+	return ret;
+}
+
 static int run_lines(FILE *out, const struct report_opts *o, const struct loaded *l)
 {
 	struct nw_lines_opts lo = { .func = &o->pat[PAT_VIEW].re, .metric = o->view_opts.metric,
@@ -511,6 +682,8 @@ static int run_view(FILE *out, const struct report_opts *o, const struct loaded 
 		return nw_sections_view(out, l->sections, l->m, &o->filter, o->view_opts.metric);
 	if (o->view == VIEW_LINES || o->view == VIEW_ADDRESSES)
 		return run_lines(out, o, l);
+	if (o->view == VIEW_TIMELINE)
+		return run_timeline(out, o, l);
 	s = report_stacks(o, l, o->per_thread || o->view == VIEW_HEALTH,
 			  o->inverted && (o->view == VIEW_TREE || o->view == VIEW_FOLDED), true);
 	if (!s)
@@ -554,7 +727,7 @@ static int run_view(FILE *out, const struct report_opts *o, const struct loaded 
 
 static bool wants_export(const struct report_opts *o)
 {
-	return o->pprof || o->speedscope || o->flamegraph;
+	return o->pprof || o->speedscope || o->flamegraph || o->chrome_trace;
 }
 
 /* Opens @path for writing; NULL after telling the user. */
@@ -627,12 +800,30 @@ static int run_exports(const struct report_opts *o, const struct loaded *l)
 	struct nw_stacks *s;
 	int ret;
 
-	if (o->pprof && write_pprof(o, l, !o->speedscope && !o->flamegraph && !view))
+	if (o->pprof &&
+	    write_pprof(o, l, !o->speedscope && !o->flamegraph && !o->chrome_trace && !view))
 		return 1;
-	if (o->speedscope) {
+	if (o->speedscope && has_traces(l) && !shaped(o)) {
+		/* In time order: what speedscope's Time Order view shows. */
+		struct nw_timeline *tl = report_timeline(o, l, &s);
 		FILE *f;
 
-		s = report_stacks(o, l, true, false, !o->flamegraph && !view);
+		if (!tl)
+			return 1;
+		f = open_out(o->speedscope);
+		ret = f ? close_out(f, o->speedscope,
+				    nw_speedscope_write_timeline(
+					    f, tl, o->metric ? metric
+							     : nw_speedscope_default_metric(l->m)))
+			: 1;
+		nw_timeline_free(tl);
+		nw_stacks_free(s);
+		if (ret)
+			return 1;
+	} else if (o->speedscope) {
+		FILE *f;
+
+		s = report_stacks(o, l, true, false, !o->flamegraph && !o->chrome_trace && !view);
 		if (!s)
 			return 1;
 		f = open_out(o->speedscope);
@@ -641,6 +832,19 @@ static int run_exports(const struct report_opts *o, const struct loaded *l)
 									: nw_speedscope_default_metric(
 										  l->m)))
 			: 1;
+		nw_stacks_free(s);
+		if (ret)
+			return 1;
+	}
+	if (o->chrome_trace) {
+		struct nw_timeline *tl = report_timeline(o, l, &s);
+		FILE *f;
+
+		if (!tl)
+			return 1;
+		f = open_out(o->chrome_trace);
+		ret = f ? close_out(f, o->chrome_trace, nw_chrome_trace_write(f, tl, metric)) : 1;
+		nw_timeline_free(tl);
 		nw_stacks_free(s);
 		if (ret)
 			return 1;
@@ -826,6 +1030,13 @@ int main(int argc, char **argv)
 	if (o.by_section && (o.view == VIEW_SECTIONS || o.view == VIEW_HEALTH)) {
 		fprintf(stderr, "narwhal-report: --by-section does not apply to %s\n",
 			o.view == VIEW_SECTIONS ? "--sections" : "--stack-health");
+		ret = 2;
+		goto out;
+	}
+	if ((o.view == VIEW_TIMELINE || o.chrome_trace) && shaped(&o)) {
+		fputs("narwhal-report: --timeline and --chrome-trace show the recorded stacks over "
+		      "time: --focus, --hide, --root, --inverted, --fold-recursion and "
+		      "--by-section do not apply\n", stderr);
 		ret = 2;
 		goto out;
 	}

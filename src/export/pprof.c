@@ -807,6 +807,11 @@ static int pack_header(struct nw_pprof *b, struct pack *k, Perftools__Profiles__
 	prof->time_nanos = (int64_t)r->start_ns;
 	if (r->end_ns > r->start_ns)
 		prof->duration_nanos = (int64_t)(r->end_ns - r->start_ns);
+	/* A time range (--time): its start in wall-clock time, and its length. */
+	if (b->m->time_hi > b->m->time_lo && r->clock_start_ns) {
+		prof->time_nanos = (int64_t)(r->start_ns + (b->m->time_lo - r->clock_start_ns));
+		prof->duration_nanos = (int64_t)(b->m->time_hi - b->m->time_lo);
+	}
 	{
 		nw_sb_puts(&cmd, "narwhal-record");
 		for (uint32_t i = 0; i < r->argc; i++)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "export/export.h"
+#include "report/timeline.h"
 #include "util/strbuf.h"
 
 #define SCHEMA_URL "https://www.speedscope.app/file-format-schema.json"
@@ -280,5 +281,125 @@ out:
 	free(c.depth);
 	free(c.path);
 	free(c.line);
+	return ret;
+}
+
+/* ---- in time order, from the traces ---- */
+
+/* One thread's samples of @event in time order, each weighing its time (or 1). */
+static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
+			       const struct nw_tl_thread *t, uint16_t event, bool time_unit)
+{
+	const struct nw_mthread *th = &c->p->m->threads[t->thread];
+	char *name = nw_strdup_printf("%s (pid %u, tid %u)", th->comm ? th->comm : "", th->pid,
+				      th->tid);
+	uint64_t total = 0;
+	bool first = true;
+	int ret;
+
+	if (!name)
+		return -ENOMEM;
+	for (size_t k = 0; k < t->n; k++)
+		if (t->v[k].kind == NW_TRACE_SAMPLE && t->v[k].event == event)
+			total += time_unit ? t->v[k].value : 1;
+	fputs("{\"type\":\"sampled\",\"name\":", c->out);
+	ret = nw_export_json_str(c->out, name);
+	free(name);
+	if (ret)
+		return ret;
+	fprintf(c->out, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\"samples\":[",
+		time_unit ? "nanoseconds" : "none", (unsigned long long)total);
+	for (size_t k = 0; k < t->n; k++) {
+		int n;
+
+		if (t->v[k].kind != NW_TRACE_SAMPLE || t->v[k].event != event)
+			continue;
+		n = nw_timeline_stack(tl, t->v[k].sym, &c->path, &c->cap_path);
+		if (n < 0)
+			return -ENOMEM;
+		fputs(first ? "[" : ",[", c->out);
+		for (int j = 0; j < n; j++)
+			fprintf(c->out, j ? ",%lld" : "%lld", (long long)frame_of(c, c->path[j]));
+		fputc(']', c->out);
+		first = false;
+	}
+	fputs("],\"weights\":[", c->out);
+	first = true;
+	for (size_t k = 0; k < t->n; k++) {
+		if (t->v[k].kind != NW_TRACE_SAMPLE || t->v[k].event != event)
+			continue;
+		fprintf(c->out, first ? "%llu" : ",%llu",
+			(unsigned long long)(time_unit ? t->v[k].value : 1));
+		first = false;
+	}
+	fputs("]}", c->out);
+	return 0;
+}
+
+int nw_speedscope_write_timeline(FILE *out, const struct nw_timeline *tl, unsigned metric)
+{
+	const struct nw_measurement *m = tl->s->m;
+	struct ctx c = { .p = tl->s, .out = out, .metric = metric };
+	uint16_t event = nw_timeline_event(m, metric);
+	uint32_t nfuncs = tl->s->frames.n;
+	struct nw_strbuf cmd = { 0 };
+	uint64_t best = 0;
+	int64_t active = 0, nprof = 0;
+	int count, sum, ret = 0;
+	bool time_unit;
+
+	nw_measurement_event_metrics(m, event, &count, &sum);
+	time_unit = sum >= 0 && m->metrics[sum].unit == NW_UNIT_NANOSECONDS;
+	c.frame_of = malloc((nfuncs ? nfuncs : 1) * sizeof(*c.frame_of));
+	c.used = malloc((nfuncs ? nfuncs : 1) * sizeof(*c.used));
+	if (!c.frame_of || !c.used) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	memset(c.frame_of, 0xff, (nfuncs ? nfuncs : 1) * sizeof(*c.frame_of));
+	/* The busiest thread opens first. */
+	for (uint32_t i = 0; i < tl->n; i++) {
+		uint64_t n = 0;
+
+		for (size_t k = 0; k < tl->threads[i].n; k++)
+			n += tl->threads[i].v[k].kind == NW_TRACE_SAMPLE &&
+			     tl->threads[i].v[k].event == event;
+		if (n > best) {
+			best = n;
+			active = nprof;
+		}
+		nprof += n != 0;
+	}
+	for (uint32_t i = 0; i < m->run.argc; i++)
+		nw_sb_printf(&cmd, "%s%s", i ? " " : "", m->run.argv[i] ? m->run.argv[i] : "");
+	fputs("{\"$schema\":\"" SCHEMA_URL "\",\"exporter\":\"narwhal " NW_VERSION "\",\"name\":",
+	      out);
+	ret = cmd.failed ? -ENOMEM
+			 : nw_export_json_str(out, cmd.len ? nw_sb_str(&cmd) : "narwhal measurement");
+	fprintf(out, ",\"activeProfileIndex\":%lld,\"profiles\":[", (long long)active);
+	nprof = 0;
+	for (uint32_t i = 0; !ret && i < tl->n; i++) {
+		bool any = false;
+
+		for (size_t k = 0; k < tl->threads[i].n && !any; k++)
+			any = tl->threads[i].v[k].kind == NW_TRACE_SAMPLE &&
+			      tl->threads[i].v[k].event == event;
+		if (!any)
+			continue;
+		if (nprof++)
+			fputc(',', out);
+		ret = write_timed_profile(&c, tl, &tl->threads[i], event, time_unit);
+	}
+	fputs("],", out);
+	if (!ret)
+		ret = write_frames(&c);
+	fputs("}\n", out);
+	if (!ret && (fflush(out) != 0 || ferror(out)))
+		ret = -EIO;
+out:
+	nw_sb_fini(&cmd);
+	free(c.frame_of);
+	free(c.used);
+	free(c.path);
 	return ret;
 }

@@ -4,7 +4,8 @@
  * one profile per thread, frames shared between them (name, file, line).
  * Each sample is one calling context of a thread, root first, weighed by
  * one metric in the event's unit (nanoseconds for cpu-clock and task-clock
- * periods, "none" for counts).
+ * periods, "none" for counts): from the traces, every sample in time
+ * order; without traces, each calling context once with its total.
  */
 #ifndef NW_SPEEDSCOPE_H
 #define NW_SPEEDSCOPE_H
@@ -12,6 +13,7 @@
 #include <stdio.h>
 
 #include "report/stacks.h"
+#include "report/timeline.h"
 
 /*
  * Writes the threads of @p (stacks built per thread from a model) with
@@ -20,6 +22,15 @@
  * failed.
  */
 int nw_speedscope_write(FILE *out, const struct nw_stacks *p, unsigned metric);
+
+/*
+ * Writes the threads of the timeline @tl in time order: each thread's
+ * samples of the event of metric @metric (nw_timeline_event()) as they
+ * came, each weighing its period in nanoseconds (clock events: the time it
+ * stands for; 1 for events that count no time), so that speedscope's Time
+ * Order view shows the run.  0, -ENOMEM, -EIO.
+ */
+int nw_speedscope_write_timeline(FILE *out, const struct nw_timeline *tl, unsigned metric);
 
 /*
  * The metric a speedscope export weighs by when none is asked for: the

@@ -105,6 +105,8 @@ struct nw_measurement {
 	 */
 	bool borrowed;
 	bool trees_dropped;  /* nw_measurement_drop_trees() ran: no tree is left */
+	/* nw_measurement_restrict_time(): the CLOCK_MONOTONIC range kept; both 0: all */
+	uint64_t time_lo, time_hi;
 };
 
 /* An empty model that owns what is added to it; NULL on ENOMEM. */
@@ -149,6 +151,21 @@ void nw_measurement_drop_trees(struct nw_measurement *m);
  */
 int nw_mthread_tree_of(const struct nw_measurement *m, const struct nw_mthread *th,
 		       uint32_t epoch);
+
+/* The metrics of event @e (run.events index): its count and its sum, -1 where none. */
+void nw_measurement_event_metrics(const struct nw_measurement *m, uint32_t e, int *count,
+				  int *sum);
+
+/*
+ * Keeps only what happened in [@lo, @hi) (CLOCK_MONOTONIC ns): every tree's
+ * metrics are rebuilt from the threads' traces (samples in the range; the
+ * part of each off-CPU interval inside it), the threads' and the run's
+ * sample counts too, and m->time_lo, m->time_hi say what was kept.  The
+ * traces must be read (format/reader.h).  -ENODATA when a thread with
+ * samples has no trace (recorded with --no-trace), -EBADMSG when a trace
+ * does not decode, -EINVAL for a borrowed model or an empty range.
+ */
+int nw_measurement_restrict_time(struct nw_measurement *m, uint64_t lo, uint64_t hi);
 /* The process of @pid (the last one listed: pids are reused), or NULL. */
 const struct nw_mprocess *nw_measurement_process(const struct nw_measurement *m, uint32_t pid);
 

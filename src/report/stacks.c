@@ -45,6 +45,17 @@ struct nw_stacks *nw_stacks_new(const struct nw_measurement *m, unsigned nmetric
 	return s;
 }
 
+static void free_node_map(struct nw_stacks *s)
+{
+	for (uint32_t ti = 0; s->node_map && s->m && ti < s->m->nthreads; ti++) {
+		for (uint32_t t = 0; s->node_map[ti] && t < s->m->threads[ti].ntrees; t++)
+			free(s->node_map[ti][t]);
+		free(s->node_map[ti]);
+	}
+	free(s->node_map);
+	s->node_map = NULL;
+}
+
 void nw_stacks_free(struct nw_stacks *s)
 {
 	if (!s)
@@ -53,11 +64,13 @@ void nw_stacks_free(struct nw_stacks *s)
 	nw_cct_free(s->tree);
 	free(s->thread_node);
 	free(s->unfiltered);
+	free_node_map(s);
 	free(s);
 }
 
 void nw_stacks_set_tree(struct nw_stacks *s, struct nw_cct *tree)
 {
+	free_node_map(s); /* it names the nodes of the old tree */
 	nw_cct_free(s->tree);
 	s->tree = tree;
 }
@@ -480,6 +493,28 @@ static int apply_split(struct builder *b, const struct nw_split *split, const ui
 	return 0;
 }
 
+/* Moves the builder's node maps into s->node_map.  -ENOMEM. */
+static int keep_node_map(struct nw_stacks *s, struct builder *b)
+{
+	free_node_map(s);
+	s->node_map = calloc(s->m->nthreads ? s->m->nthreads : 1, sizeof(*s->node_map));
+	if (!s->node_map)
+		return -ENOMEM;
+	for (size_t i = 0; i < b->ntrees; i++) {
+		struct btree *bt = &b->trees[i];
+		uint32_t ***slot = &s->node_map[bt->ti];
+
+		if (!*slot) {
+			*slot = calloc(s->m->threads[bt->ti].ntrees, sizeof(**slot));
+			if (!*slot)
+				return -ENOMEM;
+		}
+		(*slot)[bt->t] = bt->to;
+		bt->to = NULL;
+	}
+	return 0;
+}
+
 int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 {
 	const struct nw_split *split = o->split;
@@ -487,7 +522,7 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 	uint32_t *tops = NULL;
 	int ret = 0;
 
-	if (!s->m)
+	if (!s->m || (o->node_map && split))
 		return -EINVAL;
 	b.nm = s->tree->nmetrics < s->m->nmetrics ? s->tree->nmetrics : s->m->nmetrics;
 	tops = malloc((s->m->nthreads ? s->m->nthreads : 1) * sizeof(*tops));
@@ -512,7 +547,7 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 		if (!nw_filter_thread(o->filter, th))
 			continue;
 		s->nthreads++;
-		ret = push_thread(&b, ti, split != NULL);
+		ret = push_thread(&b, ti, split != NULL || o->node_map);
 		if (ret || !o->per_thread || !th->ntrees)
 			continue;
 		/* Each thread below its own frame: its trees merge there, now. */
@@ -545,6 +580,8 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 		nw_cct_reverse_children(s->tree);
 	if (!ret && split)
 		ret = apply_split(&b, split, tops);
+	if (!ret && o->node_map)
+		ret = keep_node_map(s, &b);
 	free(tops);
 	builder_fini(&b);
 	return ret;

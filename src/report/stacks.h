@@ -62,12 +62,19 @@ struct nw_stacks {
 	uint32_t *thread_node;
 	/* each metric's total before nw_stacks_filter() (report/transform.h); NULL: unfiltered */
 	uint64_t *unfiltered;
+	/*
+	 * With nw_stacks_opts.node_map: node_map[ti][t][n] is the symbolic
+	 * node of node n of tree t of model thread ti (NULL for threads not
+	 * selected); valid until the tree is replaced.
+	 */
+	uint32_t ***node_map;
 };
 
 struct nw_stacks_opts {
 	const struct nw_filter *filter; /* NULL: every thread */
 	bool per_thread;           /* each thread below its frame "comm-tid" */
 	const struct nw_split *split; /* NULL: none */
+	bool node_map;             /* keep s->node_map (not with a split) */
 };
 
 /*

@@ -114,6 +114,16 @@ static void print_totals(FILE *out, const struct nw_stacks *s, const struct weig
 
 	for (uint32_t i = 0; i < s->tree->n; i++)
 		samples += node_metric(s->tree, i, sm);
+	if (s->m && s->m->time_hi > s->m->time_lo) {
+		const struct nw_run *r = &s->m->run;
+		double base = (double)r->clock_start_ns;
+
+		fprintf(out, "Time: %.3f s to %.3f s of %.3f s\n",
+			((double)s->m->time_lo - base) / 1e9, ((double)s->m->time_hi - base) / 1e9,
+			r->clock_end_ns > r->clock_start_ns
+				? (double)(r->clock_end_ns - r->clock_start_ns) / 1e9
+				: 0.0);
+	}
 	if (s->unfiltered && sm < s->tree->nmetrics)
 		fprintf(out, "Samples: %llu of %llu kept by the filters (%.1f%%), %llu lost\n",
 			(unsigned long long)samples, (unsigned long long)s->unfiltered[sm],

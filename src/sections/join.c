@@ -456,20 +456,6 @@ out:
 
 /* ---- --by-section: the samples below their sections ---- */
 
-/* The metrics of event @e (run.events index): its count and its sum, -1 where none. */
-static void event_metrics(const struct nw_measurement *m, uint32_t e, int *count, int *sum)
-{
-	*count = *sum = -1;
-	for (uint32_t i = 0; e < m->run.nevents && i < m->nmetrics; i++) {
-		if (strcmp(m->metrics[i].event, m->run.events[e].name))
-			continue;
-		if (nw_metric_counts_samples(&m->metrics[i]))
-			*count = (int)i;
-		else
-			*sum = (int)i;
-	}
-}
-
 /* One sample of a tree, the node it was folded into and the section path it is in. */
 struct split_pair {
 	uint32_t node, sec;
@@ -691,7 +677,7 @@ int nw_sections_split(const struct nw_sections *s, const struct nw_measurement *
 	if (!b.split || !b.metrics || !b.count || !b.per)
 		goto out;
 	for (uint32_t e = 0; e < m->run.nevents; e++)
-		event_metrics(m, e, &b.metrics[e][0], &b.metrics[e][1]);
+		nw_measurement_event_metrics(m, e, &b.metrics[e][0], &b.metrics[e][1]);
 	rc = join_init(&j, s, NULL, NULL);
 	if (!rc)
 		rc = split_prefixes(b.split, j.t, s->log, frames);

@@ -11,11 +11,13 @@
 //       restores the widths, and searching SEARCH highlights frames and
 //       prints "Matched: N%".  Prints one JSON object of what it measured.
 //
-//   node browser-check.mjs speedscope FILE.json OUT.png
+//   node browser-check.mjs speedscope FILE.json OUT.png [VIEW]
 //       Serves the speedscope app from the speedscope package on 127.0.0.1,
-//       opens FILE in it (#profileURL=), waits for the flame chart and
-//       takes a screenshot.  Prints the page title and the profile names
-//       the app shows.
+//       opens FILE in it (#profileURL=; a speedscope file or a Trace Event
+//       file, which the app imports), waits for the flame chart and takes a
+//       screenshot.  With VIEW ("Time Order", "Left Heavy", "Sandwich"),
+//       switches to that view first.  Prints the page title, the profile
+//       names the app shows, and the profile's thread names it lists.
 //
 // CHROMIUM names the browser (default /usr/bin/chromium).  Exits 1 with the
 // reason on stderr when a check fails.
@@ -168,6 +170,10 @@ async function checkSpeedscope() {
     await page.waitForFunction(() => / - speedscope$/.test(document.title), null, { timeout: 20000 });
     await page.waitForSelector("canvas", { timeout: 20000 });
     await page.waitForTimeout(500);
+    if (query) {
+      await page.getByText(query).first().click();
+      await page.waitForTimeout(500);
+    }
     await page.screenshot({ path: png });
     const title = await page.title();
     const body = await page.evaluate(() => document.body.innerText);
