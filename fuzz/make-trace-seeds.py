@@ -22,9 +22,12 @@ def zz(v):
 
 def encode(events, t0=1000, tick=1):
     body = bytearray()
-    st = dict(time=0, dt=0, node=0, event=0, epoch=0, period=[0] * 16)
+    st = dict(time=0, dt=0, node=0, event=0, epoch=0, off=0, period=[0] * 16)
     for kind, time, node, epoch, event, value in events:
-        if event != st['event']:
+        if kind == 'off' and event != st['off']:
+            body += varint((2 << 2) | 3) + varint(event)
+            st['off'] = event
+        elif kind != 'off' and event != st['event']:
             body += varint((0 << 2) | 3) + varint(event)
             st['event'] = event
         if epoch != st['epoch']:

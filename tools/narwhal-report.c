@@ -473,6 +473,14 @@ static int apply_time(const struct report_opts *o, struct loaded *l)
 				"not %s\n", o->time);
 		return 2;
 	}
+	/* Past the end of the run: up to its end. */
+	if (hi > r->clock_end_ns)
+		hi = r->clock_end_ns;
+	if (lo >= hi) {
+		fprintf(stderr, "narwhal-report: --time %s starts after the run, which lasted "
+				"%.3f s\n", o->time, (double)span / 1e9);
+		return 2;
+	}
 	rc = nw_measurement_restrict_time(l->m, lo, hi);
 	if (rc == -ENODATA) {
 		fprintf(stderr, "narwhal-report: %s was recorded with --no-trace: --time needs "
@@ -495,7 +503,7 @@ static int load(const struct report_opts *o, const char **dirs, int ndirs, struc
 	memset(l, 0, sizeof(*l));
 	l->dir = dirs[0];
 	for (int i = 0; i < ndirs; i++) {
-		struct nw_measurement *m;
+		struct nw_measurement *m = NULL;
 
 		ret = nw_measurement_read(dirs[i], &m, err, sizeof(err));
 		if (!ret && needs_traces(o))

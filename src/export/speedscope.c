@@ -286,9 +286,9 @@ out:
 
 /* ---- in time order, from the traces ---- */
 
-/* One thread's samples of @event in time order, each weighing its time (or 1). */
+/* One thread's samples of @event in time order, each weighing its period (@by_period) or 1. */
 static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
-			       const struct nw_tl_thread *t, uint16_t event, bool time_unit)
+			       const struct nw_tl_thread *t, uint16_t event, bool by_period)
 {
 	const struct nw_mthread *th = &c->p->m->threads[t->thread];
 	char *name = nw_strdup_printf("%s (pid %u, tid %u)", th->comm ? th->comm : "", th->pid,
@@ -301,14 +301,16 @@ static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
 		return -ENOMEM;
 	for (size_t k = 0; k < t->n; k++)
 		if (t->v[k].kind == NW_TRACE_SAMPLE && t->v[k].event == event)
-			total += time_unit ? t->v[k].value : 1;
+			total += by_period ? t->v[k].value : 1;
 	fputs("{\"type\":\"sampled\",\"name\":", c->out);
 	ret = nw_export_json_str(c->out, name);
 	free(name);
 	if (ret)
 		return ret;
 	fprintf(c->out, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\"samples\":[",
-		time_unit ? "nanoseconds" : "none", (unsigned long long)total);
+		by_period && c->p->m->metrics[c->metric].unit == NW_UNIT_NANOSECONDS ? "nanoseconds"
+										      : "none",
+		(unsigned long long)total);
 	for (size_t k = 0; k < t->n; k++) {
 		int n;
 
@@ -329,7 +331,7 @@ static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
 		if (t->v[k].kind != NW_TRACE_SAMPLE || t->v[k].event != event)
 			continue;
 		fprintf(c->out, first ? "%llu" : ",%llu",
-			(unsigned long long)(time_unit ? t->v[k].value : 1));
+			(unsigned long long)(by_period ? t->v[k].value : 1));
 		first = false;
 	}
 	fputs("]}", c->out);
@@ -345,11 +347,11 @@ int nw_speedscope_write_timeline(FILE *out, const struct nw_timeline *tl, unsign
 	struct nw_strbuf cmd = { 0 };
 	uint64_t best = 0;
 	int64_t active = 0, nprof = 0;
-	int count, sum, ret = 0;
+	int ret = 0;
 	bool time_unit;
 
-	nw_measurement_event_metrics(m, event, &count, &sum);
-	time_unit = sum >= 0 && m->metrics[sum].unit == NW_UNIT_NANOSECONDS;
+	/* The metric's weight: its period (a time, or a count of events), or 1 per sample. */
+	time_unit = metric < m->nmetrics && !nw_metric_counts_samples(&m->metrics[metric]);
 	c.frame_of = malloc((nfuncs ? nfuncs : 1) * sizeof(*c.frame_of));
 	c.used = malloc((nfuncs ? nfuncs : 1) * sizeof(*c.used));
 	if (!c.frame_of || !c.used) {

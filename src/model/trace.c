@@ -9,7 +9,7 @@
 #include "util/strbuf.h"
 
 enum { TAG_SAMPLE, TAG_PERIOD, TAG_OFFCPU, TAG_CONTROL };
-enum { CTL_EVENT, CTL_EPOCH };
+enum { CTL_EVENT, CTL_EPOCH, CTL_OFFCPU_EVENT };
 
 void nw_trace_init(struct nw_trace *t, uint64_t t0, uint32_t tick_ns)
 {
@@ -100,7 +100,12 @@ int nw_trace_add(struct nw_trace *t, const struct nw_trace_event *ev)
 
 	if (ev->event >= NW_TRACE_MAX_EVENTS || ev->time < t->t0)
 		return -EINVAL;
-	if (ev->event != st->event) {
+	if (ev->kind == NW_TRACE_OFFCPU && ev->event != st->offcpu_event) {
+		err = control(t, CTL_OFFCPU_EVENT, ev->event);
+		if (err)
+			return err;
+		st->offcpu_event = ev->event;
+	} else if (ev->kind != NW_TRACE_OFFCPU && ev->event != st->event) {
 		err = control(t, CTL_EVENT, ev->event);
 		if (err)
 			return err;
@@ -160,10 +165,13 @@ int nw_trace_next(struct nw_trace_reader *r, struct nw_trace_event *ev)
 			break;
 		if (get_varint(t->bytes, t->size, &off, &v) || v > UINT32_MAX)
 			return -EBADMSG;
-		if (head >> 2 == CTL_EVENT) {
+		if (head >> 2 == CTL_EVENT || head >> 2 == CTL_OFFCPU_EVENT) {
 			if (v >= NW_TRACE_MAX_EVENTS)
 				return -EBADMSG;
-			st->event = (uint32_t)v;
+			if (head >> 2 == CTL_EVENT)
+				st->event = (uint32_t)v;
+			else
+				st->offcpu_event = (uint32_t)v;
 		} else if (head >> 2 == CTL_EPOCH) {
 			st->epoch = (uint32_t)v;
 		} else {
@@ -203,7 +211,7 @@ int nw_trace_next(struct nw_trace_reader *r, struct nw_trace_event *ev)
 		return -EBADMSG;
 	ev->time = t->t0 + st->time * t->tick_ns;
 	ev->epoch = st->epoch;
-	ev->event = (uint16_t)st->event;
+	ev->event = (uint16_t)(ev->kind == NW_TRACE_OFFCPU ? st->offcpu_event : st->event);
 	st->node = ev->node;
 	r->off = off;
 	r->index++;

@@ -14,15 +14,18 @@
  *            zigzag(dt - previous dt)
  *   tag 1  sample with a new period:
  *            zigzag(dt - previous dt), zigzag(period - its last period)
- *   tag 2  off-CPU interval starting at its time:
- *            zigzag(dt - previous dt), duration in ticks
+ *   tag 2  off-CPU interval of the current off-CPU event, starting at its
+ *          time: zigzag(dt - previous dt), duration in ticks
  *   tag 3  control; the head's upper bits name it (the node is unchanged):
- *            0 event EVENT (current event), 1 epoch EPOCH (current epoch)
+ *            0 event EVENT (current event of samples), 1 epoch EPOCH
+ *            (current epoch), 2 off-CPU event EVENT (of intervals)
  *
  * where dt is the time since the previous event in ticks (the trace's
  * tick_ns nanoseconds; the first event's time is relative to t0): samples
- * at a steady rate cost one byte of time.  The current event and epoch
- * start at 0, every period at 0, the previous node at 0.
+ * at a steady rate cost one byte of time.  The current events and epoch
+ * start at 0, every period at 0, the previous node at 0.  With the
+ * recorder's tick of 1 us a sample takes 2 to 3 bytes, an off-CPU interval
+ * 4 or 5.
  */
 #ifndef NW_TRACE_H
 #define NW_TRACE_H
@@ -51,7 +54,7 @@ struct nw_trace_event {
 /* Where an encoder or a decoder stands: what the next event is relative to. */
 struct nw_trace_state {
 	uint64_t time, dt;           /* the previous event's time (ticks after t0) and step */
-	uint32_t node, event, epoch;
+	uint32_t node, event, epoch, offcpu_event;
 	uint64_t period[NW_TRACE_MAX_EVENTS];
 };
 

@@ -14,8 +14,12 @@
 #include "model/trace.h"
 #include "record/session.h"
 
-/* Times are kept in ticks of this many nanoseconds. */
-#define NW_TRACER_TICK_NS 1
+/*
+ * Times are kept in ticks of this many nanoseconds: a microsecond, finer
+ * than any sampling period and than a Trace Event file's unit, and a byte
+ * less per sample than nanoseconds.
+ */
+#define NW_TRACER_TICK_NS 1000
 
 struct nw_tracer {
 	struct nw_session_hooks hooks;

@@ -9,6 +9,10 @@
 # still read in go tool pprof.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=export-lib.sh
+. "$(dirname "$0")/export-lib.sh"
+
+nw_go_env
 
 src=$NW_SRC/tests/programs/callers.c
 hot_line=$(grep -n '/\* HOT_LINE \*/' "$src" | head -1 | cut -d: -f1)
