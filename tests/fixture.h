@@ -31,12 +31,24 @@
  *	static const uint64_t sps[] = { 0x7000, 0x6f00 };
  *	fx_inline(fx, "work", "compute;helper");  (outermost first)
  *	fx_put(fx, th, e1, fx_path(fx, th, e1, "main;work", 0, sps), v, 2);
+ *
+ * A function at several addresses and lines, or an inline chain whose
+ * frames have their files and lines: fx_frames() declares a key (any
+ * name, one per address, "hot#12") whose symbol entry is the frames given,
+ * outermost first, each with its file, line and the function's first line.
+ *
+ *	static const struct fx_frame at12[] = {
+ *		{ "hot", "/src/hot.c", 12, 8 }, { "helper", "/src/hot.c", 5, 3 },
+ *	};
+ *	fx_frames(fx, "hot#12", at12, 2);
+ *	fx_add(fx, th, "main;hot#12", 4, 4000);
  */
 #ifndef NW_TEST_FIXTURE_H
 #define NW_TEST_FIXTURE_H
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -205,6 +217,28 @@ static inline void fx_symbol_chain(struct fx *fx, uint32_t module, uint64_t addr
 }
 
 /*
+ * The address in its module of key @key ("NAME" or "NAME@MODULE"), made
+ * at its first use (*@is_new then true: its symbols are to be added); its
+ * module in *@mod.
+ */
+static inline uint64_t fx_key(struct fx *fx, const char *key, uint32_t *mod, bool *is_new)
+{
+	const char *at = strchr(key, '@');
+	uint32_t k;
+
+	*mod = at ? fx_module(fx, at + 1) : 0;
+	*is_new = false;
+	for (k = 0; k < fx->nnames; k++)
+		if (!strcmp(fx->names[k], key))
+			return 0x1000 + 0x100 * (uint64_t)k;
+	fx->names = realloc(fx->names, (fx->nnames + 1) * sizeof(*fx->names));
+	assert_non_null(fx->names);
+	fx->names[fx->nnames++] = fx_strdup(key);
+	*is_new = true;
+	return 0x1000 + 0x100 * (uint64_t)k;
+}
+
+/*
  * The ip of function @key ("NAME" or "NAME@MODULE"), declared at its first
  * use: with @file and @line, or as the inline chain @chain when not NULL.
  */
@@ -213,21 +247,16 @@ static inline uint64_t fx_decl(struct fx *fx, const char *key, const char *file,
 {
 	char name[256];
 	const char *at = strchr(key, '@');
-	uint32_t k, mod = 0;
+	uint32_t mod;
 	uint64_t addr;
+	bool is_new;
 
 	if (!strcmp(key, "[unknown]"))
 		return 0x10;
-	if (at)
-		mod = fx_module(fx, at + 1);
 	snprintf(name, sizeof(name), "%.*s", at ? (int)(at - key) : (int)strlen(key), key);
-	for (k = 0; k < fx->nnames; k++)
-		if (!strcmp(fx->names[k], key))
-			return fx_base(mod) + 0x1000 + 0x100 * (uint64_t)k;
-	fx->names = realloc(fx->names, (fx->nnames + 1) * sizeof(*fx->names));
-	assert_non_null(fx->names);
-	fx->names[fx->nnames++] = fx_strdup(key);
-	addr = 0x1000 + 0x100 * (uint64_t)k;
+	addr = fx_key(fx, key, &mod, &is_new);
+	if (!is_new)
+		return fx_base(mod) + addr;
 	/* Where a leaf is looked up, and where a caller's return address - 1 is. */
 	if (chain) {
 		fx_symbol_chain(fx, mod, addr, chain);
@@ -268,6 +297,48 @@ static inline void fx_inline(struct fx *fx, const char *key, const char *chain)
 	for (uint32_t k = 0; k < fx->nnames; k++)
 		assert_string_not_equal(fx->names[k], key);
 	fx_decl(fx, key, NULL, 0, chain);
+}
+
+/* One frame of a symbol entry fx_frames() declares. */
+struct fx_frame {
+	const char *function;
+	const char *file;    /* the function's file, where the line is */
+	uint32_t line;       /* the address's line (outer frames: the call site's) */
+	uint32_t decl_line;  /* the function's first line */
+};
+
+/*
+ * Declares key @key ("NAME#TAG" or "NAME#TAG@MODULE": any name not used
+ * yet) as an address whose symbol entry is @frames, @n of them, outermost
+ * first: another address and line of a function, or an inline chain with
+ * each frame's file and line.
+ */
+static inline void fx_frames(struct fx *fx, const char *key, const struct fx_frame *frames,
+			     uint32_t n)
+{
+	uint32_t mod;
+	bool is_new;
+	uint64_t addr = fx_key(fx, key, &mod, &is_new);
+
+	assert_true(is_new && n > 0);
+	/* Where a leaf is looked up, and where a caller's return address - 1 is. */
+	for (uint64_t a = addr - 1; a <= addr; a++) {
+		struct nw_symframe *fr = calloc(n, sizeof(*fr));
+
+		assert_non_null(fr);
+		/* The symbol table's chains are innermost first. */
+		for (uint32_t i = 0; i < n; i++) {
+			const struct fx_frame *f = &frames[n - 1 - i];
+
+			fr[i].function = fx_strdup(f->function);
+			fr[i].file = fx_strdup(f->file);
+			fr[i].decl_file = fx_strdup(f->file);
+			fr[i].line = f->line;
+			fr[i].decl_line = f->decl_line;
+		}
+		assert_int_equal(nw_symtab_add(fx->m->symtab, mod, a, fr, n), 0);
+	}
+	nw_symtab_sort(fx->m->symtab);
 }
 
 /* The ip of function @key in epoch @epoch (see fx_decl()). */
