@@ -53,6 +53,7 @@ static const char hot_c[] = "#include <stdio.h>\n"
 struct lines_state {
 	char dir[64];
 	char path[128]; /* dir/hot.c: hot_c, readable */
+	char stale[128]; /* dir/stale.c: hot_c cut after line 11 (edited since) */
 };
 
 static int write_file(const char *path, const char *text, size_t len)
@@ -71,6 +72,7 @@ static int write_file(const char *path, const char *text, size_t len)
 static int setup(void **state)
 {
 	struct lines_state *ls = calloc(1, sizeof(*ls));
+	const char *line12 = strstr(hot_c, "\t\ts += helper");
 
 	if (!ls)
 		return -1;
@@ -79,7 +81,9 @@ static int setup(void **state)
 	if (!mkdtemp(ls->dir))
 		return -1;
 	snprintf(ls->path, sizeof(ls->path), "%s/hot.c", ls->dir);
-	return write_file(ls->path, hot_c, strlen(hot_c));
+	snprintf(ls->stale, sizeof(ls->stale), "%s/stale.c", ls->dir);
+	return write_file(ls->path, hot_c, strlen(hot_c)) ||
+	       write_file(ls->stale, hot_c, (size_t)(line12 - hot_c));
 }
 
 static int teardown(void **state)
@@ -87,6 +91,7 @@ static int teardown(void **state)
 	struct lines_state *ls = *state;
 
 	unlink(ls->path);
+	unlink(ls->stale);
 	rmdir(ls->dir);
 	free(ls);
 	return 0;
@@ -204,6 +209,41 @@ static void test_source(void **state)
 		 "                     14  }\n"
 		 "%s",
 		 hot_head, ls->path, hot_inlined);
+	assert_view(fx, NULL, "^hot$", &o, want);
+	fx_free(fx);
+}
+
+/*
+ * A source file shorter than the lines sampled (edited since): the lines
+ * past its end still show, by number, after the text it has.
+ */
+static void test_source_shorter(void **state)
+{
+	struct lines_state *ls = *state;
+	struct fx *fx = hot_model(ls->stale);
+	struct nw_lines_opts o = { 0 };
+	char want[2048];
+
+	snprintf(want, sizeof(want),
+		 "Function: hot (stale.c:8) in app\n"
+		 "Self:  15.0%% (30)   Total:  50.0%% (100)\n"
+		 "Source: %s\n"
+		 "\n"
+		 "  SELF%%  TOTAL%%   LINE  SOURCE\n"
+		 "                      6  }\n"
+		 "                      7  \n"
+		 "                      8  int hot(int n)\n"
+		 "                      9  {\n"
+		 "   5.0%%     5.0%%     10  \tint s = 0;\n"
+		 "  10.0%%    10.0%%     11  \tfor (int i = 0; i < n; i++)\n"
+		 "   0.0%%    20.0%%     12  stale.c\n"
+		 "   0.0%%    15.0%%     13  stale.c\n"
+		 "\n"
+		 "Inlined into hot, at their own lines:\n"
+		 "  SELF%%  TOTAL%%  FILE:LINE  FUNCTION\n"
+		 "  20.0%%    20.0%%  stale.c:5  helper\n"
+		 "\n",
+		 ls->stale);
 	assert_view(fx, NULL, "^hot$", &o, want);
 	fx_free(fx);
 }
@@ -478,6 +518,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_source),
+		cmocka_unit_test(test_source_shorter),
 		cmocka_unit_test(test_unreadable),
 		cmocka_unit_test(test_sort_and_metric),
 		cmocka_unit_test(test_addresses),

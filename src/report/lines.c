@@ -443,7 +443,9 @@ static void print_own_lines(FILE *out, const struct ctx *c, const struct fn_info
 	for (uint32_t k = 0; k < n; k++) {
 		const struct row *r = &c->rows[rows[k]];
 
-		if (have && r->line && str_eq(r->file, fn->decl_file) && lo <= hi)
+		/* Listed beside the source above, unless past its end (a file edited since). */
+		if (have && r->line && r->line <= src.n && str_eq(r->file, fn->decl_file) &&
+		    lo <= hi)
 			continue;
 		if (r->line)
 			fprintf(out, "%6.1f%%  %6.1f%%  %5u  %s\n", pct(r->self, c->whole),
