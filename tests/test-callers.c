@@ -26,6 +26,7 @@
 
 #include "fixture.h"
 #include "report/callers.h"
+#include "report/transform.h"
 
 /* hot reached from a (30 samples) and from b (70), and as much weight elsewhere. */
 static struct fx *two_callers(void)
@@ -449,6 +450,51 @@ static void test_errors(void **state)
 	fx_free(fx);
 }
 
+/*
+ * A function in the frame table without weight in the view (a filter took
+ * its stacks, or the metric has none there) matches nothing: -ENOENT, as
+ * for a name never seen, not an empty view that succeeds.
+ */
+static void test_no_weight(void **state)
+{
+	static const char *const events[] = { "t", "u" };
+	struct fx *fx = fx_new(events, 2);
+	static const uint64_t t_only[] = { 5, 5000 }, u_only[] = { 0, 0, 7, 7000 };
+	struct nw_view_opts o = { .percent_limit = 0.5 };
+	struct nw_stack_filter sf = { 0 };
+	struct nw_stacks *s;
+	regex_t ignore;
+	char *got;
+	int ret;
+
+	(void)state;
+	fx_addv(fx, fx_thread(fx, 1, 1, "app"), "main;hot", 0, t_only, 2);
+	fx_addv(fx, fx_th(fx, 0), "main;other", 0, u_only, 4);
+	got = run(fx, false, "hot", &o, &ret);
+	assert_int_equal(ret, 0);
+	assert_non_null(strstr(got, "Total: 100.0% (5)\n"));
+	free(got);
+	/* Event u never sampled hot. */
+	o.metric = 2;
+	got = run(fx, false, "hot", &o, &ret);
+	assert_int_equal(ret, -ENOENT);
+	assert_string_equal(got, "");
+	free(got);
+	/* --ignore hot: the frame stays in the table, its stacks are gone. */
+	o.metric = 0;
+	s = stacks_of(fx, false);
+	assert_int_equal(regcomp(&ignore, "hot", REG_EXTENDED | REG_NOSUB), 0);
+	sf.ignore = &ignore;
+	assert_int_equal(nw_stacks_filter(s, &sf), 0);
+	got = run_on(s, "hot", &o, &ret);
+	assert_int_equal(ret, -ENOENT);
+	assert_string_equal(got, "");
+	free(got);
+	regfree(&ignore);
+	nw_stacks_free(s);
+	fx_free(fx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -461,6 +507,7 @@ int main(void)
 		cmocka_unit_test(test_two_threads),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_no_weight),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

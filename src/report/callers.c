@@ -221,11 +221,12 @@ int nw_view_callers(FILE *out, const struct nw_stacks *s, const regex_t *re,
 			fns[slot_of[f]].total += c.incl[i];
 	}
 	ret = 0;
-	if (!nfns) {
+	qsort_r(fns, nfns, sizeof(*fns), cmp_total, &c);
+	/* Heaviest first: a frame left without weight (filters, the metric) is no match. */
+	if (!nfns || !fns[0].total) {
 		ret = -ENOENT;
 		goto out;
 	}
-	qsort_r(fns, nfns, sizeof(*fns), cmp_total, &c);
 	for (uint32_t k = 0; k < nfns && !ret; k++)
 		if (fns[k].total)
 			ret = peek(&c, &fns[k]);
