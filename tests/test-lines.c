@@ -479,6 +479,35 @@ static void test_names(void **state)
 	fx_free(fx);
 }
 
+/* A function the chosen metric never sampled is no sampled function: -ENOENT, not an empty view. */
+static void test_no_weight(void **state)
+{
+	static const char *const events[] = { "t", "u" };
+	struct fx *fx = fx_new(events, 2);
+	static const uint64_t t_only[] = { 5, 5000 }, u_only[] = { 0, 0, 7, 7000 };
+	struct nw_lines_opts o = { .sort = true };
+	char *got;
+	int ret;
+
+	(void)state;
+	fx_func(fx, "hot", "/nonexistent/hot.c", 8);
+	fx_addv(fx, fx_thread(fx, 1, 1, "app"), "main;hot", 0, t_only, 2);
+	fx_addv(fx, fx_th(fx, 0), "main;other", 0, u_only, 4);
+	assert_view(fx, NULL, "^hot$", &o,
+		    "Function: hot (hot.c:8) in app\n"
+		    "Self: 100.0% (5)   Total: 100.0% (5)\n"
+		    "\n"
+		    "  SELF%  TOTAL%   LINE  FILE\n"
+		    " 100.0%   100.0%      8  hot.c\n"
+		    "\n");
+	o.metric = 2;
+	got = run(fx, NULL, "^hot$", &o, &ret);
+	assert_int_equal(ret, -ENOENT);
+	assert_string_equal(got, "");
+	free(got);
+	fx_free(fx);
+}
+
 static void test_errors(void **state)
 {
 	struct lines_state *ls = *state;
@@ -525,6 +554,7 @@ int main(void)
 		cmocka_unit_test(test_once_per_sample),
 		cmocka_unit_test(test_filter),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_no_weight),
 		cmocka_unit_test(test_errors),
 	};
 

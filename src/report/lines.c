@@ -550,10 +550,12 @@ int nw_view_lines(FILE *out, const struct nw_measurement *m, const struct nw_fil
 		for (uint32_t t = 0; t < m->threads[i].ntrees && !ret; t++)
 			ret = add_tree(&c, &m->threads[i].trees[t]);
 	}
-	if (!ret && !c.nfns)
+	if (!ret && c.nfns)
+		qsort(c.fns, c.nfns, sizeof(*c.fns), cmp_fn);
+	/* Heaviest first: a function seen only where the metric is 0 was not sampled. */
+	if (!ret && (!c.nfns || !c.fns[0].total))
 		ret = -ENOENT;
 	if (!ret) {
-		qsort(c.fns, c.nfns, sizeof(*c.fns), cmp_fn);
 		for (size_t i = 0; i < c.nfns && !ret; i++)
 			if (c.fns[i].total)
 				ret = print_fn(out, &c, &c.fns[i]);

@@ -36,7 +36,9 @@ struct nw_lines_opts {
 /*
  * Writes the table of each matching function, with the source text beside
  * the lines where the file is readable here.  0, -ENOENT when no sampled
- * function matches, -EINVAL for a metric the model lacks, -ENOMEM, -EIO.
+ * function matches (none with weight in o->metric in the threads @f
+ * selects; nothing written), -EINVAL for a metric the model lacks,
+ * -ENOMEM, -EIO.
  */
 int nw_view_lines(FILE *out, const struct nw_measurement *m, const struct nw_filter *f,
 		  const struct nw_lines_opts *o);
