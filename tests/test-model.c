@@ -3,8 +3,9 @@
  * The model of a measurement (model/measurement.h): the resolver over the
  * epochs of a process (a library unloaded and another mapped at the same
  * address, caller frames looked up at ip - 1, ips no mapping holds), the
- * metric descriptors and their lookup, and who owns what (an owned model,
- * and the recorder's borrowed one).
+ * metric descriptors and their lookup, who owns what (an owned model,
+ * and the recorder's borrowed one), and merging measurements (models
+ * built with fixture.h).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -18,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "fixture.h"
 #include "model/measurement.h"
 
 static char *xstrdup(const char *s)
@@ -505,6 +507,297 @@ static void test_borrowed(void **state)
 	nw_module_table_fini(&mods);
 }
 
+/* ---- merging measurements ---- */
+
+static void set_build_id(struct fx *fx, uint32_t module, uint8_t byte)
+{
+	struct nw_module *mod = &fx->m->modules->v[module];
+
+	memset(mod->build_id, byte, NW_BUILD_ID_MAX);
+	mod->build_id_size = NW_BUILD_ID_MAX;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * The stacks of @th as resolved in @m: "fn@module;... WEIGHT" lines of
+ * metric 0, sorted, each frame the function its symbol entry names ("?"
+ * without one) and the index of the module its address falls in.
+ */
+static char *thread_stacks(const struct nw_measurement *m, const struct nw_mthread *th)
+{
+	char *lines[64], *out = NULL;
+	uint32_t nlines = 0;
+	size_t len = 0;
+	FILE *f;
+
+	for (uint32_t t = 0; t < th->ntrees; t++) {
+		const struct nw_cct *c = th->trees[t].cct;
+
+		for (uint32_t i = 1; i < c->n; i++) {
+			uint32_t path[32], d = 0;
+			char *line = NULL;
+			size_t llen = 0;
+			FILE *lf;
+
+			if (!nw_cct_metrics(c, i)[0])
+				continue;
+			for (uint32_t a = i; a != NW_CCT_ROOT; a = c->nodes[a].parent)
+				path[d++] = a;
+			lf = open_memstream(&line, &llen);
+			assert_non_null(lf);
+			while (d--) {
+				const struct nw_cct_node *nd = &c->nodes[path[d]];
+				struct nw_resolved r;
+
+				nw_measurement_resolve(m, th->trees[t].epoch, nd->ip,
+						       nd->first_child != NW_CCT_NONE, &r);
+				assert_non_null(r.map);
+				fprintf(lf, "%s@%u%s",
+					r.sym && r.sym->nframes ? r.sym->frames[0].function : "?",
+					r.module_index, d ? ";" : "");
+			}
+			fprintf(lf, " %llu", (unsigned long long)nw_cct_metrics(c, i)[0]);
+			fclose(lf);
+			assert_true(nlines < 64);
+			lines[nlines++] = line;
+		}
+	}
+	qsort(lines, nlines, sizeof(*lines), cmp_str);
+	f = open_memstream(&out, &len);
+	assert_non_null(f);
+	for (uint32_t i = 0; i < nlines; i++) {
+		fprintf(f, "%s\n", lines[i]);
+		free(lines[i]);
+	}
+	fclose(f);
+	return out;
+}
+
+static void assert_stacks(const struct nw_measurement *m, uint32_t thread, const char *want)
+{
+	char *got = thread_stacks(m, &m->threads[thread]);
+
+	if (strcmp(got, want))
+		fail_msg("thread %u:\n%s\nexpected:\n%s", thread, got, want);
+	free(got);
+}
+
+/*
+ * Run A: /bin/app (build-id 11..) and /lib/libc.so (aa..), thread 10/10.
+ * Run B: the same /bin/app, /lib/libz.so (cc..) and another build of
+ * /lib/libc.so (bb..), thread 20/21.  Each address a key of its own,
+ * so the same module's symbols agree: B's "?pad" (no symbol) sits
+ * where A has a.
+ */
+static struct fx *run_a(void)
+{
+	struct fx *a = fx_new(NULL, 0);
+	struct nw_mthread *th = fx_thread(a, 10, 10, "app");
+
+	fx_add(a, th, "main;a", 3, 3000);
+	fx_add(a, th, "main;memcpy@/lib/libc.so", 1, 1000);
+	/* After every use of a key: fx_module() would not find them now. */
+	set_build_id(a, 0, 0x11);
+	set_build_id(a, 1, 0xaa);
+	a->m->modules->v[0].facts = (struct nw_module_facts){ .known = true, .entry = 0x1111 };
+	a->m->run.samples = 4;
+	a->m->run.lost = 1;
+	a->m->run.unwind_errors = 2;
+	a->m->run.start_ns = 1000;
+	a->m->run.end_ns = 5000;
+	return a;
+}
+
+static struct fx *run_b(void)
+{
+	struct fx *b = fx_new(NULL, 0);
+	struct nw_mthread *th;
+	struct nw_segment *seg = calloc(1, sizeof(*seg));
+
+	assert_non_null(seg);
+	fx_ip(b, "main");
+	fx_ip(b, "?pad");
+	th = fx_thread(b, 20, 21, "worker");
+	fx_add(b, th, "main;b", 5, 5000);
+	fx_add(b, th, "main;b;deflate@/lib/libz.so", 2, 2000);
+	fx_add(b, th, "main;memcpy@/lib/libc.so", 4, 4000);
+	assert_int_equal(b->m->modules->n, 3);
+	set_build_id(b, 0, 0x11);
+	set_build_id(b, 1, 0xcc);
+	set_build_id(b, 2, 0xbb);
+	b->m->modules->v[0].facts = (struct nw_module_facts){ .known = true, .entry = 0x2222 };
+	*seg = (struct nw_segment){ .vaddr = 0x1000, .memsz = 0x2000, .exec = true };
+	b->m->modules->v[1].facts = (struct nw_module_facts){ .known = true, .nsegs = 1,
+							      .segs = seg };
+	b->m->run.samples = 11;
+	b->m->run.lost = 3;
+	b->m->run.throttled = 1;
+	b->m->run.start_ns = 500;
+	b->m->run.end_ns = 4000;
+	return b;
+}
+
+static const char stacks_a[] = "main@0;a@0 3\n"
+			       "main@0;memcpy@1 1\n";
+static const char stacks_b[] = "main@0;b@0 5\n"
+			       "main@0;b@0;deflate@2 2\n"
+			       "main@0;memcpy@3 4\n";
+
+static void test_merge(void **state)
+{
+	struct fx *a = run_a(), *b = run_b();
+	struct nw_measurement *m = a->m;
+	const struct nw_cct *tree_b = b->m->threads[0].trees[0].cct;
+	const struct nw_module *mod;
+	char err[256] = "";
+
+	(void)state;
+	assert_stacks(b->m, 0, "main@0;b@0 5\nmain@0;b@0;deflate@1 2\nmain@0;memcpy@2 4\n");
+	assert_int_equal(nw_measurement_merge(m, b->m, err, sizeof(err)), 0);
+	assert_string_equal(err, "");
+
+	/* Modules by (path, build-id): app shared, libz new, B's libc another module. */
+	assert_int_equal(m->modules->n, 4);
+	mod = m->modules->v;
+	assert_string_equal(mod[0].path, "/bin/app");
+	assert_int_equal(mod[0].build_id[0], 0x11);
+	assert_string_equal(mod[1].path, "/lib/libc.so");
+	assert_int_equal(mod[1].build_id[0], 0xaa);
+	assert_string_equal(mod[2].path, "/lib/libz.so");
+	assert_int_equal(mod[2].build_id[0], 0xcc);
+	assert_string_equal(mod[3].path, "/lib/libc.so");
+	assert_int_equal(mod[3].build_id[0], 0xbb);
+	/* Facts the model lacked are copied; those it had stay. */
+	assert_true(mod[2].facts.known);
+	assert_int_equal(mod[2].facts.nsegs, 1);
+	assert_ptr_not_equal(mod[2].facts.segs, b->m->modules->v[1].facts.segs);
+	assert_int_equal(mod[2].facts.segs[0].vaddr, 0x1000);
+	assert_int_equal(mod[0].facts.entry, 0x1111);
+
+	/* B's epoch after A's, its mappings naming the merged modules. */
+	assert_int_equal(m->nepochs, 2);
+	assert_int_equal(m->epochs[1]->n, 3);
+	assert_int_equal(m->epochs[1]->maps[0].module, 0);
+	assert_int_equal(m->epochs[1]->maps[1].module, 2);
+	assert_int_equal(m->epochs[1]->maps[2].module, 3);
+
+	/* Threads and processes added; B's tree moved, not copied. */
+	assert_int_equal(m->nthreads, 2);
+	assert_int_equal(m->threads[0].tid, 10);
+	assert_int_equal(m->threads[0].trees[0].epoch, 0);
+	assert_int_equal(m->threads[1].pid, 20);
+	assert_int_equal(m->threads[1].tid, 21);
+	assert_string_equal(m->threads[1].comm, "worker");
+	assert_int_equal(m->threads[1].samples, 11);
+	assert_int_equal(m->threads[1].first_epoch, 1);
+	assert_int_equal(m->threads[1].nepochs, 1);
+	assert_int_equal(m->threads[1].ntrees, 1);
+	assert_int_equal(m->threads[1].trees[0].epoch, 1);
+	assert_ptr_equal(m->threads[1].trees[0].cct, tree_b);
+	assert_int_equal(nw_mthread_total(&m->threads[1], 1), 11000);
+	assert_int_equal(b->m->nthreads, 1);
+	assert_int_equal(b->m->threads[0].ntrees, 0);
+	assert_null(b->m->threads[0].trees);
+	assert_int_equal(m->nprocs, 2);
+	assert_string_equal(nw_measurement_process(m, 20)->comm, "worker");
+	assert_string_equal(nw_measurement_process(m, 10)->comm, "app");
+
+	/* Counts add up; the time span covers both. */
+	assert_int_equal(m->run.samples, 15);
+	assert_int_equal(m->run.lost, 4);
+	assert_int_equal(m->run.throttled, 1);
+	assert_int_equal(m->run.unwind_errors, 2);
+	assert_int_equal(m->run.start_ns, 500);
+	assert_int_equal(m->run.end_ns, 5000);
+
+	/* Every address resolves to its own run's function and module, B freed or not. */
+	assert_stacks(m, 0, stacks_a);
+	assert_stacks(m, 1, stacks_b);
+	fx_free(b);
+	assert_stacks(m, 0, stacks_a);
+	assert_stacks(m, 1, stacks_b);
+	fx_free(a);
+}
+
+/*
+ * Merging again, the merged model into a third: epochs, threads and
+ * symbols renumbered twice; an unknown start (0) is no start.
+ */
+static void test_merge_twice(void **state)
+{
+	struct fx *a = run_a(), *b = run_b(), *c = fx_new(NULL, 0);
+	struct nw_measurement *m = c->m;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(nw_measurement_merge(a->m, b->m, err, sizeof(err)), 0);
+	fx_free(b);
+	/* C: one thread in its own epoch, /bin/app without a build-id, no start known. */
+	fx_add(c, fx_thread(c, 30, 30, "other"), "main", 7, 7000);
+	m->run.samples = 7;
+	m->run.end_ns = 9000;
+	assert_int_equal(nw_measurement_merge(m, a->m, err, sizeof(err)), 0);
+	fx_free(a);
+	/* /bin/app without a build-id is another module than with one. */
+	assert_int_equal(m->modules->n, 5);
+	assert_int_equal(m->modules->v[0].build_id_size, 0);
+	assert_int_equal(m->modules->v[1].build_id[0], 0x11);
+	assert_int_equal(m->nepochs, 3);
+	assert_int_equal(m->nthreads, 3);
+	assert_int_equal(m->threads[2].first_epoch, 2);
+	assert_int_equal(m->threads[2].trees[0].epoch, 2);
+	assert_stacks(m, 0, "main@0 7\n");
+	assert_stacks(m, 1, "main@1;a@1 3\nmain@1;memcpy@2 1\n");
+	assert_stacks(m, 2, "main@1;b@1 5\nmain@1;b@1;deflate@3 2\nmain@1;memcpy@4 4\n");
+	assert_int_equal(m->run.samples, 22);
+	assert_int_equal(m->run.lost, 4);
+	assert_int_equal(m->run.start_ns, 500);
+	assert_int_equal(m->run.end_ns, 9000);
+	fx_free(c);
+}
+
+/* Measurements of different metrics do not merge: -EINVAL, a message, nothing changed. */
+static void test_merge_metrics_differ(void **state)
+{
+	static const char *const t[] = { "t" }, *const u[] = { "u" }, *const tu[] = { "t", "u" };
+	struct fx *a = fx_new(t, 1), *b = fx_new(u, 1), *c = fx_new(tu, 2);
+	struct nw_measurement *d = nw_measurement_new();
+	char err[256];
+
+	(void)state;
+	fx_add(a, fx_thread(a, 1, 1, "app"), "main", 1, 1000);
+	fx_add(b, fx_thread(b, 2, 2, "app"), "main", 2, 2000);
+	a->m->run.samples = 1;
+	b->m->run.samples = 2;
+	assert_int_equal(nw_measurement_merge(a->m, b->m, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "the measurements recorded different events: "
+				 "t:samples, t:period, and u:samples, u:period");
+	assert_int_equal(a->m->nthreads, 1);
+	assert_int_equal(a->m->nepochs, 1);
+	assert_int_equal(a->m->run.samples, 1);
+	assert_int_equal(b->m->threads[0].ntrees, 1);
+	/* One metric more. */
+	assert_int_equal(nw_measurement_merge(a->m, c->m, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "the measurements recorded different events: "
+				 "t:samples, t:period, and t:samples, t:period, u:samples, u:period");
+	/* The same event, another kind of metric. */
+	assert_non_null(d);
+	assert_int_equal(nw_measurement_add_metric(d, "t", NW_METRIC_SAMPLES, 0), 0);
+	assert_int_equal(nw_measurement_add_metric(d, "t", NW_METRIC_OFFCPU_TIME, 0), 1);
+	assert_int_equal(nw_measurement_merge(a->m, d, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "the measurements recorded different events: "
+				 "t:samples, t:period, and t:samples, t:nanoseconds");
+	assert_int_equal(a->m->nthreads, 1);
+	nw_measurement_free(d);
+	fx_free(a);
+	fx_free(b);
+	fx_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -517,6 +810,9 @@ int main(void)
 		cmocka_unit_test(test_find_metric),
 		cmocka_unit_test(test_threads_and_trees),
 		cmocka_unit_test(test_borrowed),
+		cmocka_unit_test(test_merge),
+		cmocka_unit_test(test_merge_twice),
+		cmocka_unit_test(test_merge_metrics_differ),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
