@@ -760,7 +760,11 @@ static void test_merge_twice(void **state)
 	fx_free(c);
 }
 
-/* Measurements of different metrics do not merge: -EINVAL, a message, nothing changed. */
+/*
+ * Measurements of different metrics do not merge: -EINVAL, nothing
+ * changed, and a message that lists the source's metrics, then the
+ * destination's, each list bracketed.
+ */
 static void test_merge_metrics_differ(void **state)
 {
 	static const char *const t[] = { "t" }, *const u[] = { "u" }, *const tu[] = { "t", "u" };
@@ -774,23 +778,23 @@ static void test_merge_metrics_differ(void **state)
 	a->m->run.samples = 1;
 	b->m->run.samples = 2;
 	assert_int_equal(nw_measurement_merge(a->m, b->m, err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "the measurements recorded different events: "
-				 "t:samples, t:period, and u:samples, u:period");
+	assert_string_equal(err, "the measurements recorded different metrics: "
+				 "[u:samples, u:period] and [t:samples, t:period]");
 	assert_int_equal(a->m->nthreads, 1);
 	assert_int_equal(a->m->nepochs, 1);
 	assert_int_equal(a->m->run.samples, 1);
 	assert_int_equal(b->m->threads[0].ntrees, 1);
 	/* One metric more. */
 	assert_int_equal(nw_measurement_merge(a->m, c->m, err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "the measurements recorded different events: "
-				 "t:samples, t:period, and t:samples, t:period, u:samples, u:period");
+	assert_string_equal(err, "the measurements recorded different metrics: "
+				 "[t:samples, t:period, u:samples, u:period] and [t:samples, t:period]");
 	/* The same event, another kind of metric. */
 	assert_non_null(d);
 	assert_int_equal(nw_measurement_add_metric(d, "t", NW_METRIC_SAMPLES, 0), 0);
 	assert_int_equal(nw_measurement_add_metric(d, "t", NW_METRIC_OFFCPU_TIME, 0), 1);
 	assert_int_equal(nw_measurement_merge(a->m, d, err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "the measurements recorded different events: "
-				 "t:samples, t:period, and t:samples, t:nanoseconds");
+	assert_string_equal(err, "the measurements recorded different metrics: "
+				 "[t:samples, t:nanoseconds] and [t:samples, t:period]");
 	assert_int_equal(a->m->nthreads, 1);
 	nw_measurement_free(d);
 	fx_free(a);

@@ -351,10 +351,11 @@ int nw_measurement_merge(struct nw_measurement *dst, struct nw_measurement *src,
 	if (!same_metrics(dst, src)) {
 		char a[512], b[512];
 
-		metric_list(dst, a, sizeof(a));
-		metric_list(src, b, sizeof(b));
-		snprintf(err, errlen, "the measurements recorded different events: %s, and %s", a,
-			 b);
+		/* Brackets show where each comma-separated list ends; @src's first. */
+		metric_list(src, a, sizeof(a));
+		metric_list(dst, b, sizeof(b));
+		snprintf(err, errlen, "the measurements recorded different metrics: [%s] and [%s]",
+			 a, b);
 		return -EINVAL;
 	}
 	mod = malloc((src->modules->n ? src->modules->n : 1) * sizeof(*mod));

@@ -208,7 +208,8 @@ void nw_measurement_borrow(struct nw_measurement *m, struct nw_module_table *mod
  * modules interned by path and build-id, epochs, processes, threads with
  * their trees (moved: @src keeps its thread list but no trees), symbols;
  * sample counts add up, the time span covers both.  -EINVAL with a
- * message in @err when they recorded different metrics, -ENOMEM.
+ * message in @err when they recorded different metrics (it lists @src's,
+ * then @dst's), -ENOMEM.
  */
 int nw_measurement_merge(struct nw_measurement *dst, struct nw_measurement *src, char *err,
 			 size_t errlen);
