@@ -725,7 +725,8 @@ static void test_merge(void **state)
 
 /*
  * Merging again, the merged model into a third: epochs, threads and
- * symbols renumbered twice; an unknown start (0) is no start.
+ * symbols renumbered twice; an unknown start (0) is no start, in either
+ * model.
  */
 static void test_merge_twice(void **state)
 {
@@ -757,6 +758,18 @@ static void test_merge_twice(void **state)
 	assert_int_equal(m->run.lost, 4);
 	assert_int_equal(m->run.start_ns, 500);
 	assert_int_equal(m->run.end_ns, 9000);
+	/* A run whose times are unknown (0) leaves the span; it adds its epoch, no module. */
+	{
+		struct fx *e = fx_new(NULL, 0);
+
+		assert_int_equal(nw_measurement_merge(m, e->m, err, sizeof(err)), 0);
+		fx_free(e);
+	}
+	assert_int_equal(m->run.start_ns, 500);
+	assert_int_equal(m->run.end_ns, 9000);
+	assert_int_equal(m->modules->n, 5);
+	assert_int_equal(m->nepochs, 4);
+	assert_int_equal(m->nthreads, 3);
 	fx_free(c);
 }
 
