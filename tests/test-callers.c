@@ -55,8 +55,8 @@ static struct nw_stacks *stacks_of(const struct fx *fx, bool per_thread)
 }
 
 /* The view of the functions matching @pattern; its status in *ret. */
-static char *run_on(const struct nw_stacks *s, const char *pattern,
-		    const struct nw_view_opts *o, int *ret)
+static char *run_on(const struct nw_stacks *s, const char *pattern, const struct nw_view_opts *o,
+		    int *ret)
 {
 	char *buf = NULL;
 	size_t len = 0;
