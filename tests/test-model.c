@@ -609,6 +609,9 @@ static struct fx *run_a(void)
 	a->m->run.unwind_errors = 2;
 	a->m->run.start_ns = 1000;
 	a->m->run.end_ns = 5000;
+	a->m->run.clock_start_ns = 2000;
+	a->m->run.clock_end_ns = 6000;
+	a->m->run.traced = true;
 	return a;
 }
 
@@ -631,13 +634,22 @@ static struct fx *run_b(void)
 	set_build_id(b, 2, 0xbb);
 	b->m->modules->v[0].facts = (struct nw_module_facts){ .known = true, .entry = 0x2222 };
 	*seg = (struct nw_segment){ .vaddr = 0x1000, .memsz = 0x2000, .exec = true };
-	b->m->modules->v[1].facts = (struct nw_module_facts){ .known = true, .nsegs = 1,
-							      .segs = seg };
+	b->m->modules->v[1].facts =
+		(struct nw_module_facts){ .known = true, .nsegs = 1, .segs = seg };
 	b->m->run.samples = 11;
 	b->m->run.lost = 3;
 	b->m->run.throttled = 1;
 	b->m->run.start_ns = 500;
 	b->m->run.end_ns = 4000;
+	b->m->run.clock_start_ns = 1500;
+	b->m->run.clock_end_ns = 7000;
+	/* Its thread has a trace; another, unsampled, would have had none. */
+	th = fx_th(b, 0);
+	th->trace = calloc(1, sizeof(*th->trace));
+	assert_non_null(th->trace);
+	nw_trace_init(th->trace, 1500, 1);
+	th->trace_file = fx_strdup("worker-20-21.trace");
+	b->m->run.traced = false;
 	return b;
 }
 
@@ -652,6 +664,7 @@ static void test_merge(void **state)
 	struct fx *a = run_a(), *b = run_b();
 	struct nw_measurement *m = a->m;
 	const struct nw_cct *tree_b = b->m->threads[0].trees[0].cct;
+	const struct nw_trace *trace_b = b->m->threads[0].trace;
 	const struct nw_module *mod;
 	char err[256] = "";
 
@@ -685,7 +698,7 @@ static void test_merge(void **state)
 	assert_int_equal(m->epochs[1]->maps[1].module, 2);
 	assert_int_equal(m->epochs[1]->maps[2].module, 3);
 
-	/* Threads and processes added; B's tree moved, not copied. */
+	/* Threads and processes added; B's tree and trace moved, not copied. */
 	assert_int_equal(m->nthreads, 2);
 	assert_int_equal(m->threads[0].tid, 10);
 	assert_int_equal(m->threads[0].trees[0].epoch, 0);
@@ -698,6 +711,10 @@ static void test_merge(void **state)
 	assert_int_equal(m->threads[1].ntrees, 1);
 	assert_int_equal(m->threads[1].trees[0].epoch, 1);
 	assert_ptr_equal(m->threads[1].trees[0].cct, tree_b);
+	assert_ptr_equal(m->threads[1].trace, trace_b);
+	assert_string_equal(m->threads[1].trace_file, "worker-20-21.trace");
+	assert_null(b->m->threads[0].trace);
+	assert_null(m->threads[0].trace);
 	assert_int_equal(nw_mthread_total(&m->threads[1], 1), 11000);
 	assert_int_equal(b->m->nthreads, 1);
 	assert_int_equal(b->m->threads[0].ntrees, 0);
@@ -713,6 +730,10 @@ static void test_merge(void **state)
 	assert_int_equal(m->run.unwind_errors, 2);
 	assert_int_equal(m->run.start_ns, 500);
 	assert_int_equal(m->run.end_ns, 5000);
+	assert_int_equal(m->run.clock_start_ns, 1500);
+	assert_int_equal(m->run.clock_end_ns, 7000);
+	/* Traced only when both were. */
+	assert_false(m->run.traced);
 
 	/* Every address resolves to its own run's function and module, B freed or not. */
 	assert_stacks(m, 0, stacks_a);
@@ -758,6 +779,8 @@ static void test_merge_twice(void **state)
 	assert_int_equal(m->run.lost, 4);
 	assert_int_equal(m->run.start_ns, 500);
 	assert_int_equal(m->run.end_ns, 9000);
+	assert_int_equal(m->run.clock_start_ns, 1500);
+	assert_int_equal(m->run.clock_end_ns, 7000);
 	/* A run whose times are unknown (0) leaves the span; it adds its epoch, no module. */
 	{
 		struct fx *e = fx_new(NULL, 0);
@@ -767,6 +790,8 @@ static void test_merge_twice(void **state)
 	}
 	assert_int_equal(m->run.start_ns, 500);
 	assert_int_equal(m->run.end_ns, 9000);
+	assert_int_equal(m->run.clock_start_ns, 1500);
+	assert_int_equal(m->run.clock_end_ns, 7000);
 	assert_int_equal(m->modules->n, 5);
 	assert_int_equal(m->nepochs, 4);
 	assert_int_equal(m->nthreads, 3);
@@ -799,8 +824,9 @@ static void test_merge_metrics_differ(void **state)
 	assert_int_equal(b->m->threads[0].ntrees, 1);
 	/* One metric more. */
 	assert_int_equal(nw_measurement_merge(a->m, c->m, err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "the measurements recorded different metrics: "
-				 "[t:samples, t:period, u:samples, u:period] and [t:samples, t:period]");
+	assert_string_equal(err,
+			    "the measurements recorded different metrics: "
+			    "[t:samples, t:period, u:samples, u:period] and [t:samples, t:period]");
 	/* The same event, another kind of metric. */
 	assert_non_null(d);
 	assert_int_equal(nw_measurement_add_metric(d, "t", NW_METRIC_SAMPLES, 0), 0);
