@@ -479,6 +479,40 @@ static void test_names(void **state)
 	fx_free(fx);
 }
 
+/*
+ * Addresses without a line (a stripped module, no -g): a function with
+ * none says so and points at --addresses; one with some shows the others
+ * as "-".
+ */
+static void test_no_line_information(void **state)
+{
+	struct fx *fx = fx_new(NULL, 0);
+	const struct fx_frame hot10[] = { { "hot", "/nonexistent/hot.c", 10, 8 } };
+	const struct fx_frame hot0[] = { { "hot", NULL, 0, 0 } };
+	struct nw_lines_opts o = { .sort = true };
+
+	(void)state;
+	fx_func(fx, "cold", NULL, 0);
+	fx_frames(fx, "hot#10", hot10, 1);
+	fx_frames(fx, "hot#0", hot0, 1);
+	fx_add(fx, fx_thread(fx, 1, 1, "app"), "main;cold", 1, 0);
+	fx_add(fx, fx_th(fx, 0), "main;hot#10", 2, 0);
+	fx_add(fx, fx_th(fx, 0), "main;hot#0", 1, 0);
+	assert_view(fx, NULL, "^(hot|cold)$", &o,
+		    "Function: hot (hot.c:8) in app\n"
+		    "Self:  75.0% (3)   Total:  75.0% (3)\n"
+		    "\n"
+		    "  SELF%  TOTAL%   LINE  FILE\n"
+		    "  50.0%    50.0%     10  hot.c\n"
+		    "  25.0%    25.0%      -  (no line information)\n"
+		    "\n"
+		    "Function: cold in app\n"
+		    "Self:  25.0% (1)   Total:  25.0% (1)\n"
+		    "No line information (a stripped module, or built without -g): see --addresses\n"
+		    "\n");
+	fx_free(fx);
+}
+
 /* A function the chosen metric never sampled is no sampled function: -ENOENT, not an empty view. */
 static void test_no_weight(void **state)
 {
@@ -554,6 +588,7 @@ int main(void)
 		cmocka_unit_test(test_once_per_sample),
 		cmocka_unit_test(test_filter),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_no_line_information),
 		cmocka_unit_test(test_no_weight),
 		cmocka_unit_test(test_errors),
 	};

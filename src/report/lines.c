@@ -110,9 +110,18 @@ static int64_t row_of(struct ctx *c, const struct row *key)
 /* The index of the function @fr asked about, noted with where it is declared; -ENOMEM. */
 static int fn_of(struct ctx *c, const struct nw_symframe *fr, const char *module)
 {
-	for (size_t i = 0; i < c->nfns; i++)
-		if (!strcmp(c->fns[i].name, fr->function))
-			return (int)i;
+	for (size_t i = 0; i < c->nfns; i++) {
+		struct fn_info *fn = &c->fns[i];
+
+		if (strcmp(fn->name, fr->function))
+			continue;
+		/* An address without line information came first: the declaration from this one. */
+		if (!fn->decl_file && (fr->decl_file || fr->file)) {
+			fn->decl_file = fr->decl_file ? fr->decl_file : fr->file;
+			fn->decl_line = fr->decl_line;
+		}
+		return (int)i;
+	}
 	if (nw_grow(&c->fns, &c->cap_fns, c->nfns + 1, sizeof(*c->fns)))
 		return -ENOMEM;
 	c->fns[c->nfns] = (struct fn_info){ .name = fr->function,
