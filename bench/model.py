@@ -13,9 +13,11 @@ recorder's cost per sample against an older build.
 - worst: bench-synth's measurement of --leaves distinct deep paths (default
   2^20: about 4.5 M nodes, 210 MiB), one thread.
 - recorder: narwhal-record -v on paths and on work (few stacks) with this
-  build and, with --old, an older build's narwhal-record, interleaved; the
-  recorder's CPU per sample is what its -v line says (sampling loop) and
-  its whole CPU less the program's own.
+  build, with this build and --no-trace, and, with --old, an older build's
+  narwhal-record, interleaved; the recorder's CPU per sample is what its -v
+  line says (sampling loop) and its whole CPU less the program's own.
+- time: the traces' bytes per sample on paths, and narwhal-report --time
+  (a middle half of the run) and --timeline on it.
 
 Each command runs --runs times (default 3); medians of wall and CPU
 seconds, and the largest peak resident set (ru_maxrss of the child, from
@@ -114,14 +116,14 @@ def time_views(rep, data, tmp, runs):
     return res
 
 
-def recorder_cost(rec, prog, data, runs):
+def recorder_cost(rec, prog, data, runs, extra=()):
     """Median loop and whole-recorder microseconds per sample."""
     loops, wholes, samples = [], [], []
     for _ in range(runs):
         shutil.rmtree(data, ignore_errors=True)
         shutil.rmtree(data + ".old", ignore_errors=True)
-        r = run([rec, "-v", "-e", "cpu-clock", "-c", str(PERIOD), "-g", "fp", "-o", data, "--"] +
-                prog, stdout=subprocess.PIPE)
+        r = run([rec, "-v", "-e", "cpu-clock", "-c", str(PERIOD), "-g", "fp", *extra, "-o", data,
+                 "--"] + prog, stdout=subprocess.PIPE)
         m = re.search(r"\(([\d.]+) us per sample\)", r["stderr"])
         with open(os.path.join(data, "manifest.json")) as f:
             n = json.load(f)["samples"]
@@ -166,6 +168,17 @@ def markdown(r):
         lines.append("")
         lines.append(f"The slowest Narwhal view or export on paths takes {slowest:.3f} s wall, "
                      f"{pr['wall'] / slowest:.0f}x less than `perf report`.")
+    if p.get("trace_bytes"):
+        t = p["time"]
+        lines.append("")
+        lines.append(f"Traces on paths: {p['trace_bytes'] / p['samples']:.2f} bytes per sample "
+                     f"({mib(p['trace_bytes']):.1f} MiB of the {mib(p['bytes']):.0f} MiB "
+                     f"measurement; perf.data {mib(p['perf_bytes']):.0f} MiB).  "
+                     f"`--time 25%,75% --flat` on its {p['samples']:,} samples: "
+                     f"{t['range']['wall']:.3f} s wall ({t['range']['cpu']:.3f} s CPU, "
+                     f"{t['range']['rss_kib'] / 1024:.0f} MiB); `--timeline`: "
+                     f"{t['timeline']['wall']:.3f} s ({t['timeline']['cpu']:.3f} s CPU); "
+                     f"`--flat` of the whole run: {p['views']['--flat']['wall']:.3f} s.")
     if r.get("recorder"):
         lines.append("")
         lines.append("Recorder cost per sample (fp, -c 50000, medians): the sampling loop as "
@@ -235,8 +248,16 @@ def main():
                 if f.endswith(".csprof")) // 48
     r["paths"] = {"samples": samples, "bytes": du(pdata), "perf_bytes": os.path.getsize(perfdata),
                   "distinct": count_nodes(rep, pdata), "nodes": nodes}
-    log(f"paths: {samples} samples; views:")
+    r["paths"]["trace_bytes"] = sum(os.path.getsize(os.path.join(pdata, f)) - 48
+                                    for f in os.listdir(pdata) if f.endswith(".trace"))
+    log(f"paths: {samples} samples, {r['paths']['trace_bytes'] / samples:.2f} trace bytes "
+        f"per sample; views:")
     r["paths"]["views"] = time_views(rep, pdata, tmp, a.runs)
+    r["paths"]["time"] = {
+        "range": timed([rep, pdata, "--time", "25%,75%", "--flat"], a.runs),
+        "timeline": timed([rep, pdata, "--timeline"], a.runs)}
+    log(f"  --time 25%,75% --flat: {r['paths']['time']['range']['wall']:.3f} s; --timeline: "
+        f"{r['paths']['time']['timeline']['wall']:.3f} s")
     r["paths"]["perf_report"] = timed(["perf", "report", "-i", perfdata, "--stdio"], a.runs)
 
     wdata = os.path.join(tmp, "worst.data")
@@ -252,13 +273,15 @@ def main():
     wprog = {"paths": [exes["paths"], "8", str(units // 4)],
              "work": [exes["work"], "8", str(units * 2), "10"]}
     for wl, prg in wprog.items():
-        builds = {"this": os.path.join(a.build, "tools", "narwhal-record")}
+        this = os.path.join(a.build, "tools", "narwhal-record")
+        builds = {"this": (this, ()), "this, --no-trace": (this, ("--no-trace",))}
         if a.old:
-            builds["old"] = os.path.join(a.old, "tools", "narwhal-record")
+            builds["old"] = (os.path.join(a.old, "tools", "narwhal-record"), ())
         res = {name: [] for name in builds}
         for _ in range(a.runs):
-            for name, path in builds.items():
-                res[name].append(recorder_cost(path, prg, os.path.join(tmp, "rec.data"), 1))
+            for name, (path, extra) in builds.items():
+                res[name].append(recorder_cost(path, prg, os.path.join(tmp, "rec.data"), 1,
+                                               extra))
         r["recorder"][wl] = {name: {k: statistics.median(x[k] for x in v) for k in v[0]}
                              for name, v in res.items()}
         for name, c in r["recorder"][wl].items():
