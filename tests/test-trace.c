@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Traces (model/trace.h): the event codec byte by byte and on a mixed
- * sequence (two events, steady and changing periods, epochs, off-CPU
- * intervals, time going backwards, large node deltas, times far apart, a
- * coarse tick), its size per event on a steady sample stream, the decoder
- * on every prefix of a valid encoding and on crafted bad bytes, and
- * nw_trace_remap().
+ * Traces (model/trace.h, record/tracer.h): the event codec byte by byte
+ * and on a mixed sequence (two events, steady and changing periods,
+ * epochs, off-CPU intervals, time going backwards, large node deltas,
+ * times far apart, a coarse tick), its size per event on a steady sample
+ * stream, the decoder on every prefix of a valid encoding and on crafted
+ * bad bytes, nw_trace_remap(); and the recorder's tracer fed through its
+ * session hooks.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -20,6 +21,8 @@
 #include <cmocka.h>
 
 #include "model/trace.h"
+#include "record/session.h"
+#include "record/tasks.h"
 #include "record/tracer.h"
 
 #define T0 5000000000ull /* CLOCK_MONOTONIC ns: the start of a recording */
@@ -503,6 +506,88 @@ static void test_remap(void **state)
 	nw_trace_fini(&src);
 }
 
+/* ---- 4. the recorder's tracer ---- */
+
+#define TK NW_TRACER_TICK_NS
+
+static void assert_trace_is(const struct nw_trace *t, const struct nw_trace_event *want, size_t n)
+{
+	assert_non_null(t);
+	assert_int_equal(t->t0, T0);
+	assert_int_equal(t->tick_ns, NW_TRACER_TICK_NS);
+	assert_int_equal(t->n, n);
+	assert_decodes_to(t, want, n);
+}
+
+static void test_tracer(void **state)
+{
+	struct nw_session *s = calloc(1, sizeof(*s));
+	struct nw_tracer tr;
+	const struct nw_session_hooks *h = &tr.hooks;
+	struct nw_thread a = { .seq = 0, .pid = 10, .tid = 10 };
+	struct nw_thread b = { .seq = 3, .pid = 10, .tid = 11 };
+	struct nw_thread idle = { .seq = 1, .pid = 10, .tid = 12 };
+	struct nw_thread later = { .seq = 9, .pid = 20, .tid = 21 };
+	/* Times and lengths in the tracer's ticks; the last sample of a is cut to its tick. */
+	const struct nw_trace_event want_a[] = {
+		S(T0 + 100 * TK, 0, 1000, 5, 0),
+		OFF(T0 + 150 * TK, 1, 4000 * TK, 6, 0),
+		S(T0 + 4200 * TK, 0, 1000, 5, 1),
+	};
+	const struct nw_trace_event want_b[] = {
+		S(T0, 0, 2000, 9, 0),
+		S(T0 + 300 * TK, 0, 1000, 9, 0),
+	};
+	uint64_t bytes = 0, events = 0;
+
+	assert_non_null(s);
+	assert_int_equal(nw_tracer_init(&tr, s, T0), 0);
+	assert_int_equal(s->nhooks, 1);
+	assert_ptr_equal(s->hooks[0], h);
+	assert_ptr_equal(h->arg, &tr);
+	assert_int_equal(tr.t0, T0);
+	assert_null(nw_tracer_thread(&tr, &a));
+
+	/* Interleaved threads: each event in its own thread's trace. */
+	assert_int_equal(h->sample(h->arg, &a, 0, 5, 0, T0 + 100 * TK, 1000), 0);
+	assert_int_equal(h->sample(h->arg, &b, 0, 9, 0, T0, 2000), 0);
+	assert_int_equal(h->offcpu(h->arg, &a, 0, 6, 1, T0 + 150 * TK, 4000 * TK), 0);
+	/* Before t0, and an event the trace cannot hold: dropped, without an error. */
+	assert_int_equal(h->sample(h->arg, &b, 0, 9, 0, T0 - 1, 1000), 0);
+	assert_int_equal(h->offcpu(h->arg, &b, 0, 9, 1, 0, 1000), 0);
+	assert_int_equal(h->sample(h->arg, &a, 0, 5, NW_TRACE_MAX_EVENTS, T0 + 200 * TK, 1000), 0);
+	assert_int_equal(h->sample(h->arg, &b, 0, 9, 0, T0 + 300 * TK, 1000), 0);
+	assert_int_equal(h->sample(h->arg, &a, 1, 5, 0, T0 + 4200 * TK + TK - 1, 1000), 0);
+
+	assert_trace_is(nw_tracer_thread(&tr, &a), want_a, 3);
+	assert_trace_is(nw_tracer_thread(&tr, &b), want_b, 2);
+	/* By seq, not by tid: another thread of the same seq reads the same trace. */
+	assert_ptr_equal(nw_tracer_thread(&tr, &(struct nw_thread){ .seq = 3, .tid = 99 }),
+			 nw_tracer_thread(&tr, &b));
+	assert_null(nw_tracer_thread(&tr, &idle));
+	assert_null(nw_tracer_thread(&tr, &later));
+	assert_int_equal(tr.failures, 0);
+
+	nw_tracer_size(&tr, &bytes, &events);
+	assert_int_equal(events, 5);
+	assert_int_equal(bytes, nw_tracer_thread(&tr, &a)->size + nw_tracer_thread(&tr, &b)->size);
+	assert_true(bytes >= 2 * events);
+
+	nw_tracer_fini(&tr);
+	assert_null(tr.v);
+	assert_int_equal(tr.n, 0);
+	free(s);
+
+	/* A session with no room for another listener. */
+	s = calloc(1, sizeof(*s));
+	assert_non_null(s);
+	for (unsigned i = 0; i < NW_SESSION_MAX_HOOKS; i++)
+		assert_int_equal(nw_session_listen(s, h), 0);
+	assert_int_equal(nw_tracer_init(&tr, s, T0), -ENOSPC);
+	nw_tracer_fini(&tr);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -514,6 +599,7 @@ int main(void)
 		cmocka_unit_test(test_bad_bytes),
 		cmocka_unit_test(test_decode_count),
 		cmocka_unit_test(test_remap),
+		cmocka_unit_test(test_tracer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
