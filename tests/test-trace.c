@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Traces (model/trace.h, record/tracer.h): the event codec byte by byte
- * and on a mixed sequence (two events, steady and changing periods,
- * epochs, off-CPU intervals, time going backwards, large node deltas,
- * times far apart, a coarse tick), its size per event on a steady sample
- * stream, the decoder on every prefix of a valid encoding and on crafted
- * bad bytes, nw_trace_remap(); and the recorder's tracer fed through its
- * session hooks.
+ * Traces (model/trace.h, format/tracefile.h, record/tracer.h): the event
+ * codec byte by byte and on a mixed sequence (two events, steady and
+ * changing periods, epochs, off-CPU intervals, time going backwards, large
+ * node deltas, times far apart, a coarse tick), its size per event on a
+ * steady sample stream, the decoder on every prefix of a valid encoding and
+ * on crafted bad bytes, nw_trace_remap(); the recorder's tracer fed through
+ * its session hooks; trace files through the real writer and reader (node
+ * ids remapped to the csprof preorder, named in manifest.json), and
+ * each reader check on corrupted bytes.
  */
 #include <errno.h>
+#include <ftw.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -17,9 +21,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
+#include <json-c/json.h>
 
+#include "format/reader.h"
+#include "format/tracefile.h"
+#include "format/writer.h"
+#include "model/measurement.h"
 #include "model/trace.h"
 #include "record/session.h"
 #include "record/tasks.h"
@@ -588,6 +599,746 @@ static void test_tracer(void **state)
 	free(s);
 }
 
+/* ---- 5. trace files through the writer and the reader ---- */
+
+enum { APP, LIB };
+enum { M_CPU_SAMPLES, M_CPU_PERIOD, M_OFF_SWITCHES, M_OFF_NS, NMETRICS };
+enum { EV_CPU, EV_OFF, NEVENTS };
+
+#define APP_AT 0x400000ull
+#define LIB_AT 0x7f0000000000ull
+#define IP_MAIN (APP_AT + 0x10)
+#define IP_F (APP_AT + 0x100)
+#define IP_G (APP_AT + 0x200)
+#define IP_H (APP_AT + 0x300)
+#define IP_A (LIB_AT + 0x10)
+#define IP_B (LIB_AT + 0x20)
+
+static char *xstrdup(const char *s)
+{
+	char *d = strdup(s);
+
+	assert_non_null(d);
+	return d;
+}
+
+/*
+ * Inserts the path @ips (root first) and counts a sample at its leaf:
+ * the leaf's node id in memory.
+ */
+static uint32_t add_path(struct nw_cct *t, const uint64_t *ips, size_t n)
+{
+	struct nw_frame f[8];
+	uint32_t leaf;
+
+	for (size_t i = 0; i < n; i++)
+		f[i] = (struct nw_frame){ ips[n - 1 - i], 0 };
+	leaf = nw_cct_insert(t, f, n);
+	assert_int_not_equal(leaf, NW_CCT_NONE);
+	nw_cct_metrics(t, leaf)[M_CPU_SAMPLES] += 1;
+	nw_cct_metrics(t, leaf)[M_CPU_PERIOD] += 1000000;
+	return leaf;
+}
+
+static struct nw_mthread *add_thread(struct nw_measurement *m, uint32_t pid, uint32_t tid,
+				     const char *comm, uint32_t first_epoch, uint32_t nepochs)
+{
+	char file[64];
+	struct nw_mthread *th;
+
+	nw_thread_file_name(file, sizeof(file), comm, pid, tid);
+	th = nw_measurement_add_thread(m, pid, tid, comm, file);
+	assert_non_null(th);
+	th->first_epoch = first_epoch;
+	th->nepochs = nepochs;
+	return th;
+}
+
+static struct nw_cct *tree_for(struct nw_mthread *th, uint32_t epoch)
+{
+	struct nw_cct *t = nw_cct_new(NMETRICS);
+
+	assert_non_null(t);
+	assert_int_equal(nw_mthread_add_tree(th, epoch, t), 0);
+	return t;
+}
+
+/* Gives @th the trace of @v, in file @name. */
+static void give_trace(struct nw_mthread *th, const char *name, const struct nw_trace_event *v,
+		       size_t n)
+{
+	th->trace = malloc(sizeof(*th->trace));
+	assert_non_null(th->trace);
+	nw_trace_init(th->trace, T0, 1);
+	encode(th->trace, v, n);
+	th->trace_file = xstrdup(name);
+}
+
+/* Node ids in memory, set by file_model(). */
+struct ids {
+	uint32_t h0, g0, f0, main0; /* app, epoch 0 */
+	uint32_t b1, f1, a1;	    /* app, epoch 1 */
+	uint32_t x, y;		    /* child, its epoch 0 */
+};
+
+/*
+ * Process 10 ("app") has epochs 0 and 1 (a library loaded); process 20
+ * ("child") has one, epoch 0, third in the model.  Threads: app (10, 10)
+ * with trees in both epochs and a trace, worker (10, 11) with a tree and no
+ * trace, child (20, 22) with a trace.  Each tree is built in an order that
+ * numbers its nodes otherwise than the preorder of its file (new children
+ * go first among their siblings).
+ */
+static struct nw_measurement *file_model(struct ids *id)
+{
+	struct nw_measurement *m = nw_measurement_new();
+	struct nw_run *r;
+	struct nw_map maps[2];
+	struct nw_mthread *th;
+	struct nw_cct *t;
+	char *const argv[] = { "./app" };
+
+	assert_non_null(m);
+	r = &m->run;
+	r->narwhal_version = xstrdup("0.1.0");
+	r->arch = xstrdup("x86_64");
+	assert_int_equal(nw_run_set_argv(r, 1, argv), 0);
+	r->call_graph = xstrdup("fp");
+	r->max_stack = 127;
+	r->nevents = NEVENTS;
+	r->events = calloc(NEVENTS, sizeof(*r->events));
+	assert_non_null(r->events);
+	r->events[EV_CPU] = (struct nw_event_info){ xstrdup("cpu-clock"), 1, 0, true, 999 };
+	r->events[EV_OFF] = (struct nw_event_info){ xstrdup("off-cpu"), 1, 3, false, 1 };
+	r->start_ns = 1700000000000000000ULL;
+	r->end_ns = 1700000001000000000ULL;
+	r->clock_start_ns = T0;
+	r->clock_end_ns = T0 + 1000000000ULL;
+	r->traced = true;
+	r->exit_status = 0;
+	assert_int_equal(nw_measurement_add_metric(m, "cpu-clock", NW_METRIC_SAMPLES, 1000000),
+			 M_CPU_SAMPLES);
+	assert_int_equal(nw_measurement_add_metric(m, "cpu-clock", NW_METRIC_PERIOD, 1000000),
+			 M_CPU_PERIOD);
+	assert_int_equal(nw_measurement_add_metric(m, "off-cpu", NW_METRIC_SWITCHES, 1),
+			 M_OFF_SWITCHES);
+	assert_int_equal(nw_measurement_add_metric(m, "off-cpu", NW_METRIC_OFFCPU_TIME, 1),
+			 M_OFF_NS);
+	assert_int_equal(nw_module_intern(m->modules, "/bin/app", NULL, 0), APP);
+	assert_int_equal(nw_module_intern(m->modules, "/lib/liba.so", NULL, 0), LIB);
+	maps[0] = (struct nw_map){ APP_AT, APP_AT + 0x1000, 0, 0, APP };
+	maps[1] = (struct nw_map){ LIB_AT, LIB_AT + 0x1000, 0, 0, LIB };
+	assert_int_equal(nw_measurement_add_epoch(m, nw_epoch_new(maps, 1, 0)), 0);
+	assert_int_equal(nw_measurement_add_epoch(m, nw_epoch_new(maps, 2, 1)), 1);
+	assert_int_equal(nw_measurement_add_epoch(m, nw_epoch_new(maps, 1, 0)), 2);
+	assert_int_equal(nw_measurement_add_process(m, 10, 1, "app"), 0);
+	assert_int_equal(nw_measurement_add_process(m, 20, 10, "child"), 1);
+
+	/* app, epoch 0: main 1, f 2, g 3, h 4 in memory; main 1, g 2, f 3, h 4 in the file. */
+	th = add_thread(m, 10, 10, "app", 0, 2);
+	t = tree_for(th, 0);
+	id->f0 = add_path(t, (uint64_t[]){ IP_MAIN, IP_F }, 2);
+	id->g0 = add_path(t, (uint64_t[]){ IP_MAIN, IP_G }, 2);
+	id->h0 = add_path(t, (uint64_t[]){ IP_MAIN, IP_F, IP_H }, 3);
+	id->main0 = add_path(t, (uint64_t[]){ IP_MAIN }, 1);
+	/* app, epoch 1: main 1, a 2, f 3, b 4 in memory; main 1, f 2, a 3, b 4 in the file. */
+	t = tree_for(th, 1);
+	id->a1 = add_path(t, (uint64_t[]){ IP_MAIN, IP_A }, 2);
+	id->f1 = add_path(t, (uint64_t[]){ IP_MAIN, IP_F }, 2);
+	id->b1 = add_path(t, (uint64_t[]){ IP_MAIN, IP_A, IP_B }, 3);
+	th->samples = nw_mthread_total(th, M_CPU_SAMPLES);
+	m->run.samples += th->samples;
+	{
+		const struct nw_trace_event v[] = {
+			S(T0 + 1000, EV_CPU, 1000000, id->h0, 0),
+			S(T0 + 1001000, EV_CPU, 1000000, id->g0, 0),
+			S(T0 + 2001000, EV_CPU, 1000000, id->b1, 1),
+			OFF(T0 + 2001500, EV_OFF, 7000000, id->f1, 1),
+			S(T0 + 9002000, EV_CPU, 999000, id->a1, 1),
+			S(T0 + 9002100, EV_CPU, 999000, id->f0, 0),
+			S(T0 + 10002100, EV_CPU, 999000, id->main0, 0),
+		};
+
+		give_trace(th, "app-10-10.trace", v, sizeof(v) / sizeof(v[0]));
+	}
+	/* worker: a tree, no trace. */
+	th = add_thread(m, 10, 11, "worker", 0, 2);
+	t = tree_for(th, 1);
+	add_path(t, (uint64_t[]){ IP_MAIN, IP_G }, 2);
+	th->samples = nw_mthread_total(th, M_CPU_SAMPLES);
+	m->run.samples += th->samples;
+	/* child, its epoch 0 (the model's third): main 1, x 2, y 3; y 2, x 3 in the file. */
+	th = add_thread(m, 20, 22, "child", 2, 1);
+	t = tree_for(th, 2);
+	id->x = add_path(t, (uint64_t[]){ IP_MAIN, IP_F }, 2);
+	id->y = add_path(t, (uint64_t[]){ IP_MAIN, IP_H }, 2);
+	th->samples = nw_mthread_total(th, M_CPU_SAMPLES);
+	m->run.samples += th->samples;
+	{
+		const struct nw_trace_event v[] = {
+			S(T0 + 5000, EV_CPU, 1000000, id->x, 0),
+			S(T0 + 6000, EV_CPU, 1000000, id->y, 0),
+			OFF(T0 + 6001, EV_OFF, 1, id->y, 0),
+		};
+
+		give_trace(th, "child-20-22.trace", v, sizeof(v) / sizeof(v[0]));
+	}
+	return m;
+}
+
+/* ---- files and directories ---- */
+
+static uint8_t *load(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf;
+	long len;
+
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	len = ftell(f);
+	assert_true(len >= 0);
+	rewind(f);
+	buf = malloc((size_t)len + 64); /* room to append to it */
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
+	fclose(f);
+	*size = (size_t)len;
+	return buf;
+}
+
+static void store(const char *path, const uint8_t *b, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(b, 1, n, f), n);
+	assert_int_equal(fclose(f), 0);
+}
+
+static uint32_t get_u32(const uint8_t *b)
+{
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static uint64_t get_u64(const uint8_t *b)
+{
+	return get_u32(b) | (uint64_t)get_u32(b + 4) << 32;
+}
+
+static void put_u32(uint8_t *b, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_u64(uint8_t *b, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path) < 0 ? -1 : 0;
+}
+
+static void remove_tree(const char *path)
+{
+	assert_int_equal(nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
+}
+
+/* A temporary directory @base (PATH_MAX) and the measurement's place in it, @dir. */
+static void tmp_dirs(char *base, char *dir)
+{
+	strcpy(base, "/tmp/narwhal-test-trace.XXXXXX");
+	assert_non_null(mkdtemp(base));
+	snprintf(dir, PATH_MAX, "%s/m", base);
+}
+
+static void write_dir(const struct nw_measurement *m, const char *dir)
+{
+	char err[512] = "";
+
+	if (nw_measurement_write(m, NULL, 0, dir, NW_WRITE_NEW, err, sizeof(err)))
+		fail_msg("nw_measurement_write(%s): %s", dir, err);
+}
+
+static struct nw_measurement *read_dir(const char *dir, bool traces)
+{
+	struct nw_measurement *r = NULL;
+	char err[512] = "";
+
+	if (nw_measurement_read(dir, &r, err, sizeof(err)))
+		fail_msg("nw_measurement_read(%s): %s", dir, err);
+	if (traces) {
+		int n = nw_measurement_read_traces(r, dir, err, sizeof(err));
+
+		if (n < 0)
+			fail_msg("nw_measurement_read_traces(%s): %s", dir, err);
+		assert_int_equal(n, 2);
+	}
+	return r;
+}
+
+/* The ips from @node up to the root, leaf first, in @ips (64); their count. */
+static size_t chain(const struct nw_cct *c, uint32_t node, uint64_t *ips)
+{
+	size_t n = 0;
+
+	assert_true(node < c->n);
+	for (; node != NW_CCT_ROOT; node = c->nodes[node].parent) {
+		assert_true(n < 64);
+		ips[n++] = c->nodes[node].ip;
+	}
+	return n;
+}
+
+/*
+ * The trace of @b (read back) is @a's: the same events, each node naming
+ * in @b's tree of its epoch the calling context it named in @a's.  The
+ * events whose node id changed in the file.
+ */
+static unsigned assert_same_trace(const struct nw_measurement *m, const struct nw_mthread *a,
+				  const struct nw_measurement *r, const struct nw_mthread *b)
+{
+	struct nw_trace_event *x = NULL, *y = NULL;
+	size_t bad = 0;
+	unsigned moved = 0;
+
+	assert_non_null(a->trace);
+	assert_non_null(b->trace);
+	assert_int_equal(a->trace->t0, b->trace->t0);
+	assert_int_equal(a->trace->tick_ns, b->trace->tick_ns);
+	assert_int_equal(a->trace->n, b->trace->n);
+	assert_int_equal(nw_trace_decode(a->trace, &x, &bad), 0);
+	assert_int_equal(nw_trace_decode(b->trace, &y, &bad), 0);
+	for (uint64_t k = 0; k < a->trace->n; k++) {
+		int ta = nw_mthread_tree_of(m, a, x[k].epoch);
+		int tb = nw_mthread_tree_of(r, b, y[k].epoch);
+		uint64_t ca[64], cb[64];
+		size_t na, nb;
+
+		assert_int_equal(x[k].time, y[k].time);
+		assert_int_equal(x[k].value, y[k].value);
+		assert_int_equal(x[k].epoch, y[k].epoch);
+		assert_int_equal(x[k].event, y[k].event);
+		assert_int_equal(x[k].kind, y[k].kind);
+		assert_true(ta >= 0);
+		assert_true(tb >= 0);
+		na = chain(a->trees[ta].cct, x[k].node, ca);
+		nb = chain(b->trees[tb].cct, y[k].node, cb);
+		assert_true(na > 0);
+		assert_int_equal(na, nb);
+		assert_memory_equal(ca, cb, na * sizeof(*ca));
+		moved += x[k].node != y[k].node;
+	}
+	free(x);
+	free(y);
+	return moved;
+}
+
+static void test_files(void **state)
+{
+	char base[PATH_MAX], dir[PATH_MAX], path[PATH_MAX + 64];
+	struct ids id;
+	struct nw_measurement *m = file_model(&id), *r;
+	struct json_object *root, *o, *threads;
+	uint8_t *b;
+	size_t size;
+
+	/* The trees do number their nodes otherwise than their files. */
+	assert_int_equal(id.f0, 2);
+	assert_int_equal(id.g0, 3);
+	assert_int_equal(id.a1, 2);
+	assert_int_equal(id.f1, 3);
+	assert_int_equal(id.x, 2);
+
+	tmp_dirs(base, dir);
+	write_dir(m, dir);
+
+	/* The files, named in the manifest; none for the thread without a trace. */
+	snprintf(path, sizeof(path), "%s/manifest.json", dir);
+	root = json_object_from_file(path);
+	assert_non_null(root);
+	assert_true(json_object_object_get_ex(root, "traced", &o));
+	assert_true(json_object_is_type(o, json_type_boolean));
+	assert_true(json_object_get_boolean(o));
+	assert_true(json_object_object_get_ex(root, "clock_start_ns", &o));
+	assert_int_equal(json_object_get_uint64(o), T0);
+	assert_true(json_object_object_get_ex(root, "threads", &threads));
+	assert_int_equal(json_object_array_length(threads), 3);
+	assert_true(json_object_object_get_ex(json_object_array_get_idx(threads, 0), "trace", &o));
+	assert_string_equal(json_object_get_string(o), "app-10-10.trace");
+	assert_false(json_object_object_get_ex(json_object_array_get_idx(threads, 1), "trace", &o));
+	assert_true(json_object_object_get_ex(json_object_array_get_idx(threads, 2), "trace", &o));
+	assert_string_equal(json_object_get_string(o), "child-20-22.trace");
+	json_object_put(root);
+	snprintf(path, sizeof(path), "%s/worker-10-11.trace", dir);
+	assert_int_equal(access(path, F_OK), -1);
+
+	/* app-10-10.trace's header. */
+	snprintf(path, sizeof(path), "%s/app-10-10.trace", dir);
+	b = load(path, &size);
+	assert_true(size > NW_TRACE_HEADER);
+	assert_memory_equal(b, "NWTRACE1", 8);
+	assert_int_equal(get_u32(b + 8), 1);
+	assert_int_equal(get_u32(b + 12), 1);
+	assert_int_equal(get_u32(b + 16), 10);
+	assert_int_equal(get_u32(b + 20), 10);
+	assert_int_equal(get_u64(b + 24), T0);
+	assert_int_equal(get_u64(b + 32), 7);
+	assert_int_equal(get_u64(b + 40), size - NW_TRACE_HEADER);
+	free(b);
+	/* child-20-22.trace's: its own thread. */
+	snprintf(path, sizeof(path), "%s/child-20-22.trace", dir);
+	b = load(path, &size);
+	assert_int_equal(get_u32(b + 16), 20);
+	assert_int_equal(get_u32(b + 20), 22);
+	assert_int_equal(get_u64(b + 32), 3);
+	assert_int_equal(get_u64(b + 40), size - NW_TRACE_HEADER);
+	free(b);
+
+	/* Read back: the manifest names the files, the traces come when asked for. */
+	r = read_dir(dir, false);
+	assert_true(r->run.traced);
+	assert_int_equal(r->run.clock_start_ns, T0);
+	assert_int_equal(r->run.clock_end_ns, T0 + 1000000000ULL);
+	assert_int_equal(r->nthreads, 3);
+	assert_string_equal(r->threads[0].trace_file, "app-10-10.trace");
+	assert_null(r->threads[1].trace_file);
+	assert_string_equal(r->threads[2].trace_file, "child-20-22.trace");
+	for (uint32_t i = 0; i < 3; i++)
+		assert_null(r->threads[i].trace);
+	{
+		char err[512] = "";
+
+		assert_int_equal(nw_measurement_read_traces(r, dir, err, sizeof(err)), 2);
+		assert_null(r->threads[1].trace);
+		/* Once read, not again. */
+		assert_int_equal(nw_measurement_read_traces(r, dir, err, sizeof(err)), 0);
+	}
+	/* Each event names the same calling context; ids did change. */
+	assert_int_equal(assert_same_trace(m, &m->threads[0], r, &r->threads[0]), 4);
+	assert_int_equal(assert_same_trace(m, &m->threads[2], r, &r->threads[2]), 3);
+	{
+		/* Exactly: h0 stays 4, g0 3 -> 2, b1 stays 4, f1 3 -> 2, a1 2 -> 3, f0 2 -> 3. */
+		static const uint32_t file_ids[] = { 4, 2, 4, 2, 3, 3, 1 };
+		struct nw_trace_event *y = NULL;
+		size_t bad;
+
+		assert_int_equal(nw_trace_decode(r->threads[0].trace, &y, &bad), 0);
+		for (size_t k = 0; k < 7; k++)
+			assert_int_equal(y[k].node, file_ids[k]);
+		free(y);
+	}
+	/* Not the same epoch slots in the two models, yet the same epochs of the process. */
+	assert_int_not_equal(r->threads[2].trees[0].epoch, m->threads[2].trees[0].epoch);
+	nw_measurement_free(r);
+	nw_measurement_free(m);
+	remove_tree(base);
+}
+
+/* The writer refuses a trace that names what the thread's trees lack. */
+static void test_write_refuses(void **state)
+{
+	char base[PATH_MAX], dir[PATH_MAX];
+	static const struct nw_trace_event no_epoch[] = { S(T0 + 1, 0, 1, 1, 5) };
+	const struct nw_trace_event *cases[2];
+	struct ids id;
+
+	for (int c = 0; c < 2; c++) {
+		struct nw_measurement *m = file_model(&id);
+		struct nw_trace_event no_node = S(T0 + 1, 0, 1, 0, 0);
+		char err[512] = "";
+
+		no_node.node = m->threads[0].trees[0].cct->n;
+		cases[0] = no_epoch;
+		cases[1] = &no_node;
+		nw_trace_fini(m->threads[0].trace);
+		nw_trace_init(m->threads[0].trace, T0, 1);
+		encode(m->threads[0].trace, cases[c], 1);
+		tmp_dirs(base, dir);
+		assert_int_equal(
+		    nw_measurement_write(m, NULL, 0, dir, NW_WRITE_NEW, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "app-10-10.trace"));
+		assert_non_null(strstr(err, "outside the thread's trees"));
+		assert_int_equal(access(dir, F_OK), -1);
+		nw_measurement_free(m);
+		remove_tree(base);
+	}
+}
+
+/* ---- 6. the reader's checks ---- */
+
+struct fixture {
+	char base[PATH_MAX], dir[PATH_MAX], path[PATH_MAX + 64];
+	struct nw_measurement *r;    /* read back, traces not read */
+	const struct nw_mthread *th; /* app (10, 10) */
+	uint8_t *good;
+	size_t size;
+};
+
+static void fixture_open(struct fixture *f)
+{
+	struct ids id;
+	struct nw_measurement *m = file_model(&id);
+
+	tmp_dirs(f->base, f->dir);
+	write_dir(m, f->dir);
+	nw_measurement_free(m);
+	f->r = read_dir(f->dir, false);
+	f->th = &f->r->threads[0];
+	snprintf(f->path, sizeof(f->path), "%s/app-10-10.trace", f->dir);
+	f->good = load(f->path, &f->size);
+}
+
+static void fixture_close(struct fixture *f)
+{
+	free(f->good);
+	nw_measurement_free(f->r);
+	remove_tree(f->base);
+}
+
+/*
+ * Parsing @b (@n bytes) fails with -EBADMSG: a message with the path,
+ * "byte @off" and @what.
+ */
+static void assert_parse_fails(const struct fixture *f, const uint8_t *b, size_t n, size_t off,
+			       const char *what)
+{
+	struct nw_trace *t = (struct nw_trace *)f, *none = t;
+	char err[512] = "", at[48];
+
+	assert_int_equal(nw_tracefile_parse(b, n, f->path, f->r, f->th, &t, err, sizeof(err)),
+			 -EBADMSG);
+	assert_ptr_equal(t, none);
+	snprintf(at, sizeof(at), "byte %zu:", off);
+	if (!strstr(err, f->path) || !strstr(err, at) || !strstr(err, what))
+		fail_msg("want the path, \"%s\" and \"%s\" in: %s", at, what, err);
+}
+
+static void assert_parses(const struct fixture *f, const uint8_t *b, size_t n, uint64_t events)
+{
+	struct nw_trace *t = NULL;
+	char err[512] = "";
+
+	if (nw_tracefile_parse(b, n, f->path, f->r, f->th, &t, err, sizeof(err)))
+		fail_msg("nw_tracefile_parse: %s", err);
+	assert_non_null(t);
+	assert_int_equal(t->n, events);
+	assert_int_equal(t->t0, T0);
+	nw_trace_fini(t);
+	free(t);
+}
+
+/* A file of @f's header with the events of @v (file ids), counted @n in the header. */
+static uint8_t *craft(const struct fixture *f, const struct nw_trace_event *v, size_t nv,
+		      uint64_t n, size_t *size)
+{
+	struct nw_trace t;
+	uint8_t *b;
+
+	nw_trace_init(&t, T0, 1);
+	encode(&t, v, nv);
+	b = malloc(NW_TRACE_HEADER + t.size);
+	assert_non_null(b);
+	memcpy(b, f->good, NW_TRACE_HEADER);
+	put_u64(b + 32, n);
+	put_u64(b + 40, t.size);
+	memcpy(b + NW_TRACE_HEADER, t.bytes, t.size);
+	*size = NW_TRACE_HEADER + t.size;
+	nw_trace_fini(&t);
+	return b;
+}
+
+/* The file offset where the first @k events of @v end, crafted as a body. */
+static size_t end_of(const struct nw_trace_event *v, size_t k)
+{
+	struct nw_trace t;
+	size_t off;
+
+	nw_trace_init(&t, T0, 1);
+	encode(&t, v, k);
+	off = NW_TRACE_HEADER + t.size;
+	nw_trace_fini(&t);
+	return off;
+}
+
+static void assert_crafted_fails(const struct fixture *f, const struct nw_trace_event *v, size_t nv,
+				 uint64_t n, size_t off, const char *what)
+{
+	size_t size;
+	uint8_t *b = craft(f, v, nv, n, &size);
+
+	assert_parse_fails(f, b, size, off, what);
+	free(b);
+}
+
+static void test_reader_header(void **state)
+{
+	struct fixture f;
+	uint8_t *b;
+
+	fixture_open(&f);
+	b = malloc(f.size + 1);
+	assert_non_null(b);
+	assert_parses(&f, f.good, f.size, 7);
+
+	/* Every cut of the header. */
+	for (size_t n = 0; n < NW_TRACE_HEADER; n++) {
+		memcpy(b, f.good, n);
+		assert_parse_fails(&f, b, n, n, "truncated in its header");
+	}
+	memcpy(b, f.good, f.size);
+	b[7] = '2';
+	assert_parse_fails(&f, b, f.size, 0, "magic");
+	memcpy(b, f.good, f.size);
+	put_u32(b + 8, 2);
+	assert_parse_fails(&f, b, f.size, 8, "version 2");
+	memcpy(b, f.good, f.size);
+	put_u32(b + 12, 0);
+	assert_parse_fails(&f, b, f.size, 12, "tick of 0");
+	/* Any other tick is the file's. */
+	put_u32(b + 12, 1000);
+	assert_parses(&f, b, f.size, 7);
+	memcpy(b, f.good, f.size);
+	put_u32(b + 16, 11);
+	assert_parse_fails(&f, b, f.size, 16, "thread 11/10");
+	memcpy(b, f.good, f.size);
+	put_u32(b + 20, 11);
+	assert_parse_fails(&f, b, f.size, 16, "thread 10/11");
+	/* Body sizes: a truncated file, trailing bytes. */
+	for (size_t n = NW_TRACE_HEADER; n < f.size; n++)
+		assert_parse_fails(&f, f.good, n, n, "truncated");
+	memcpy(b, f.good, f.size);
+	b[f.size] = 0;
+	assert_parse_fails(&f, b, f.size + 1, f.size + 1, "trailing bytes");
+	/* A header saying the body is shorter than the file, or longer. */
+	put_u64(b + 40, f.size - NW_TRACE_HEADER - 1);
+	assert_parse_fails(&f, b, f.size, f.size, "trailing bytes");
+	put_u64(b + 40, UINT64_MAX);
+	assert_parse_fails(&f, b, f.size, f.size, "truncated");
+	free(b);
+	fixture_close(&f);
+}
+
+static void test_reader_events(void **state)
+{
+	struct fixture f;
+	uint32_t n0, n1;
+	uint8_t *b;
+	size_t size, last;
+	char why[64];
+
+	fixture_open(&f);
+	n0 = f.th->trees[nw_mthread_tree_of(f.r, f.th, 0)].cct->n;
+	n1 = f.th->trees[nw_mthread_tree_of(f.r, f.th, 1)].cct->n;
+	assert_int_equal(n0, 5);
+	assert_int_equal(n1, 5);
+	{
+		/* The control: a crafted file that is right parses. */
+		const struct nw_trace_event v[] = {
+			S(T0 + 1, EV_CPU, 5, n0 - 1, 0),
+			OFF(T0 + 2, EV_OFF, 5, 1, 1),
+		};
+
+		b = craft(&f, v, 2, 2, &size);
+		assert_parses(&f, b, size, 2);
+		free(b);
+	}
+	{
+		/* A node beyond its tree, in each epoch. */
+		const struct nw_trace_event v0[] = { S(T0 + 1, EV_CPU, 5, 1, 0),
+						     S(T0 + 2, EV_CPU, 5, n0, 0) };
+		const struct nw_trace_event v1[] = { S(T0 + 1, EV_CPU, 5, UINT32_MAX, 1) };
+
+		snprintf(why, sizeof(why), "event 1 names node %u of a %u-node tree", n0, n0);
+		assert_crafted_fails(&f, v0, 2, 2, end_of(v0, 2), why);
+		assert_crafted_fails(&f, v1, 1, 1, end_of(v1, 1), "node 4294967295");
+	}
+	{
+		/* The root. */
+		const struct nw_trace_event v[] = { S(T0 + 1, EV_CPU, 5, NW_CCT_ROOT, 0) };
+
+		assert_crafted_fails(&f, v, 1, 1, end_of(v, 1), "event 0 names node 0");
+	}
+	{
+		/* An epoch the thread has no tree for (process 10 had two). */
+		const struct nw_trace_event v[] = { S(T0 + 1, EV_CPU, 5, 1, 2) };
+
+		assert_crafted_fails(&f, v, 1, 1, end_of(v, 1), "epoch 2, which has no tree");
+	}
+	{
+		/* A perf event the run did not record. */
+		const struct nw_trace_event v[] = { S(T0 + 1, EV_CPU, 5, 1, 0),
+						    OFF(T0 + 2, NEVENTS, 5, 1, 0) };
+
+		assert_crafted_fails(&f, v, 2, 2, end_of(v, 2), "event 1 is of perf event 2 of 2");
+	}
+	{
+		/*
+		 * Event counts: one more than the body holds (found at its end),
+		 * more than its bytes could hold (2 an event at least: found in
+		 * the header), fewer (found after the event too many).
+		 */
+		const struct nw_trace_event v[] = { S(T0 + 1, EV_CPU, 1000000, 1, 0),
+						    S(T0 + 2, EV_CPU, 1000000, 2, 0),
+						    S(T0 + 3, EV_CPU, 1000000, 3, 0) };
+
+		size_t body = end_of(v, 3) - NW_TRACE_HEADER;
+
+		assert_int_equal(body, 9);
+		assert_crafted_fails(&f, v, 3, 4, end_of(v, 3), "3 events, the header says 4");
+		assert_crafted_fails(&f, v, 3, body / 2 + 1, 32, "more events than bytes");
+		assert_crafted_fails(&f, v, 3, UINT64_MAX, 32, "more events than bytes");
+		assert_crafted_fails(&f, v, 3, 2, end_of(v, 3), "3 events, the header says 2");
+		assert_crafted_fails(&f, v, 3, 0, end_of(v, 1), "1 events, the header says 0");
+	}
+	/*
+	 * A malformed body: the good file with its last byte a varint that
+	 * goes on, found where its last event starts.
+	 */
+	{
+		struct nw_trace t;
+		struct nw_trace_reader rd;
+		struct nw_trace_event ev;
+
+		view(&t, f.good + NW_TRACE_HEADER, f.size - NW_TRACE_HEADER, 7, 1);
+		nw_trace_reader_init(&rd, &t);
+		for (int k = 0; k < 6; k++)
+			assert_int_equal(nw_trace_next(&rd, &ev), 1);
+		last = NW_TRACE_HEADER + rd.off;
+		nw_trace_fini(&t);
+	}
+	b = malloc(f.size);
+	assert_non_null(b);
+	memcpy(b, f.good, f.size);
+	b[f.size - 1] |= 0x80;
+	assert_parse_fails(&f, b, f.size, last, "malformed event");
+	free(b);
+	fixture_close(&f);
+}
+
+/* nw_measurement_read_traces() on a corrupt file and on a missing one. */
+static void test_read_traces_errors(void **state)
+{
+	struct fixture f;
+	char err[512] = "";
+
+	fixture_open(&f);
+	store(f.path, f.good, f.size - 1);
+	assert_int_equal(nw_measurement_read_traces(f.r, f.dir, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, f.path));
+	assert_non_null(strstr(err, "byte"));
+	assert_null(f.r->threads[0].trace);
+	assert_int_equal(unlink(f.path), 0);
+	assert_int_equal(nw_measurement_read_traces(f.r, f.dir, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, f.path));
+	assert_null(f.r->threads[0].trace);
+	fixture_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -600,6 +1351,11 @@ int main(void)
 		cmocka_unit_test(test_decode_count),
 		cmocka_unit_test(test_remap),
 		cmocka_unit_test(test_tracer),
+		cmocka_unit_test(test_files),
+		cmocka_unit_test(test_write_refuses),
+		cmocka_unit_test(test_reader_header),
+		cmocka_unit_test(test_reader_events),
+		cmocka_unit_test(test_read_traces_errors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
