@@ -7,8 +7,8 @@
  * steady sample stream, the decoder on every prefix of a valid encoding and
  * on crafted bad bytes, nw_trace_remap(); the recorder's tracer fed through
  * its session hooks; trace files through the real writer and reader (node
- * ids remapped to the csprof preorder, named in manifest.json), and
- * each reader check on corrupted bytes.
+ * ids remapped to the csprof preorder, named in manifest.json), each
+ * reader check on corrupted bytes; and merge moving traces.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -1339,6 +1339,54 @@ static void test_read_traces_errors(void **state)
 	fixture_close(&f);
 }
 
+/* ---- 7. merge ---- */
+
+static void test_merge(void **state)
+{
+	char base[PATH_MAX], dir[PATH_MAX], err[512] = "";
+	struct ids id;
+	struct nw_measurement *m = file_model(&id), *dst, *src, *orig;
+	const struct nw_trace *moved[3];
+
+	tmp_dirs(base, dir);
+	write_dir(m, dir);
+	nw_measurement_free(m);
+	dst = read_dir(dir, true);
+	src = read_dir(dir, true);
+	orig = read_dir(dir, true);
+	src->run.traced = false;
+	for (uint32_t i = 0; i < 3; i++)
+		moved[i] = src->threads[i].trace;
+	assert_non_null(moved[0]);
+	assert_null(moved[1]);
+	assert_non_null(moved[2]);
+
+	assert_int_equal(nw_measurement_merge(dst, src, err, sizeof(err)), 0);
+	assert_int_equal(dst->nthreads, 6);
+	for (uint32_t i = 0; i < 3; i++) {
+		const struct nw_mthread *d = &dst->threads[3 + i];
+
+		assert_ptr_equal(d->trace, moved[i]);
+		assert_null(src->threads[i].trace);
+		if (moved[i]) {
+			assert_string_equal(d->trace_file, src->threads[i].trace_file);
+			/* Its epochs still find their trees, now at other places in dst. */
+			assert_int_equal(assert_same_trace(orig, &orig->threads[i], dst, d), 0);
+		} else {
+			assert_null(d->trace_file);
+		}
+	}
+	/* dst's own threads keep theirs. */
+	assert_int_equal(assert_same_trace(orig, &orig->threads[0], dst, &dst->threads[0]), 0);
+	/* Traced only when both were. */
+	assert_false(dst->run.traced);
+	/* Each trace freed once (ASan). */
+	nw_measurement_free(src);
+	nw_measurement_free(dst);
+	nw_measurement_free(orig);
+	remove_tree(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1356,6 +1404,7 @@ int main(void)
 		cmocka_unit_test(test_reader_header),
 		cmocka_unit_test(test_reader_events),
 		cmocka_unit_test(test_read_traces_errors),
+		cmocka_unit_test(test_merge),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
