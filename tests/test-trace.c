@@ -538,6 +538,7 @@ static void test_tracer(void **state)
 	struct nw_thread a = { .seq = 0, .pid = 10, .tid = 10 };
 	struct nw_thread b = { .seq = 3, .pid = 10, .tid = 11 };
 	struct nw_thread idle = { .seq = 1, .pid = 10, .tid = 12 };
+	struct nw_thread early = { .seq = 2, .pid = 20, .tid = 20 };
 	struct nw_thread later = { .seq = 9, .pid = 20, .tid = 21 };
 	/* Times and lengths in the tracer's ticks; the last sample of a is cut to its tick. */
 	const struct nw_trace_event want_a[] = {
@@ -569,6 +570,9 @@ static void test_tracer(void **state)
 	assert_int_equal(h->sample(h->arg, &a, 0, 5, NW_TRACE_MAX_EVENTS, T0 + 200 * TK, 1000), 0);
 	assert_int_equal(h->sample(h->arg, &b, 0, 9, 0, T0 + 300 * TK, 1000), 0);
 	assert_int_equal(h->sample(h->arg, &a, 1, 5, 0, T0 + 4200 * TK + TK - 1, 1000), 0);
+	/* A thread whose only events are dropped has no trace. */
+	assert_int_equal(h->sample(h->arg, &early, 0, 3, 0, T0 - 1000, 1000), 0);
+	assert_int_equal(h->offcpu(h->arg, &early, 0, 3, 1, 1, 1000), 0);
 
 	assert_trace_is(nw_tracer_thread(&tr, &a), want_a, 3);
 	assert_trace_is(nw_tracer_thread(&tr, &b), want_b, 2);
@@ -576,6 +580,7 @@ static void test_tracer(void **state)
 	assert_ptr_equal(nw_tracer_thread(&tr, &(struct nw_thread){ .seq = 3, .tid = 99 }),
 			 nw_tracer_thread(&tr, &b));
 	assert_null(nw_tracer_thread(&tr, &idle));
+	assert_null(nw_tracer_thread(&tr, &early));
 	assert_null(nw_tracer_thread(&tr, &later));
 	assert_int_equal(tr.failures, 0);
 

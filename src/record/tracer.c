@@ -33,11 +33,18 @@ static struct nw_trace *trace_of(struct nw_tracer *t, const struct nw_thread *th
 
 static int add(struct nw_tracer *t, const struct nw_thread *th, const struct nw_trace_event *ev)
 {
-	struct nw_trace *tr = trace_of(t, th);
-	int rc = tr ? nw_trace_add(tr, ev) : -ENOMEM;
+	struct nw_trace *tr;
+	int rc;
 
-	if (rc == -EINVAL)
-		return 0; /* before the recording started, or an event beyond the trace's */
+	/*
+	 * Before the recording started, or an event beyond the trace's:
+	 * dropped before the thread's trace is made, so that a thread
+	 * without events keeps none.
+	 */
+	if (ev->time < t->t0 || ev->event >= NW_TRACE_MAX_EVENTS)
+		return 0;
+	tr = trace_of(t, th);
+	rc = tr ? nw_trace_add(tr, ev) : -ENOMEM;
 	if (rc)
 		t->failures++;
 	return rc;
