@@ -23,11 +23,13 @@
 #include "format/writer.h"
 #include "perf/event.h"
 #include "record/measure.h"
+#include "record/output.h"
 #include "record/session.h"
 #include "record/target.h"
 #include "report/health.h"
 #include "sections/record.h"
 #include "util/log.h"
+#include "util/strbuf.h"
 
 /*
  * Two metrics per event; HPC_CSPROF readers take 2..15 metrics (the old
@@ -42,6 +44,13 @@
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t stop_count;
+static volatile sig_atomic_t snapshot_asked; /* SIGUSR2: write a snapshot now */
+
+/*
+ * The exit status when the measurement could not be written and the
+ * program itself succeeded (EX_IOERR); a program that failed keeps its own.
+ */
+#define NW_EXIT_WRITE_FAILED 74
 
 struct opts {
 	const char *output;
@@ -56,6 +65,12 @@ struct opts {
 	double duration;                 /* --duration: seconds, 0: until the end */
 	bool off_cpu;
 	bool no_trace;                   /* --no-trace: no per-thread traces */
+	double checkpoint;               /* --checkpoint seconds; < 0: the default */
+	double flight;                   /* --flight-recorder seconds; 0: off */
+	double rotate;                   /* --rotate seconds; 0: off */
+	bool rotate_pprof;               /* --rotate-pprof */
+	uint64_t max_size;               /* --max-size bytes; 0: none */
+	uint32_t max_files;              /* --max-files; 0: none */
 	bool ring_size_given;            /* -m: keep that size (else shrink when refused) */
 };
 
@@ -90,6 +105,16 @@ static void usage(FILE *f)
 		"                          (needs kernel samples: root or perf_event_paranoid<=1)\n"
 		"      --no-trace          no traces (the time of each sample: --time, --timeline,\n"
 		"                          the timeline exports and --sections need them)\n"
+		"      --checkpoint SECONDS  write the measurement every SECONDS while recording\n"
+		"                          (default 10, the first after 1 s; 0: only at the end)\n"
+		"      --flight-recorder SECONDS  keep only the last SECONDS, in bounded memory;\n"
+		"                          written at the end or on SIGUSR2\n"
+		"      --rotate SECONDS    one measurement per interval: DIR/0001, DIR/0002, ...\n"
+		"      --rotate-pprof      with --rotate, also DIR/NNNN.pb.gz per interval\n"
+		"      --max-size SIZE, --max-files N  with --rotate: remove the oldest beyond\n"
+		"                          SIZE bytes (K, M, G) or N intervals\n"
+		"      --snapshot PID      ask the narwhal-record PID to write its measurement now\n"
+		"                          (as SIGUSR2 does), then exit\n"
 		"      --pprof FILE        also write a pprof profile (gzipped protobuf) at the end\n"
 		"      --flamegraph FILE   also write an SVG flame graph at the end\n"
 		"      --list-events       list the event names this machine knows\n"
@@ -103,6 +128,12 @@ static void on_signal(int sig)
 {
 	stop_signal = sig;
 	stop_count++;
+}
+
+static void on_snapshot(int sig)
+{
+	(void)sig;
+	snapshot_asked = 1;
 }
 
 static int print_event(const char *pmu, const char *name, const char *desc, void *arg)
@@ -124,6 +155,68 @@ static int parse_u64(const char *s, uint64_t *ret)
 	return 0;
 }
 
+/* "500M", "2G", "4096": bytes. */
+static int parse_size(const char *s, uint64_t *ret)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !(v > 0))
+		return -EINVAL;
+	switch (*end) {
+	case 'K': case 'k': v *= 1024; end++; break;
+	case 'M': case 'm': v *= 1024 * 1024; end++; break;
+	case 'G': case 'g': v *= 1024.0 * 1024 * 1024; end++; break;
+	default: break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || v > 1e18)
+		return -EINVAL;
+	*ret = (uint64_t)v;
+	return 0;
+}
+
+/* --snapshot PID: SIGUSR2 to a narwhal-record; the exit status. */
+static int ask_snapshot(const char *arg)
+{
+	char path[64], comm[32] = "";
+	uint64_t pid;
+	FILE *f;
+
+	if (parse_u64(arg, &pid) || pid > INT32_MAX) {
+		fprintf(stderr, "narwhal-record: --snapshot wants the process id of a "
+				"narwhal-record, not '%s'\n", arg);
+		return 2;
+	}
+	snprintf(path, sizeof(path), "/proc/%llu/comm", (unsigned long long)pid);
+	f = fopen(path, "r");
+	if (!f || !fgets(comm, sizeof(comm), f)) {
+		fprintf(stderr, "narwhal-record: --snapshot: no process %llu\n",
+			(unsigned long long)pid);
+		if (f)
+			fclose(f);
+		return 1;
+	}
+	fclose(f);
+	comm[strcspn(comm, "\n")] = 0;
+	if (strcmp(comm, "narwhal-record")) {
+		fprintf(stderr, "narwhal-record: --snapshot: process %llu is %s, not a "
+				"narwhal-record\n", (unsigned long long)pid, comm);
+		return 1;
+	}
+	if (kill((pid_t)pid, SIGUSR2) < 0) {
+		fprintf(stderr, "narwhal-record: --snapshot %llu: %s\n", (unsigned long long)pid,
+			strerror(errno));
+		return 1;
+	}
+	fprintf(stderr, "narwhal-record: asked narwhal-record %llu for a snapshot of its "
+			"measurement\n", (unsigned long long)pid);
+	return 0;
+}
+
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
@@ -139,6 +232,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "duration", required_argument, NULL, 'D' },
 		{ "off-cpu", no_argument, NULL, 'O' },
 		{ "no-trace", no_argument, NULL, 'N' },
+		{ "checkpoint", required_argument, NULL, 'K' },
+		{ "flight-recorder", required_argument, NULL, 'R' },
+		{ "rotate", required_argument, NULL, 'T' },
+		{ "rotate-pprof", no_argument, NULL, 'X' },
+		{ "max-size", required_argument, NULL, 'Z' },
+		{ "max-files", required_argument, NULL, 'M' },
+		{ "snapshot", required_argument, NULL, 'S' },
 		{ "pprof", required_argument, NULL, 'P' },
 		{ "flamegraph", required_argument, NULL, 'G' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -240,6 +340,42 @@ bad_mode:
 		case 'N':
 			o->no_trace = true;
 			break;
+		case 'K':
+		case 'R':
+		case 'T': {
+			char *end;
+			double v = strtod(optarg, &end);
+			const char *name = c == 'K' ? "--checkpoint" : c == 'R' ? "--flight-recorder"
+										     : "--rotate";
+
+			if (end == optarg || *end || !(v >= 0) || (c != 'K' && !(v > 0)) || v > 1e6) {
+				fprintf(stderr, "narwhal-record: %s wants seconds, not '%s'\n", name,
+					optarg);
+				return 2;
+			}
+			*(c == 'K' ? &o->checkpoint : c == 'R' ? &o->flight : &o->rotate) = v;
+			break;
+		}
+		case 'X':
+			o->rotate_pprof = true;
+			break;
+		case 'Z':
+			if (parse_size(optarg, &o->max_size)) {
+				fprintf(stderr, "narwhal-record: --max-size wants a size like 500M, not "
+						"'%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'M':
+			if (parse_u64(optarg, &v) || v > UINT32_MAX) {
+				fprintf(stderr, "narwhal-record: --max-files wants a count, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			o->max_files = (uint32_t)v;
+			break;
+		case 'S':
+			exit(ask_snapshot(optarg));
 		case 'P':
 			o->pprof = optarg;
 			break;
@@ -267,6 +403,19 @@ bad_mode:
 		fprintf(stderr, "narwhal-record: give a command to run or -p/-t to attach, not both\n");
 		return 2;
 	}
+	if (o->flight && (o->rotate || o->no_trace)) {
+		fprintf(stderr, "narwhal-record: --flight-recorder keeps the last seconds of the "
+				"traces: not with %s\n", o->rotate ? "--rotate" : "--no-trace");
+		return 2;
+	}
+	if ((o->rotate_pprof || o->max_size || o->max_files) && !o->rotate) {
+		fprintf(stderr, "narwhal-record: --rotate-pprof, --max-size and --max-files go "
+				"with --rotate\n");
+		return 2;
+	}
+	/* A flight recorder writes when asked; checkpoints only if asked for too. */
+	if (o->checkpoint < 0)
+		o->checkpoint = o->flight ? 0 : 10;
 	if (!o->targets.n && optind >= argc) {
 		fprintf(stderr, "narwhal-record: no command to run (or -p PID to attach)\n");
 		usage(stderr);
@@ -434,7 +583,8 @@ static uint32_t max_stack(enum nw_callgraph mode)
 
 /* What was recorded and how: the model's run. */
 static int fill_run(struct nw_run *r, const struct opts *o, const struct nw_session *s, int argc,
-		    char **argv, uint64_t start_ns, uint64_t clock_start_ns, int exit_status)
+		    char **argv, uint64_t start_ns, uint64_t clock_start_ns, int exit_status,
+		    enum nw_run_written written)
 {
 	r->narwhal_version = strdup(NW_VERSION);
 	r->arch = strdup(s->arch->name);
@@ -463,7 +613,16 @@ static int fill_run(struct nw_run *r, const struct opts *o, const struct nw_sess
 	r->end_ns = now_ns(CLOCK_REALTIME);
 	r->clock_start_ns = clock_start_ns;
 	r->traced = !o->no_trace;
+	r->written = written;
 	r->clock_end_ns = now_ns(CLOCK_MONOTONIC);
+	if (o->flight) {
+		/* A flight recorder's measurement is its window. */
+		r->window_ns = (uint64_t)(o->flight * 1e9);
+		if (r->clock_end_ns - r->clock_start_ns > r->window_ns) {
+			r->start_ns = r->end_ns - r->window_ns;
+			r->clock_start_ns = r->clock_end_ns - r->window_ns;
+		}
+	}
 	r->exit_status = exit_status;
 	r->samples = s->stats.samples;
 	r->lost = s->stats.lost;
@@ -472,36 +631,6 @@ static int fill_run(struct nw_run *r, const struct opts *o, const struct nw_sess
 	return 0;
 }
 
-/*
- * Builds the model of the session and writes it to o->output.  0, or
- * -errno after telling the user; *ret_m is the model (borrowing from @s
- * and @ms), for the summary and the exports.
- */
-static int write_measurement(const struct opts *o, struct nw_session *s, struct nw_measure *ms,
-			     const struct nw_tracer *tracer, int argc, char **argv,
-			     uint64_t start_ns, uint64_t clock_start_ns, int exit_status,
-			     struct nw_measurement **ret_m)
-{
-	struct nw_run run = { 0 };
-	char err[1024];
-	int ret;
-
-	ret = fill_run(&run, o, s, argc, argv, start_ns, clock_start_ns, exit_status);
-	if (!ret)
-		ret = nw_measure_build(ms, s, tracer, &run, ret_m);
-	nw_run_fini(&run);
-	if (ret) {
-		fprintf(stderr, "narwhal-record: out of memory building the measurement\n");
-		return ret;
-	}
-	/* Only now is an existing measurement moved aside: a run that never
-	 * started loses nothing. */
-	ret = nw_measurement_write(*ret_m, ms->files, ms->nfiles, o->output, NW_WRITE_NEW, err,
-				   sizeof(err));
-	if (ret < 0)
-		fprintf(stderr, "narwhal-record: %s\n", err);
-	return ret;
-}
 
 /*
  * Ring pages per CPU when -m is not given: 512 KiB in fp mode; with stack
@@ -528,67 +657,6 @@ static double cpu_seconds(void)
 	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
-static void print_summary(const struct opts *o, const struct nw_session *s,
-			  const struct nw_measurement *m, double cpu_start, double cpu_loop,
-			  double cpu_end)
-{
-	uint32_t threads = 0, procs = 0;
-	char health[512];
-
-	for (uint32_t i = 0; i < s->tasks.nthreads; i++)
-		threads += s->tasks.threads[i]->samples > 0;
-	for (uint32_t i = 0; i < s->tasks.nprocs; i++) {
-		const struct nw_process *p = s->tasks.procs[i];
-
-		for (uint32_t k = 0; k < s->tasks.nthreads; k++) {
-			if (s->tasks.threads[k]->proc == p && s->tasks.threads[k]->samples) {
-				procs++;
-				break;
-			}
-		}
-	}
-	fprintf(stderr, "narwhal-record: %llu samples from %u thread%s in %u process%s (%llu lost",
-		(unsigned long long)s->stats.samples, threads, threads == 1 ? "" : "s", procs,
-		procs == 1 ? "" : "es", (unsigned long long)s->stats.lost);
-	if (s->stats.throttled)
-		fprintf(stderr, ", throttled %llu times", (unsigned long long)s->stats.throttled);
-	fprintf(stderr, ") written to %s\n", o->output);
-	if (s->stats.samples && nw_health_summary(m, o->output, health, sizeof(health)) == 0)
-		fprintf(stderr, "narwhal-record: %s\n", health);
-	if (nw_log_level >= NW_LOG_DEBUG) {
-		double loop = cpu_loop - cpu_start;
-
-		fprintf(stderr,
-			"narwhal-record: recorder CPU: %.3f s set-up, %.3f s sampling (%.2f us per "
-			"sample), %.3f s writing\n",
-			cpu_start, loop,
-			s->stats.samples ? loop * 1e6 / (double)s->stats.samples : 0.0,
-			cpu_end - cpu_loop);
-		if (s->opts.callgraph != NW_CALLGRAPH_FP)
-			fprintf(stderr,
-				"narwhal-record: unwinding: %llu samples by cached CFI rules, %llu by "
-				"libdwfl, %llu stopped on CFI errors, %llu truncated, %llu spliced "
-				"onto the fp chain\n",
-				(unsigned long long)s->unwinder.stats.fast,
-				(unsigned long long)s->unwinder.stats.fallback,
-				(unsigned long long)s->unwinder.stats.cfi_failures,
-				(unsigned long long)s->unwinder.stats.truncated,
-				(unsigned long long)s->unwinder.stats.spliced);
-		if (s->unwinder.stats.checked)
-			fprintf(stderr,
-				"narwhal-record: unwind check: %llu of %llu samples differ between "
-				"cached rules and libdwfl\n",
-				(unsigned long long)s->unwinder.stats.mismatches,
-				(unsigned long long)s->unwinder.stats.checked);
-	}
-	if (s->stats.lost)
-		fprintf(stderr, "narwhal-record: the kernel dropped %llu records: raise the ring "
-				"size with -m (now %u pages) or lower -F\n",
-			(unsigned long long)s->stats.lost, o->mmap_pages);
-	if (s->stats.bad_records || s->stats.ring_resyncs)
-		fprintf(stderr, "narwhal-record: %llu malformed records skipped\n",
-			(unsigned long long)(s->stats.bad_records + s->stats.ring_resyncs));
-}
 
 static bool permission_error(int err)
 {
@@ -614,11 +682,77 @@ struct run {
 	struct nw_tracer tracer;  /* the time of each sample (unless --no-trace) */
 	bool tracing;
 	struct nw_measure ms;
-	struct nw_measurement *model;
+	bool measure_ready;
+	struct nw_output out;     /* where and when the measurement is written */
+	char last_err[1024];      /* the last write's failure, told once */
+	uint64_t rotated_samples; /* samples of the rotation intervals before the current one */
+	struct nw_measurement *model; /* the final write's, for the summary and exports */
 	uint64_t start_ns, clock_start_ns;  /* CLOCK_REALTIME, CLOCK_MONOTONIC */
 	double cpu_start, cpu_loop;
 	int status;               /* waitpid's, for a launched program */
 };
+
+/*
+ * Builds the model of the session as it stands and writes it where r->out
+ * says (a checkpoint, a snapshot, the end of a rotation interval, or the
+ * end).  0, or -errno after telling the user (the last good write is
+ * kept).  The end's model stays in r->model for the summary and exports.
+ */
+static int write_now(struct run *r, enum nw_run_written w, int exit_status)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	struct nw_measurement *m = NULL;
+	struct nw_run run = { 0 };
+	char err[1024];
+	int ret = 0;
+
+	if (r->o.flight)
+		ret = nw_tracer_expire(&r->tracer, now, true);
+	if (!ret)
+		ret = fill_run(&run, &r->o, &r->s, r->argc, r->cmd, r->start_ns, r->clock_start_ns,
+			       exit_status, w);
+	if (!ret)
+		ret = nw_measure_build(&r->ms, &r->s, r->tracing ? &r->tracer : NULL, &run, &m);
+	nw_run_fini(&run);
+	if (ret) {
+		fprintf(stderr, "narwhal-record: out of memory building the measurement\n");
+		return ret;
+	}
+	ret = nw_output_write(&r->out, m, r->ms.files, r->ms.nfiles, now, err, sizeof(err));
+	/* Said once while recording (the next checkpoint tries again), and at the end. */
+	if (ret < 0 && (w == NW_RUN_END || strcmp(err, r->last_err))) {
+		fprintf(stderr, "narwhal-record: %s\n", err);
+		if (r->out.last[0])
+			fprintf(stderr, "narwhal-record: %s still holds the last measurement "
+					"written (narwhal-report reads it)\n", r->out.last);
+		else if (w != NW_RUN_END)
+			fprintf(stderr, "narwhal-record: recording goes on; the next checkpoint "
+					"tries again\n");
+		snprintf(r->last_err, sizeof(r->last_err), "%s", err);
+	}
+	if (!ret && r->o.rotate_pprof && (w == NW_RUN_ROTATION || w == NW_RUN_END)) {
+		char *pb = nw_strdup_printf("%s.pb.gz", r->out.last);
+
+		ret = pb ? nw_export_measurement(m, pb, NULL, err, sizeof(err)) : -ENOMEM;
+		if (ret < 0)
+			fprintf(stderr, "narwhal-record: %s\n", pb ? err : strerror(ENOMEM));
+		free(pb);
+	}
+	if (w == NW_RUN_END)
+		r->model = m;
+	else
+		nw_measurement_free(m);
+	if (w == NW_RUN_ROTATION) {
+		/* The next interval starts empty (its trees keep their nodes). */
+		r->rotated_samples += r->s.stats.samples;
+		nw_session_restart(&r->s);
+		if (r->tracing)
+			nw_tracer_restart(&r->tracer, now);
+		r->start_ns = now_ns(CLOCK_REALTIME);
+		r->clock_start_ns = now;
+	}
+	return ret;
+}
 
 static void run_fini(struct run *r)
 {
@@ -632,7 +766,8 @@ static void run_fini(struct run *r)
 	nw_measurement_free(r->model);
 	if (r->tracing)
 		nw_tracer_fini(&r->tracer);
-	nw_measure_fini(&r->ms);
+	if (r->measure_ready)
+		nw_measure_fini(&r->ms);
 	if (r->session_ready)
 		nw_session_fini(&r->s);
 	nw_targets_fini(&r->attached);
@@ -752,6 +887,31 @@ static int start(struct run *r)
 			return 1;
 		}
 		r->tracing = true;
+		if (r->o.flight)
+			nw_tracer_set_window(&r->tracer, (uint64_t)(r->o.flight * 1e9));
+	}
+	/* Symbolized as it goes: each write symbolizes the PCs new since the last. */
+	ret = nw_measure_init(&r->ms, r->s.elf);
+	r->measure_ready = true;
+	if (ret) {
+		fprintf(stderr, "narwhal-record: out of memory\n");
+		return 1;
+	}
+	{
+		struct nw_output_opts oo = {
+			.dir = r->o.output,
+			.checkpoint_ns = (uint64_t)(r->o.checkpoint * 1e9),
+			.rotate_ns = (uint64_t)(r->o.rotate * 1e9),
+			.max_bytes = r->o.max_size,
+			.max_files = r->o.max_files,
+		};
+		char err[PATH_MAX + 128];
+
+		ret = nw_output_init(&r->out, &oo, r->clock_start_ns, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "narwhal-record: %s\n", err);
+			return 1;
+		}
 	}
 	if (r->attach) {
 		if (!r->o.quiet)
@@ -781,10 +941,23 @@ static void record(struct run *r)
 		deadline = now_ns(CLOCK_MONOTONIC) + (uint64_t)(r->o.duration * 1e9);
 	r->cpu_start = cpu_seconds();
 	while (!done) {
-		bool timeout = deadline && now_ns(CLOCK_MONOTONIC) >= deadline;
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		bool timeout = deadline && now >= deadline;
+		enum nw_output_due due;
 
-		poll(r->s.pfds, (nfds_t)r->s.ncpus, 100);
+		poll(r->s.pfds, (nfds_t)r->s.ncpus, nw_output_wait_ms(&r->out, now, 100));
 		nw_session_read(&r->s);
+		now = now_ns(CLOCK_MONOTONIC);
+		if (snapshot_asked) {
+			snapshot_asked = 0;
+			write_now(r, NW_RUN_SNAPSHOT, -1);
+		}
+		due = nw_output_due(&r->out, now);
+		if (due != NW_DUE_NONE)
+			write_now(r, due == NW_DUE_ROTATION ? NW_RUN_ROTATION : NW_RUN_CHECKPOINT,
+				  -1);
+		if (r->o.flight && nw_tracer_expire(&r->tracer, now, false))
+			r->s.stats.alloc_failures++;
 		if (r->attach) {
 			/* The program runs on, undisturbed: only the recording stops. */
 			done = stop_signal || timeout || !nw_targets_alive(&r->o.targets);
@@ -808,6 +981,93 @@ static void record(struct run *r)
 	r->cpu_loop = cpu_seconds();
 }
 
+static void print_summary(const struct run *r, double cpu_end)
+{
+	const struct opts *o = &r->o;
+	const struct nw_session *s = &r->s;
+	const struct nw_measurement *m = r->model;
+	double cpu_start = r->cpu_start, cpu_loop = r->cpu_loop;
+	uint32_t threads = 0, procs = 0;
+	char health[512];
+
+	for (uint32_t i = 0; i < s->tasks.nthreads; i++)
+		threads += s->tasks.threads[i]->samples > 0;
+	for (uint32_t i = 0; i < s->tasks.nprocs; i++) {
+		const struct nw_process *p = s->tasks.procs[i];
+
+		for (uint32_t k = 0; k < s->tasks.nthreads; k++) {
+			if (s->tasks.threads[k]->proc == p && s->tasks.threads[k]->samples) {
+				procs++;
+				break;
+			}
+		}
+	}
+	fprintf(stderr, "narwhal-record: %llu samples from %u thread%s in %u process%s (%llu lost",
+		(unsigned long long)s->stats.samples, threads, threads == 1 ? "" : "s", procs,
+		procs == 1 ? "" : "es", (unsigned long long)s->stats.lost);
+	if (s->stats.throttled)
+		fprintf(stderr, ", throttled %llu times", (unsigned long long)s->stats.throttled);
+	fprintf(stderr, ") written to %s\n", r->out.last);
+	if (r->out.rotations > 1)
+		fprintf(stderr, "narwhal-record: %llu samples in all %u intervals\n",
+			(unsigned long long)(r->rotated_samples + s->stats.samples),
+			r->out.rotations);
+	if (r->out.checkpoints || r->out.snapshots || r->out.rotations > 1 || r->out.failures)
+		fprintf(stderr, "narwhal-record: while recording: %u checkpoint%s, %u snapshot%s%s",
+			r->out.checkpoints, r->out.checkpoints == 1 ? "" : "s", r->out.snapshots,
+			r->out.snapshots == 1 ? "" : "s", r->out.rotations ? "" : "\n");
+	if (r->out.rotations)
+		fprintf(stderr, ", %u interval%s in %s\n", r->out.rotations,
+			r->out.rotations == 1 ? "" : "s", o->output);
+	if (r->out.failures)
+		fprintf(stderr, "narwhal-record: %u write%s failed (see above)\n", r->out.failures,
+			r->out.failures == 1 ? "" : "s");
+	if (s->stats.samples && nw_health_summary(m, r->out.last, health, sizeof(health)) == 0)
+		fprintf(stderr, "narwhal-record: %s\n", health);
+	if (nw_log_level >= NW_LOG_DEBUG) {
+		double loop = cpu_loop - cpu_start;
+
+		fprintf(stderr,
+			"narwhal-record: recorder CPU: %.3f s set-up, %.3f s sampling (%.2f us per "
+			"sample), %.3f s writing\n",
+			cpu_start, loop,
+			s->stats.samples ? loop * 1e6 / (double)s->stats.samples : 0.0,
+			cpu_end - cpu_loop);
+		if (s->opts.callgraph != NW_CALLGRAPH_FP)
+			fprintf(stderr,
+				"narwhal-record: unwinding: %llu samples by cached CFI rules, %llu by "
+				"libdwfl, %llu stopped on CFI errors, %llu truncated, %llu spliced "
+				"onto the fp chain\n",
+				(unsigned long long)s->unwinder.stats.fast,
+				(unsigned long long)s->unwinder.stats.fallback,
+				(unsigned long long)s->unwinder.stats.cfi_failures,
+				(unsigned long long)s->unwinder.stats.truncated,
+				(unsigned long long)s->unwinder.stats.spliced);
+		if (s->unwinder.stats.checked)
+			fprintf(stderr,
+				"narwhal-record: unwind check: %llu of %llu samples differ between "
+				"cached rules and libdwfl\n",
+				(unsigned long long)s->unwinder.stats.mismatches,
+				(unsigned long long)s->unwinder.stats.checked);
+	}
+	if (s->stats.lost)
+		fprintf(stderr, "narwhal-record: the kernel dropped %llu records: raise the ring "
+				"size with -m (now %u pages) or lower -F\n",
+			(unsigned long long)s->stats.lost, o->mmap_pages);
+	if (s->stats.bad_records || s->stats.ring_resyncs)
+		fprintf(stderr, "narwhal-record: %llu malformed records skipped\n",
+			(unsigned long long)(s->stats.bad_records + s->stats.ring_resyncs));
+}
+
+/*
+ * The exit status when the measurement could not be written: the
+ * program's own when it failed, else NW_EXIT_WRITE_FAILED.
+ */
+static int write_failed(int exit_status)
+{
+	return exit_status ? exit_status : NW_EXIT_WRITE_FAILED;
+}
+
 /* Writes the measurement, the sections and the exports; the exit status. */
 static int finish(struct run *r)
 {
@@ -816,36 +1076,34 @@ static int finish(struct run *r)
 	char err[PATH_MAX + 128];
 	int ret;
 
-	ret = nw_measure_init(&r->ms, r->s.elf);
-	if (ret)
-		fprintf(stderr, "narwhal-record: out of memory\n");
-	else
-		ret = write_measurement(&r->o, &r->s, &r->ms, r->tracing ? &r->tracer : NULL,
-					r->argc, r->cmd, r->start_ns, r->clock_start_ns,
-					r->attach ? -1 : exit_status, &r->model);
-	if (ret < 0)
-		return 1;
+	ret = write_now(r, NW_RUN_END, r->attach ? -1 : exit_status);
+	if (ret < 0) {
+		if (!r->attach)
+			fprintf(stderr, "narwhal-record: %s exited with status %d\n", r->cmd[0],
+				exit_status);
+		return write_failed(exit_status);
+	}
 	if (r->stage[0]) {
 		sections = nw_seclog_stage_used(r->stage);
-		ret = nw_seclog_stage_finish(r->stage, r->o.output, err, sizeof(err));
+		ret = nw_seclog_stage_finish(r->stage, r->out.last, err, sizeof(err));
 		r->stage[0] = 0;
 		if (ret < 0) {
 			fprintf(stderr, "narwhal-record: %s\n", err);
-			return 1;
+			return write_failed(exit_status);
 		}
 	}
 	if (!r->o.quiet)
-		print_summary(&r->o, &r->s, r->model, r->cpu_start, r->cpu_loop, cpu_seconds());
+		print_summary(r, cpu_seconds());
 	if (!r->o.quiet && sections)
 		fprintf(stderr, "narwhal-record: instrumented sections in %s/%s (narwhal-report "
 				"--sections, --by-section)\n",
-			r->o.output, NW_SECLOG_SUBDIR);
+			r->out.last, NW_SECLOG_SUBDIR);
 	if (r->o.pprof || r->o.flamegraph) {
 		ret = nw_export_measurement(r->model, r->o.pprof, r->o.flamegraph, err,
 					    sizeof(err));
 		if (ret < 0) {
 			fprintf(stderr, "narwhal-record: %s\n", err);
-			return 1;
+			return write_failed(exit_status);
 		}
 		if (!r->o.quiet)
 			fprintf(stderr, "narwhal-record: wrote%s%s%s%s\n", r->o.pprof ? " " : "",
@@ -864,6 +1122,8 @@ static void handle_signals(void)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = on_snapshot;
+	sigaction(SIGUSR2, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 
@@ -876,7 +1136,7 @@ int main(int argc, char **argv)
 	 */
 	struct run r = {
 		.o = { .output = "narwhal.data", .freq = 999, .callgraph = NW_CALLGRAPH_DWARF,
-		       .stack_size = NW_DEFAULT_STACK_COPY },
+		       .stack_size = NW_DEFAULT_STACK_COPY, .checkpoint = -1 },
 		.l = { .pid = -1, .gate_w = -1, .err_r = -1 },
 	};
 	int ret;

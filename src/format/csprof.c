@@ -42,12 +42,15 @@
 struct csprof_out {
 	FILE *f;
 	bool failed;
+	int err;           /* the errno of the first failed write (ENOSPC...), 0: unknown */
 };
 
 static void out_bytes(struct csprof_out *o, const void *p, size_t n)
 {
-	if (!o->failed && n && fwrite(p, 1, n, o->f) != n)
+	if (!o->failed && n && fwrite(p, 1, n, o->f) != n) {
 		o->failed = true;
+		o->err = errno;
+	}
 }
 
 static void put_u32(uint8_t *b, uint32_t v)
@@ -218,10 +221,12 @@ int nw_csprof_write(FILE *f, const struct nw_csprof *p)
 		if (err)
 			return err;
 	}
-	if (fflush(f) != 0)
+	if (!o.failed && fflush(f) != 0) {
 		o.failed = true;
+		o.err = errno;
+	}
 	if (o.failed || ferror(f))
-		return -EIO;
+		return o.err ? -o.err : -EIO;
 	return 0;
 }
 
@@ -236,7 +241,7 @@ int nw_csprof_write_file(const char *path, const struct nw_csprof *p)
 	err = nw_csprof_write(f, p);
 	/* On disk before the measurement that names it: a full disk shows here, as itself. */
 	errno = 0;
-	if ((fflush(f) != 0 || fsync(fileno(f)) != 0) && (!err || err == -EIO))
+	if ((fflush(f) != 0 || fsync(fileno(f)) != 0) && !err)
 		err = errno ? -errno : -EIO;
 	if (fclose(f) != 0 && !err)
 		err = errno ? -errno : -EIO;

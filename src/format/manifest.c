@@ -86,6 +86,9 @@ static void add_run(struct json_object *root, const struct nw_run *r, bool *ok)
 	nw_json_add(root, "start_ns", json_object_new_uint64(r->start_ns), ok);
 	nw_json_add(root, "end_ns", json_object_new_uint64(r->end_ns), ok);
 	nw_json_add(root, "traced", json_object_new_boolean(r->traced), ok);
+	nw_json_add(root, "written", nw_json_str(nw_run_written_name(r->written)), ok);
+	if (r->window_ns)
+		nw_json_add(root, "window_ns", json_object_new_uint64(r->window_ns), ok);
 	if (r->clock_start_ns) {
 		nw_json_add(root, "clock_start_ns", json_object_new_uint64(r->clock_start_ns), ok);
 		nw_json_add(root, "clock_end_ns", json_object_new_uint64(r->clock_end_ns), ok);
@@ -553,6 +556,20 @@ static int read_manifest(struct nw_json_in *in, struct json_object *root,
 	/* Optional: the monotonic clock of traces, and whether there are traces. */
 	if (!err && json_object_object_get_ex(root, "traced", NULL))
 		err = get_bool(in, root, NULL, "traced", &r->traced);
+	/* Optional: when it was written (older manifests: at the end), the flight window. */
+	if (!err && json_object_object_get_ex(root, "written", NULL)) {
+		char *w = NULL;
+
+		err = nw_json_get_str(in, root, NULL, "written", &w);
+		if (!err && nw_run_written_parse(w) < 0)
+			err = nw_json_fail(in, "\"written\" must be end, checkpoint, snapshot or "
+					       "rotation, not \"%s\"", w);
+		if (!err)
+			r->written = (enum nw_run_written)nw_run_written_parse(w);
+		free(w);
+	}
+	if (!err && json_object_object_get_ex(root, "window_ns", NULL))
+		err = nw_json_get_u64(in, root, NULL, "window_ns", UINT64_MAX, &r->window_ns);
 	if (!err && json_object_object_get_ex(root, "clock_start_ns", NULL))
 		err = nw_json_get_u64(in, root, NULL, "clock_start_ns", UINT64_MAX,
 				      &r->clock_start_ns);

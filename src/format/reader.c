@@ -165,7 +165,12 @@ int nw_measurement_read(const char *dir, struct nw_measurement **ret, char *err,
 		return rc;
 	}
 	if (!S_ISDIR(sb.st_mode)) {
-		nw_set_err(err, errlen, "%s: not a measurement directory", dir);
+		size_t n = strlen(dir);
+
+		nw_set_err(err, errlen, "%s: not a measurement directory%s", dir,
+			   n > 6 && !strcmp(dir + n - 6, ".pb.gz")
+				   ? " (a pprof profile: go tool pprof reads it)"
+				   : "");
 		return -ENOTDIR;
 	}
 	m = nw_measurement_new();

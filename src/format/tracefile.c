@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/file.h"
 #include "util/log.h"
@@ -125,7 +126,8 @@ int nw_tracefile_write(const char *path, const struct nw_measurement *m,
 	rc = write_all(f, head, sizeof(head));
 	if (!rc)
 		rc = write_all(f, out.bytes, out.size);
-	if ((fflush(f) != 0 || ferror(f)) && !rc)
+	/* On disk before the manifest that names it. */
+	if ((fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0) && !rc)
 		rc = errno ? -errno : -EIO;
 	if (fclose(f) != 0 && !rc)
 		rc = -errno;

@@ -446,3 +446,23 @@ out:
 	free(ep);
 	return ret;
 }
+
+static const char *const written_names[NW_RUN_WRITTEN_KINDS] = {
+	[NW_RUN_END] = "end",
+	[NW_RUN_CHECKPOINT] = "checkpoint",
+	[NW_RUN_SNAPSHOT] = "snapshot",
+	[NW_RUN_ROTATION] = "rotation",
+};
+
+const char *nw_run_written_name(enum nw_run_written w)
+{
+	return (unsigned)w < NW_RUN_WRITTEN_KINDS ? written_names[w] : "?";
+}
+
+int nw_run_written_parse(const char *name)
+{
+	for (int i = 0; i < NW_RUN_WRITTEN_KINDS; i++)
+		if (!strcmp(name, written_names[i]))
+			return i;
+	return -EINVAL;
+}

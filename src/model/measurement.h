@@ -42,6 +42,24 @@ struct nw_event_info {
 	uint64_t value;
 };
 
+/*
+ * When a measurement was written: at the end of the recording, or while
+ * it went on (a checkpoint, a snapshot asked for), or as one interval of a
+ * rotating recording.
+ */
+enum nw_run_written {
+	NW_RUN_END,
+	NW_RUN_CHECKPOINT,
+	NW_RUN_SNAPSHOT,
+	NW_RUN_ROTATION,
+	NW_RUN_WRITTEN_KINDS,
+};
+
+/* "end", "checkpoint", "snapshot", "rotation". */
+const char *nw_run_written_name(enum nw_run_written w);
+/* The kind called @name, or -EINVAL. */
+int nw_run_written_parse(const char *name);
+
 /* What was recorded and how: manifest.json's top-level keys. */
 struct nw_run {
 	char *narwhal_version;
@@ -57,6 +75,9 @@ struct nw_run {
 	/* The same two moments in CLOCK_MONOTONIC, the clock of samples and traces; 0: unknown */
 	uint64_t clock_start_ns, clock_end_ns;
 	bool traced;           /* every sampled thread has a trace (not --no-trace) */
+	enum nw_run_written written;
+	/* --flight-recorder: only the last window_ns of the run are kept; 0: all of it */
+	uint64_t window_ns;
 	int exit_status;       /* as a shell reports it: 128+N for signal N; -1 unknown */
 	uint64_t samples, lost, throttled, unwind_errors;
 };

@@ -778,3 +778,45 @@ int nw_session_read(struct nw_session *s)
 	s->stats.ring_resyncs = bad;
 	return ret;
 }
+
+void nw_session_forget(struct nw_session *s, struct nw_thread *th, uint32_t epoch, uint32_t node,
+		       unsigned event, bool offcpu, uint64_t value)
+{
+	struct nw_cct *cct = epoch < th->nccts ? th->ccts[epoch] : NULL;
+	uint64_t *m;
+
+	if (!cct || node >= cct->n || event >= s->nevents)
+		return;
+	m = nw_cct_metrics(cct, node);
+	if (m[2 * event])
+		m[2 * event]--;
+	m[2 * event + 1] -= value < m[2 * event + 1] ? value : m[2 * event + 1];
+	if (th->samples)
+		th->samples--;
+	if (s->stats.samples)
+		s->stats.samples--;
+	if (s->events[event].samples)
+		s->events[event].samples--;
+	if (!offcpu)
+		s->events[event].period -= value < s->events[event].period ? value
+									   : s->events[event].period;
+}
+
+void nw_session_restart(struct nw_session *s)
+{
+	for (uint32_t i = 0; i < s->tasks.nthreads; i++) {
+		struct nw_thread *th = s->tasks.threads[i];
+
+		for (uint32_t e = 0; e < th->nccts; e++) {
+			struct nw_cct *cct = th->ccts[e];
+
+			if (cct)
+				memset(cct->metrics, 0,
+				       (size_t)cct->n * cct->nmetrics * sizeof(*cct->metrics));
+		}
+		th->samples = 0;
+	}
+	s->stats.samples = s->stats.lost = s->stats.throttled = s->stats.empty_stacks = 0;
+	for (unsigned e = 0; e < s->nevents; e++)
+		s->events[e].samples = s->events[e].period = 0;
+}

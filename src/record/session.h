@@ -143,6 +143,20 @@ int nw_session_attach(struct nw_session *s, pid_t tid);
  * process is gone, -ENOMEM.
  */
 int nw_session_synthesize(struct nw_session *s, pid_t pid);
+/*
+ * Takes back what one event of a trace added (the flight recorder forgets
+ * what is older than its window): a sample of @event with @period, or an
+ * off-CPU interval of @ns, at node @node of @th's tree for epoch @epoch.
+ */
+void nw_session_forget(struct nw_session *s, struct nw_thread *th, uint32_t epoch, uint32_t node,
+		       unsigned event, bool offcpu, uint64_t value);
+/*
+ * Starts a new interval of a rotating recording: every tree's metrics and
+ * every sample count back to zero (trees keep their nodes, so a thread
+ * blocked now still finds the node it blocked in).
+ */
+void nw_session_restart(struct nw_session *s);
+
 /* Ends the recording at CLOCK_MONOTONIC @now: threads still off the CPU are charged until then. */
 void nw_session_finish(struct nw_session *s, uint64_t now);
 /* Reads every ring once and processes what it held.  Returns records processed or -errno. */

@@ -104,6 +104,28 @@ static const char *metric_name(const struct nw_stacks *s, unsigned m, char *buf,
 	return buf;
 }
 
+/*
+ * What part of the run the measurement holds, when not all of a finished
+ * run: a checkpoint or snapshot of a recording that went on (its program's
+ * exit status unknown), one interval of a rotation, a flight recorder's
+ * window.
+ */
+static void print_run_state(FILE *out, const struct nw_run *r)
+{
+	double secs = r->clock_end_ns > r->clock_start_ns
+			      ? (double)(r->clock_end_ns - r->clock_start_ns) / 1e9
+			      : 0.0;
+
+	if (r->written == NW_RUN_CHECKPOINT || r->written == NW_RUN_SNAPSHOT)
+		fprintf(out, "Status: %s after %.3f s; the recording had not finished (exit status "
+			     "unknown)\n", nw_run_written_name(r->written), secs);
+	else if (r->written == NW_RUN_ROTATION)
+		fprintf(out, "Status: one interval of a rotating recording, %.3f s\n", secs);
+	if (r->window_ns)
+		fprintf(out, "Window: the last %.3f s of the run (flight recorder)\n",
+			(double)r->window_ns / 1e9);
+}
+
 /* "Samples: N (L lost)", and the metric weighed by when it is not the samples. */
 static void print_totals(FILE *out, const struct nw_stacks *s, const struct weights *w,
 			 unsigned m)
@@ -114,6 +136,8 @@ static void print_totals(FILE *out, const struct nw_stacks *s, const struct weig
 
 	for (uint32_t i = 0; i < s->tree->n; i++)
 		samples += node_metric(s->tree, i, sm);
+	if (s->m)
+		print_run_state(out, &s->m->run);
 	if (s->m && s->m->time_hi > s->m->time_lo) {
 		const struct nw_run *r = &s->m->run;
 		double base = (double)r->clock_start_ns;
