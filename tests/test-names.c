@@ -183,6 +183,27 @@ static void test_operators(void **state)
 	      "ns::X::operator std::vector<int, std::allocator<int> >");
 }
 
+/*
+ * An operator's symbol is the longest one that matches, and only after the
+ * keyword: the template arguments of "operator>><int>" and
+ * "operator<=><int>" (GCC writes no space there) are brackets, and so are
+ * those of an identifier that merely contains "operator".
+ */
+static void test_operator_symbols(void **state)
+{
+	(void)state;
+	/* c++filt of _ZN2ns1XrsIiEEiT_ and _ZNK2ns1XssIiEEiT_ (g++ -std=c++20) */
+	check("int ns::X::operator>><int>(int)", "ns::X::operator>><int>");
+	check("int ns::X::operator<=><int>(int) const", "ns::X::operator<=><int>");
+	check("ns::X::operator<=>(ns::X const&) const", "ns::X::operator<=>");
+	check("ns::X::operator>>=(int)", "ns::X::operator>>=");
+	check("ns::binary_operator<int>::apply(int)", "ns::binary_operator<int>::apply");
+	check("ns::operators<int>::apply(int) const", "ns::operators<int>::apply");
+	check("std::vector<my_operator, std::allocator<my_operator> > ns::make<my_operator>()",
+	      "ns::make<my_operator>");
+	check("ns::operator_<int>(int)", "ns::operator_<int>");
+}
+
 /* Destructors, anonymous namespaces, lambdas. */
 static void test_special_names(void **state)
 {
@@ -452,6 +473,7 @@ int main(void)
 		cmocka_unit_test(test_signatures),
 		cmocka_unit_test(test_templates),
 		cmocka_unit_test(test_operators),
+		cmocka_unit_test(test_operator_symbols),
 		cmocka_unit_test(test_special_names),
 		cmocka_unit_test(test_rust),
 		cmocka_unit_test(test_small_buffer),

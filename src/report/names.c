@@ -71,6 +71,38 @@ static size_t strip_rust_hash(const char *s, size_t n)
 }
 
 /*
+ * Does the keyword "operator" start at @s[i] (not "my_operator",
+ * "operators")?
+ */
+static bool is_operator(const char *s, size_t i, size_t n)
+{
+	return i + 8 <= n && !strncmp(s + i, "operator", 8) &&
+	       (i == 0 || !(isalnum((unsigned char)s[i - 1]) || s[i - 1] == '_')) &&
+	       (i + 8 == n || !(isalnum((unsigned char)s[i + 8]) || s[i + 8] == '_'));
+}
+
+/*
+ * The length of the operator symbol at @s (@n bytes), the longest that
+ * matches: "<<" in "operator<< <int>", ">>" in "operator>><int>" (whose
+ * "<int>" are template arguments).  0 when none ("operator new").
+ */
+static size_t operator_symbol(const char *s, size_t n)
+{
+	/* Longest first. */
+	static const char ops[] = "<<= >>= <=> ->* () [] << >> <= >= == != && || ++ -- += -= *= /= "
+				  "%= &= |= ^= -> + - * / % ^ & | ~ ! = < > ,";
+
+	for (const char *o = ops; *o;) {
+		size_t k = strcspn(o, " ");
+
+		if (k <= n && !memcmp(s, o, k))
+			return k;
+		o += k + (o[k] == ' ');
+	}
+	return 0;
+}
+
+/*
  * The nesting depth of <> and () before each byte of @s[0, n), in
  * @depth, with operator names ("operator<<", "operator()") not counted.
  * False when the brackets do not balance.
@@ -81,16 +113,10 @@ static bool depths(const char *s, size_t n, int *depth)
 
 	for (size_t i = 0; i < n; i++) {
 		depth[i] = d;
-		if (!strncmp(s + i, "operator", 8) && (i == 0 || !isalnum((unsigned char)s[i - 1]) ||
-						      s[i - 1] == ':')) {
-			size_t j = i + 8;
-
+		if (is_operator(s, i, n)) {
 			/* The operator's symbol belongs to its name. */
-			if (j < n && s[j] == '(' && j + 1 < n && s[j + 1] == ')')
-				j += 2;
-			else
-				while (j < n && strchr("<>=!+-*/%^&|~[],", s[j]))
-					j++;
+			size_t j = i + 8 + operator_symbol(s + i + 8, n - i - 8);
+
 			for (size_t k = i + 1; k < j; k++)
 				depth[k] = d;
 			i = j - 1;
@@ -153,7 +179,7 @@ char *nw_short_name(const char *name, char *buf, size_t len)
 		/* A space after "operator", "operator<" ...: part of the name. */
 		while (k && strchr("<>=!+-*/%^&|~[](),", buf[k - 1]))
 			k--;
-		if (k >= 8 && !strncmp(buf + k - 8, "operator", 8))
+		if (k >= 8 && is_operator(buf, k - 8, n))
 			continue;
 		start = i + 1;
 		break;
