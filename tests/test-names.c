@@ -236,6 +236,36 @@ static void test_special_names(void **state)
 	      "std::__invoke_r<int, uselambda()::{lambda(int)#1}&, int>");
 }
 
+/*
+ * Spaces that are part of the name, not the one after a return type: a
+ * conversion operator's type, and the qualifiers of the member function a
+ * lambda or a local class is in (c++filt of _ZNK2ns1XcvmEv,
+ * _ZZNK2ns1X3fooEvENKUlvE_clEv, _ZZNO2ns1X3barEvENKUlvE_clEv).
+ */
+static void test_spaces_in_names(void **state)
+{
+	(void)state;
+	check("ns::X::operator unsigned long() const", "ns::X::operator unsigned long");
+	check("ns::X::operator char const*() const", "ns::X::operator char const*");
+	check("ns::X::operator unsigned long<int>()", "ns::X::operator unsigned long<int>");
+	check("ns::X::foo() const::{lambda()#1}::operator()() const",
+	      "ns::X::foo() const::{lambda()#1}::operator()");
+	check("ns::X::foo() const::{lambda()#1}::operator()() const [clone .isra.0]",
+	      "ns::X::foo() const::{lambda()#1}::operator()");
+	check("ns::X::bar() &&::{lambda()#1}::operator()() const",
+	      "ns::X::bar() &&::{lambda()#1}::operator()");
+	check("ns::X::g() volatile &::{lambda()#1}::operator()() const",
+	      "ns::X::g() volatile &::{lambda()#1}::operator()");
+	check("ns::X::foo() const::S::run() const", "ns::X::foo() const::S::run");
+	check("ns::X::operator<(ns::X const&) const::{lambda()#1}::operator()() const",
+	      "ns::X::operator<(ns::X const&) const::{lambda()#1}::operator()");
+	check("ns::X::operator unsigned long() const::{lambda()#1}::operator()() const",
+	      "ns::X::operator unsigned long() const::{lambda()#1}::operator()");
+	/* A qualifier in a return type is not a scope's */
+	check("char const* ns::name<int>()", "ns::name<int>");
+	check("ns::Y const& ns::get<int>() const", "ns::get<int>");
+}
+
 /* Rust: the legacy hash goes; v0 names (libiberty, not verbose) have none. */
 static void test_rust(void **state)
 {
@@ -475,6 +505,7 @@ int main(void)
 		cmocka_unit_test(test_operators),
 		cmocka_unit_test(test_operator_symbols),
 		cmocka_unit_test(test_special_names),
+		cmocka_unit_test(test_spaces_in_names),
 		cmocka_unit_test(test_rust),
 		cmocka_unit_test(test_small_buffer),
 		cmocka_unit_test(test_odd_names),

@@ -132,6 +132,65 @@ static bool depths(const char *s, size_t n, int *depth)
 	return d == 0;
 }
 
+/*
+ * The length of the qualifiers of an enclosing function at @s (" const",
+ * " volatile &", ...) when "::" follows them ("ns::X::f() const::{lambda()#1}"),
+ * else 0.
+ */
+static size_t scope_qualifiers(const char *s, size_t n)
+{
+	static const char *const words[] = { "const", "volatile", "noexcept", "&&", "&" };
+	size_t j = 0;
+
+	while (j < n && s[j] == ' ') {
+		size_t k = 0;
+
+		j++;
+		for (size_t w = 0; w < sizeof(words) / sizeof(words[0]) && !k; w++) {
+			size_t l = strlen(words[w]);
+
+			if (j + l <= n && !memcmp(s + j, words[w], l) &&
+			    (j + l == n || !(isalnum((unsigned char)s[j + l]) || s[j + l] == '_')))
+				k = l;
+		}
+		if (!k)
+			return 0;
+		j += k;
+		if (j + 2 <= n && s[j] == ':' && s[j + 1] == ':')
+			return j;
+	}
+	return 0;
+}
+
+/*
+ * Marks the top-level spaces of @s[0, n) that are part of the name, not
+ * the one after a return type, with depth -1: those of an operator's name
+ * up to its parameter list ("operator new", "operator unsigned long",
+ * "operator< <int>"), and those before the qualifiers of an enclosing
+ * function ("ns::X::f() const::{lambda()#1}::operator()").
+ */
+static void name_spaces(const char *s, size_t n, int *depth)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (depth[i] != 0)
+			continue;
+		if (is_operator(s, i, n)) {
+			size_t j = i + 8 + operator_symbol(s + i + 8, n - i - 8);
+
+			for (; j < n && !(s[j] == '(' && depth[j] == 0); j++)
+				if (s[j] == ' ' && depth[j] == 0)
+					depth[j] = -1;
+			i = j - 1;
+		} else if (s[i] == ' ') {
+			size_t k = scope_qualifiers(s + i, n - i);
+
+			for (size_t j = i; j < i + k; j++)
+				if (s[j] == ' ')
+					depth[j] = -1;
+		}
+	}
+}
+
 char *nw_short_name(const char *name, char *buf, size_t len)
 {
 	static const char *const quals[] = { " const", " volatile", " &&", " &", " noexcept" };
@@ -170,19 +229,13 @@ char *nw_short_name(const char *name, char *buf, size_t len)
 		if (buf[i] == '(' && depth[i] == 0 && i > 0)
 			n = i;
 	}
-	/* The return type: what precedes the last top-level space (not "operator new"). */
+	/* The return type: what precedes the last top-level space not part of the name. */
+	name_spaces(buf, n, depth);
 	for (size_t i = n; i-- > 0;) {
-		size_t k = i;
-
-		if (buf[i] != ' ' || depth[i] != 0)
-			continue;
-		/* A space after "operator", "operator<" ...: part of the name. */
-		while (k && strchr("<>=!+-*/%^&|~[](),", buf[k - 1]))
-			k--;
-		if (k >= 8 && is_operator(buf, k - 8, n))
-			continue;
-		start = i + 1;
-		break;
+		if (buf[i] == ' ' && depth[i] == 0) {
+			start = i + 1;
+			break;
+		}
 	}
 	memmove(buf, buf + start, n - start);
 	buf[n - start] = '\0';
