@@ -266,6 +266,32 @@ static void test_spaces_in_names(void **state)
 	check("ns::Y const& ns::get<int>() const", "ns::get<int>");
 }
 
+/*
+ * Function templates returning a pointer or a reference to a function or
+ * an array, or a member pointer: the name is inside the declarator
+ * (c++filt of _Z5getfpIiEPFT_S0_ES0_, _ZNK2ns1X5getfpIiEEPFiT_ES2_,
+ * _ZN2ns1X3pmfIiEEMS0_FiT_ES2_, _ZN2ns1X3arrIiEEPA3_T_S2_,
+ * _ZN2ns1X4frefIiEERFvT_ES2_, _ZN2ns6nestedIiEEPFPFiT_EcES1_).
+ */
+static void test_declarators(void **state)
+{
+	(void)state;
+	check("int (*getfp<int>(int))(int)", "getfp<int>");
+	check("int (*ns::X::getfp<int>(int) const)(int)", "ns::X::getfp<int>");
+	check("int (ns::X::*ns::X::pmf<int>(int))(int)", "ns::X::pmf<int>");
+	check("int (ns::Y<int>::*ns::X::pmf<int>(int))(int)", "ns::X::pmf<int>");
+	check("int (*ns::X::arr<int>(int)) [3]", "ns::X::arr<int>");
+	check("void (&ns::X::fref<int>(int))(int)", "ns::X::fref<int>");
+	check("int (*(*ns::nested<int>(int))(char))(int)", "ns::nested<int>");
+	check("int (*(anonymous namespace)::f<int>())(int)", "(anonymous namespace)::f<int>");
+	check("std::vector<int, std::allocator<int> > (*ns::make<int>())(int) [clone .isra.0]",
+	      "ns::make<int>");
+	/* Not declarators */
+	check("(anonymous namespace)", "(anonymous namespace)");
+	check("ns::X::operator delete[](void*)", "ns::X::operator delete[]");
+	check("ns::X::operator()(int (*)(int))", "ns::X::operator()");
+}
+
 /* Rust: the legacy hash goes; v0 names (libiberty, not verbose) have none. */
 static void test_rust(void **state)
 {
@@ -506,6 +532,7 @@ int main(void)
 		cmocka_unit_test(test_operator_symbols),
 		cmocka_unit_test(test_special_names),
 		cmocka_unit_test(test_spaces_in_names),
+		cmocka_unit_test(test_declarators),
 		cmocka_unit_test(test_rust),
 		cmocka_unit_test(test_small_buffer),
 		cmocka_unit_test(test_odd_names),

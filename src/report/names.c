@@ -169,16 +169,16 @@ static size_t scope_qualifiers(const char *s, size_t n)
  * "operator< <int>"), and those before the qualifiers of an enclosing
  * function ("ns::X::f() const::{lambda()#1}::operator()").
  */
-static void name_spaces(const char *s, size_t n, int *depth)
+static void name_spaces(const char *s, size_t n, int *depth, int d0)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (depth[i] != 0)
+		if (depth[i] != d0)
 			continue;
 		if (is_operator(s, i, n)) {
 			size_t j = i + 8 + operator_symbol(s + i + 8, n - i - 8);
 
-			for (; j < n && !(s[j] == '(' && depth[j] == 0); j++)
-				if (s[j] == ' ' && depth[j] == 0)
+			for (; j < n && !(s[j] == '(' && depth[j] == d0); j++)
+				if (s[j] == ' ' && depth[j] == d0)
 					depth[j] = -1;
 			i = j - 1;
 		} else if (s[i] == ' ') {
@@ -191,12 +191,51 @@ static void name_spaces(const char *s, size_t n, int *depth)
 	}
 }
 
+/*
+ * Where the name starts when @s[lo, n) (at depth @d0, its parameter list
+ * gone) is a declarator around it: a function returning a pointer or a
+ * reference to a function or an array, or a member pointer, as
+ * "int (*ns::f<int>(int) const)(char)" without its "(char)",
+ * "int (*ns::f<int>(int)) [3]", "int (ns::X::*ns::f<int>(int))(char)".
+ * Its end in *end; 0 when @s is no such declarator.
+ */
+static size_t declarator(const char *s, size_t lo, size_t n, const int *depth, int d0, size_t *end)
+{
+	size_t i, j;
+
+	/* An array's bounds after the parentheses */
+	if (n > lo && s[n - 1] == ']' && depth[n - 1] == d0 + 1) {
+		while (--n > lo && !(s[n] == '[' && depth[n] == d0))
+			;
+		while (n > lo && s[n - 1] == ' ')
+			n--;
+	}
+	if (n <= lo || s[n - 1] != ')' || depth[n - 1] != d0 + 1)
+		return 0;
+	for (i = n - 1; i > lo && !(s[i] == '(' && depth[i] == d0); i--)
+		;
+	if (s[i] != '(' || depth[i] != d0)
+		return 0;
+	/* "(*", "(&", "(ns::X<int>::*" */
+	for (j = i + 1; j < n - 1 && (depth[j] > d0 + 1 || isalnum((unsigned char)s[j]) ||
+				      s[j] == '_' || s[j] == ':' || s[j] == '<');
+	     j++)
+		;
+	if (j >= n - 1 || (s[j] != '*' && s[j] != '&') ||
+	    (j > i + 1 && !(j >= i + 3 && s[j - 1] == ':' && s[j - 2] == ':')))
+		return 0;
+	while (j < n - 1 && (s[j] == '*' || s[j] == '&'))
+		j++;
+	*end = n - 1;
+	return j;
+}
+
 char *nw_short_name(const char *name, char *buf, size_t len)
 {
 	static const char *const quals[] = { " const", " volatile", " &&", " &", " noexcept" };
 	int depth[MAX_NAME];
-	size_t n = strlen(name), start = 0;
-	bool more = true;
+	size_t n = strlen(name), lo = 0, start, end;
+	int d0 = 0;
 
 	if (!len)
 		return buf;
@@ -211,28 +250,40 @@ char *nw_short_name(const char *name, char *buf, size_t len)
 		buf[n] = '\0';
 		return buf;
 	}
-	/* Qualifiers after the parameter list, then the list itself. */
-	while (more) {
-		more = false;
-		for (size_t q = 0; q < sizeof(quals) / sizeof(quals[0]); q++)
-			if (ends_with(buf, n, quals[q])) {
-				n -= strlen(quals[q]);
-				more = true;
-			}
-	}
-	if (n && buf[n - 1] == ')' && depth[n - 1] == 1) {
-		size_t i = n - 1;
+	for (;;) {
+		bool more = true;
 
-		while (i && !(buf[i] == '(' && depth[i] == 0))
-			i--;
-		/* "operator()" alone is a name, not a parameter list. */
-		if (buf[i] == '(' && depth[i] == 0 && i > 0)
-			n = i;
+		/* Qualifiers after the parameter list, then the list itself. */
+		while (more) {
+			more = false;
+			for (size_t q = 0; q < sizeof(quals) / sizeof(quals[0]); q++)
+				if (ends_with(buf + lo, n - lo, quals[q])) {
+					n -= strlen(quals[q]);
+					more = true;
+				}
+		}
+		if (n > lo && buf[n - 1] == ')' && depth[n - 1] == d0 + 1) {
+			size_t i = n - 1;
+
+			while (i > lo && !(buf[i] == '(' && depth[i] == d0))
+				i--;
+			/* "operator()" alone is a name, not a parameter list. */
+			if (buf[i] == '(' && depth[i] == d0 && i > lo)
+				n = i;
+		}
+		/* The name in a declarator around it: one level in, and again. */
+		start = declarator(buf, lo, n, depth, d0, &end);
+		if (!start)
+			break;
+		lo = start;
+		n = end;
+		d0++;
 	}
 	/* The return type: what precedes the last top-level space not part of the name. */
-	name_spaces(buf, n, depth);
-	for (size_t i = n; i-- > 0;) {
-		if (buf[i] == ' ' && depth[i] == 0) {
+	name_spaces(buf + lo, n - lo, depth + lo, d0);
+	start = lo;
+	for (size_t i = n; i-- > lo;) {
+		if (buf[i] == ' ' && depth[i] == d0) {
 			start = i + 1;
 			break;
 		}
