@@ -23,13 +23,14 @@
 #include "report/views.h"
 
 /*
- * @name shortens to @want, both into a roomy buffer and into one of
- * exactly strlen(name) + 1 bytes (as the frame table calls it).
+ * @name shortens to @want: into a roomy buffer, into one of exactly
+ * strlen(name) + 1 bytes (as the frame table calls it), into one just big
+ * enough for @want, and cut by one byte in one a byte smaller.
  */
 static void check(const char *name, const char *want)
 {
 	char big[8192];
-	size_t n = strlen(name) + 1;
+	size_t n = strlen(name) + 1, w = strlen(want);
 	char *exact = malloc(n);
 
 	assert_non_null(exact);
@@ -41,6 +42,17 @@ static void check(const char *name, const char *want)
 	if (strcmp(exact, want))
 		fail_msg("nw_short_name(\"%s\", %zu bytes)\n  is \"%s\"\n  expected \"%s\"", name,
 			 n, exact, want);
+	nw_short_name(name, exact, w + 1);
+	if (strcmp(exact, want))
+		fail_msg("nw_short_name(\"%s\", %zu bytes)\n  is \"%s\"\n  expected \"%s\"", name,
+			 w + 1, exact, want);
+	if (w) {
+		nw_short_name(name, exact, w);
+		if (strncmp(exact, want, w - 1) || exact[w - 1])
+			fail_msg(
+			    "nw_short_name(\"%s\", %zu bytes)\n  is \"%s\"\n  expected \"%.*s\"",
+			    name, w, exact, (int)w - 1, want);
+	}
 	free(exact);
 }
 
@@ -336,6 +348,34 @@ static void test_small_buffer(void **state)
 	/* Just enough room for the name and its NUL. */
 	nw_short_name("ns::f(int)", buf, 11);
 	assert_string_equal(buf, "ns::f");
+
+	/* The readable form is what is cut, not the whole name. */
+	nw_short_name("int ns::Foo<int>::bar(char const*) const", buf, sizeof(buf));
+	assert_string_equal(buf, "ns::Foo<int>::b");
+	nw_short_name("int ns::Foo<int>::bar(char const*) const", buf, 6);
+	assert_string_equal(buf, "ns::F");
+}
+
+/*
+ * A long C++ name into the 1024 bytes the lines view gives: its readable
+ * form, not the first 1023 bytes of its signature.
+ */
+static void test_long_signature(void **state)
+{
+	const char *arg = "std::__cxx11::basic_string<char, std::char_traits<char>, "
+			  "std::allocator<char> > const&";
+	char name[2048], buf[1024];
+	int len;
+
+	(void)state;
+	len =
+	    snprintf(name, sizeof(name), "std::vector<int, std::allocator<int> > ns::parse<int>(");
+	for (int i = 0; i < 20; i++)
+		len += snprintf(name + len, sizeof(name) - (size_t)len, "%s%s", i ? ", " : "", arg);
+	len += snprintf(name + len, sizeof(name) - (size_t)len, ") const");
+	assert_true(len > 1024 && (size_t)len < sizeof(name));
+	nw_short_name(name, buf, sizeof(buf));
+	assert_string_equal(buf, "ns::parse<int>");
 }
 
 /* Unbalanced brackets and names longer than 4096 bytes are shown whole. */
@@ -535,6 +575,7 @@ int main(void)
 		cmocka_unit_test(test_declarators),
 		cmocka_unit_test(test_rust),
 		cmocka_unit_test(test_small_buffer),
+		cmocka_unit_test(test_long_signature),
 		cmocka_unit_test(test_odd_names),
 		cmocka_unit_test(test_frames),
 		cmocka_unit_test(test_views_tree),

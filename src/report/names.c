@@ -233,21 +233,23 @@ static size_t declarator(const char *s, size_t lo, size_t n, const int *depth, i
 char *nw_short_name(const char *name, char *buf, size_t len)
 {
 	static const char *const quals[] = { " const", " volatile", " &&", " &", " noexcept" };
+	char tmp[MAX_NAME];
 	int depth[MAX_NAME];
 	size_t n = strlen(name), lo = 0, start, end;
 	int d0 = 0;
 
 	if (!len)
 		return buf;
-	if (n >= MAX_NAME || n >= len) {
+	if (n >= MAX_NAME) {
 		snprintf(buf, len, "%s", name);
 		return buf;
 	}
-	memcpy(buf, name, n + 1);
-	n = strip_clones(buf, n);
-	n = strip_rust_hash(buf, n);
-	if (!depths(buf, n, depth)) {
-		buf[n] = '\0';
+	/* Shortened in @tmp, then cut to @len: the readable form fits more often. */
+	memcpy(tmp, name, n + 1);
+	n = strip_clones(tmp, n);
+	n = strip_rust_hash(tmp, n);
+	if (!depths(tmp, n, depth)) {
+		snprintf(buf, len, "%.*s", (int)n, tmp);
 		return buf;
 	}
 	for (;;) {
@@ -257,22 +259,22 @@ char *nw_short_name(const char *name, char *buf, size_t len)
 		while (more) {
 			more = false;
 			for (size_t q = 0; q < sizeof(quals) / sizeof(quals[0]); q++)
-				if (ends_with(buf + lo, n - lo, quals[q])) {
+				if (ends_with(tmp + lo, n - lo, quals[q])) {
 					n -= strlen(quals[q]);
 					more = true;
 				}
 		}
-		if (n > lo && buf[n - 1] == ')' && depth[n - 1] == d0 + 1) {
+		if (n > lo && tmp[n - 1] == ')' && depth[n - 1] == d0 + 1) {
 			size_t i = n - 1;
 
-			while (i > lo && !(buf[i] == '(' && depth[i] == d0))
+			while (i > lo && !(tmp[i] == '(' && depth[i] == d0))
 				i--;
 			/* "operator()" alone is a name, not a parameter list. */
-			if (buf[i] == '(' && depth[i] == d0 && i > lo)
+			if (tmp[i] == '(' && depth[i] == d0 && i > lo)
 				n = i;
 		}
 		/* The name in a declarator around it: one level in, and again. */
-		start = declarator(buf, lo, n, depth, d0, &end);
+		start = declarator(tmp, lo, n, depth, d0, &end);
 		if (!start)
 			break;
 		lo = start;
@@ -280,15 +282,14 @@ char *nw_short_name(const char *name, char *buf, size_t len)
 		d0++;
 	}
 	/* The return type: what precedes the last top-level space not part of the name. */
-	name_spaces(buf + lo, n - lo, depth + lo, d0);
+	name_spaces(tmp + lo, n - lo, depth + lo, d0);
 	start = lo;
 	for (size_t i = n; i-- > lo;) {
-		if (buf[i] == ' ' && depth[i] == d0) {
+		if (tmp[i] == ' ' && depth[i] == d0) {
 			start = i + 1;
 			break;
 		}
 	}
-	memmove(buf, buf + start, n - start);
-	buf[n - start] = '\0';
+	snprintf(buf, len, "%.*s", (int)(n - start), tmp + start);
 	return buf;
 }
