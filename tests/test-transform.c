@@ -291,6 +291,52 @@ static void test_hide(void **state)
 	fx_free(fx);
 }
 
+/*
+ * A stack whose frames are all hidden has no stack left to count its
+ * samples in: they go, as pprof drops a sample without locations, and
+ * the views say so (not "7 of 7 kept" over stacks that hold 3).  The
+ * same with and without thread frames.
+ */
+static void test_hide_whole_stack(void **state)
+{
+	struct fx *fx = fx_new(NULL, 0);
+	struct res r = {0};
+	struct nw_stack_filter f = {0};
+	struct nw_mthread *th;
+	struct nw_stacks *s;
+	char *out;
+
+	(void)state;
+	th = fx_thread(fx, 10, 10, "app");
+	fx_add(fx, th, "main", 4, 4000);
+	fx_add(fx, th, "main;a", 1, 100);
+	th = fx_thread(fx, 10, 11, "worker");
+	fx_add(fx, th, "main;b", 2, 200);
+	f.hide = re(&r, "^main$");
+	s = filtered(fx, false, &f);
+	assert_folded(s, 0, "a 1\nb 2\n");
+	assert_folded(s, 1, "a 100\nb 200\n");
+	assert_int_equal(nw_cct_metrics(s->tree, NW_CCT_ROOT)[0], 0);
+	assert_int_equal(nw_cct_metrics(s->tree, NW_CCT_ROOT)[1], 0);
+	out = view(nw_view_flat, s, 0);
+	assert_non_null(strstr(out, "Samples: 3 of 7 kept by the filters (42.9%), 0 lost\n"
+				    "\n"
+				    " SELF%  CUMUL%  FUNCTION\n"
+				    " 66.7%   66.7%  b\n"
+				    " 33.3%   33.3%  a\n"));
+	free(out);
+	nw_stacks_free(s);
+
+	s = filtered(fx, true, &f);
+	assert_folded(s, 0, "app-10;a 1\nworker-11;b 2\n");
+	out = view(nw_view_tree, s, 0);
+	assert_non_null(strstr(out, "Samples: 3 of 7 kept by the filters (42.9%), 0 lost\n"));
+	free(out);
+	nw_stacks_free(s);
+	res_free(&r);
+	fx_free(fx);
+}
+
 /* root: each stack starts at its first match from the root; no match, no stack. */
 static void test_root(void **state)
 {
@@ -793,6 +839,7 @@ int main(void)
 		cmocka_unit_test(test_focus),
 		cmocka_unit_test(test_ignore),
 		cmocka_unit_test(test_hide),
+		cmocka_unit_test(test_hide_whole_stack),
 		cmocka_unit_test(test_root),
 		cmocka_unit_test(test_root_recursion),
 		cmocka_unit_test(test_combined),

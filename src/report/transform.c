@@ -154,6 +154,9 @@ int nw_stacks_filter(struct nw_stacks *s, const struct nw_stack_filter *f)
 		keep = w.dst != NW_CCT_NONE && (!f->focus || (w.seen & M_FOCUS)) &&
 		       (!f->focus_module || (w.seen & M_FOCUS_MODULE)) &&
 		       !(w.seen & (M_IGNORE | M_IGNORE_MODULE));
+		/* A stack whose frames were all hidden is no stack (pprof drops it too). */
+		if (i != NW_CCT_ROOT && !(match[t->nodes[i].ip] & M_THREAD) && w.dst == w.anchor)
+			keep = false;
 		if (!keep)
 			continue;
 		for (unsigned m = 0; m < t->nmetrics; m++)

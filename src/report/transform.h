@@ -6,7 +6,8 @@
  *  - focus: keep the samples whose stack has a frame that matches;
  *  - ignore: drop the samples whose stack has a frame that matches;
  *  - hide: remove the matching frames from every stack; stacks that
- *    become equal merge;
+ *    become equal merge, and the samples of a stack left without frames
+ *    are dropped;
  *  - root (show_from): cut each stack above its first matching frame
  *    from the root (that frame becomes a root); samples without one are
  *    dropped;
