@@ -569,6 +569,36 @@ static void test_modules_addresses(void **state)
 	fx_free(fx);
 }
 
+/*
+ * Regexes see a function's whole name, return type and parameters
+ * included, not the short name the views show.
+ */
+static void test_whole_names(void **state)
+{
+	struct fx *fx = fx_new(NULL, 0);
+	struct res r = {0};
+	struct nw_stack_filter f = {0};
+	struct nw_mthread *th = fx_thread(fx, 1, 1, "t");
+	struct nw_stacks *s;
+
+	(void)state;
+	fx_add(fx, th, "main;int ns::Foo<int>::bar(char const*) const", 2, 0);
+	fx_add(fx, th, "main;ns::Foo<int>::baz(int)", 3, 0);
+	f.focus = re(&r, "\\(char const\\*\\) const$");
+	s = filtered(fx, false, &f);
+	assert_folded(s, 0, "main;int ns::Foo<int>::bar(char const*) const 2\n");
+	nw_stacks_free(s);
+
+	res_free(&r);
+	f = (struct nw_stack_filter){0};
+	f.ignore = re(&r, "^ns::Foo<int>::");
+	s = filtered(fx, false, &f);
+	assert_folded(s, 0, "main;int ns::Foo<int>::bar(char const*) const 2\n");
+	nw_stacks_free(s);
+	res_free(&r);
+	fx_free(fx);
+}
+
 /* --per-thread: thread frames are never focused, ignored, hidden or cut. */
 static void test_per_thread(void **state)
 {
@@ -845,6 +875,7 @@ int main(void)
 		cmocka_unit_test(test_combined),
 		cmocka_unit_test(test_modules),
 		cmocka_unit_test(test_modules_addresses),
+		cmocka_unit_test(test_whole_names),
 		cmocka_unit_test(test_per_thread),
 		cmocka_unit_test(test_kept_totals),
 		cmocka_unit_test(test_invert),
