@@ -719,6 +719,20 @@ static int write_now(struct run *r, enum nw_run_written w, int exit_status)
 		return ret;
 	}
 	ret = nw_output_write(&r->out, m, r->ms.files, r->ms.nfiles, now, err, sizeof(err));
+	if (nw_log_level >= NW_LOG_DEBUG) {
+		uint64_t nodes = 0, trace_bytes = 0, trace_events = 0;
+
+		for (uint32_t i = 0; i < m->nthreads; i++)
+			for (uint32_t t = 0; t < m->threads[i].ntrees; t++)
+				nodes += m->threads[i].trees[t].cct->n;
+		if (r->tracing)
+			nw_tracer_size(&r->tracer, &trace_bytes, &trace_events);
+		fprintf(stderr, "narwhal-record: %s %s in %.1f ms: %llu nodes, %llu trace events "
+				"(%llu bytes)\n",
+			nw_run_written_name(w), ret ? "failed" : "written",
+			(double)(now_ns(CLOCK_MONOTONIC) - now) / 1e6, (unsigned long long)nodes,
+			(unsigned long long)trace_events, (unsigned long long)trace_bytes);
+	}
 	/* Said once while recording (the next checkpoint tries again), and at the end. */
 	if (ret < 0 && (w == NW_RUN_END || strcmp(err, r->last_err))) {
 		fprintf(stderr, "narwhal-record: %s\n", err);

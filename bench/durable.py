@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Durable recording: what checkpoints cost, how long one write takes, and
+the flight recorder's memory over a long run.
+
+    bench/durable.py [--build DIR] [--seconds N] [--runs N] [--doc FILE]
+
+- checkpoints: bench/workloads/paths (8 threads, many call paths) for
+  --seconds (default 60) under narwhal-record (fp, cpu-clock at 999 Hz)
+  with --checkpoint 10 and with --checkpoint 0, interleaved --runs times
+  (default 2); the recorder's CPU is its whole CPU (wait4) less the
+  program's own (the workload prints its rusage).
+- write time: every write of those runs as narwhal-record -v reports it
+  ("checkpoint written in X ms: N nodes"), against the nodes written.
+- flight recorder: paths at -F 5000 for 3 x --seconds with
+  --flight-recorder 5, and without, the recorder's resident set sampled
+  every second from /proc/PID/status.
+
+Writes a markdown section into --doc (default doc/PERFORMANCE.md) between
+"<!-- bench-durable: begin -->" and "<!-- bench-durable: end -->", and the
+raw results to doc/performance/durable.json.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import model  # noqa: E402  (run(), build_workloads(), cpu_per_unit())
+
+
+def log(msg):
+    print(f"bench-durable: {msg}", file=sys.stderr, flush=True)
+
+
+def units_for(exe, seconds, threads=8):
+    """Units of paths work that keep @threads threads busy about @seconds on this machine."""
+    per = model.cpu_per_unit([exe, "2", "20000"], 20000)
+    cpus = min(os.cpu_count() or 1, threads)
+    return max(1000, int(seconds * cpus / per))
+
+
+def record(rec, args, prog, data):
+    shutil.rmtree(data, ignore_errors=True)
+    shutil.rmtree(data + ".old", ignore_errors=True)
+    r = model.run([rec, "-v", "-e", "cpu-clock", "-g", "fp"] + args + ["-o", data, "--"] + prog,
+                  stdout=subprocess.PIPE)
+    prog_cpu = 0.0
+    for line in r["stdout"].splitlines():
+        if line.startswith("rusage "):
+            f = line.split()
+            prog_cpu = float(f[1]) + float(f[2])
+    writes = [(w, float(ms), int(n)) for w, ms, n in
+              re.findall(r"narwhal-record: (\w+) written in ([\d.]+) ms: (\d+) nodes", r["stderr"])]
+    with open(os.path.join(data, "manifest.json")) as f:
+        samples = json.load(f)["samples"]
+    return {"recorder_cpu": r["cpu"] - prog_cpu, "wall": r["wall"], "samples": samples,
+            "writes": writes}
+
+
+def rss_series(cmd, every=1.0):
+    """Runs @cmd, sampling its VmRSS (KiB) every @every seconds: [(t, kib)]."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t0 = time.monotonic()
+    series = []
+    while p.poll() is None:
+        try:
+            with open(f"/proc/{p.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        series.append((time.monotonic() - t0, int(line.split()[1])))
+        except OSError:
+            pass
+        time.sleep(every)
+    return series
+
+
+def markdown(r):
+    c = r["checkpoints"]
+    on, off = c["on"], c["off"]
+    lines = [f"Measured by `bench/durable.py` on {r['date']} ({r['machine']}); medians of "
+             f"{r['runs']} runs of {r['seconds']} s."]
+    lines.append("")
+    lines.append("| recording | samples | recorder CPU s | µs per sample |")
+    lines.append("|---|---|---|---|")
+    for name, v in (("--checkpoint 10", on), ("--checkpoint 0", off)):
+        lines.append(f"| {name} | {v['samples']:,} | {v['recorder_cpu']:.3f} | "
+                     f"{1e6 * v['recorder_cpu'] / max(v['samples'], 1):.2f} |")
+    lines.append("")
+    lines.append(f"Checkpoints every 10 s cost {100 * (on['recorder_cpu'] / off['recorder_cpu'] - 1):+.1f} % "
+                 f"of the recorder's CPU without them.")
+    if r["writes"]:
+        lines.append("")
+        lines.append("| write | nodes | ms |")
+        lines.append("|---|---|---|")
+        for w, ms, n in r["writes"]:
+            lines.append(f"| {w} | {n:,} | {ms:.1f} |")
+    f = r["flight"]
+    lines.append("")
+    lines.append(f"Flight recorder (`--flight-recorder 5`, -F 5000, {f['seconds']} s): the "
+                 f"recorder's resident set at 10 %, 50 % and 100 % of the run.")
+    lines.append("")
+    lines.append("| recording | RSS at 10 % MiB | at 50 % | at 100 % |")
+    lines.append("|---|---|---|---|")
+    for name in ("flight", "all"):
+        s = f[name]
+        pick = [s[min(len(s) - 1, int(len(s) * q))][1] / 1024 for q in (0.1, 0.5, 0.999)]
+        lines.append(f"| {'--flight-recorder 5' if name == 'flight' else 'whole run'} | "
+                     f"{pick[0]:.1f} | {pick[1]:.1f} | {pick[2]:.1f} |")
+    return "\n".join(lines)
+
+
+def write_doc(path, text):
+    begin, end = "<!-- bench-durable: begin -->", "<!-- bench-durable: end -->"
+    doc = open(path).read() if os.path.exists(path) else ""
+    block = f"{begin}\n{text}\n{end}"
+    if begin in doc and end in doc:
+        doc = doc[:doc.index(begin)] + block + doc[doc.index(end) + len(end):]
+    else:
+        doc += "\n## Durable recording\n\n" + block + "\n"
+    with open(path, "w") as f:
+        f.write(doc)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--seconds", type=int, default=60)
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--doc", default=os.path.join(ROOT, "doc", "PERFORMANCE.md"))
+    a = ap.parse_args()
+
+    rec = os.path.join(a.build, "tools", "narwhal-record")
+    subprocess.run(["ninja", "-C", a.build], check=True, stdout=subprocess.DEVNULL)
+    tmp = tempfile.mkdtemp(prefix="narwhal-bench-durable.")
+    exes = model.build_workloads(tmp)
+    units = units_for(exes["paths"], a.seconds)
+    prog = [exes["paths"], "8", str(units)]
+    r = {"date": time.strftime("%Y-%m-%d"), "runs": a.runs, "seconds": a.seconds,
+         "machine": f"{os.cpu_count()} CPUs, {os.uname().release}"}
+
+    res = {"on": [], "off": []}
+    for i in range(a.runs):
+        for name, args in (("on", ["--checkpoint", "10"]), ("off", ["--checkpoint", "0"])):
+            res[name].append(record(rec, args, prog, os.path.join(tmp, "d.data")))
+            v = res[name][-1]
+            log(f"run {i + 1} checkpoints {name}: {v['samples']} samples, recorder "
+                f"{v['recorder_cpu']:.3f} s CPU, {len(v['writes'])} writes")
+    r["checkpoints"] = {name: {k: statistics.median(x[k] for x in v)
+                               for k in ("recorder_cpu", "wall", "samples")}
+                        for name, v in res.items()}
+    r["writes"] = res["on"][0]["writes"]
+
+    fl_units = units_for(exes["paths"], 3 * a.seconds)
+    fprog = [exes["paths"], "8", str(fl_units)]
+    r["flight"] = {"seconds": 3 * a.seconds}
+    for name, args in (("flight", ["--flight-recorder", "5"]), ("all", [])):
+        data = os.path.join(tmp, "f.data")
+        shutil.rmtree(data, ignore_errors=True)
+        r["flight"][name] = rss_series([rec, "-q", "-e", "cpu-clock", "-F", "5000", "-g", "fp"] +
+                                       args + ["-o", data, "--"] + fprog)
+        log(f"flight {name}: RSS {r['flight'][name][0][1]} -> {r['flight'][name][-1][1]} KiB")
+
+    os.makedirs(os.path.join(ROOT, "doc", "performance"), exist_ok=True)
+    with open(os.path.join(ROOT, "doc", "performance", "durable.json"), "w") as f:
+        json.dump(r, f, indent=1)
+    write_doc(a.doc, markdown(r))
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(markdown(r))
+
+
+if __name__ == "__main__":
+    main()
