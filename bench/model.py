@@ -271,7 +271,7 @@ def main():
 
     r["recorder"] = {}
     wprog = {"paths": [exes["paths"], "8", str(units // 4)],
-             "work": [exes["work"], "8", str(units * 2), "10"]}
+             "work": [exes["work"], "8", str(units // 4), "10"]}
     for wl, prg in wprog.items():
         this = os.path.join(a.build, "tools", "narwhal-record")
         builds = {"this": (this, ()), "this, --no-trace": (this, ("--no-trace",))}

@@ -65,6 +65,10 @@ struct opts {
 	double duration;                 /* --duration: seconds, 0: until the end */
 	bool off_cpu;
 	bool no_trace;                   /* --no-trace: no per-thread traces */
+	bool user_only;                  /* --user-only: no kernel time or frames */
+	bool system;                     /* -a: every process on every CPU */
+	bool *cpus;                      /* -C: the CPUs to record (system-wide); NULL: all */
+	bool idle;                       /* --idle: keep the idle task's samples */
 	double checkpoint;               /* --checkpoint seconds; < 0: the default */
 	double flight;                   /* --flight-recorder seconds; 0: off */
 	double rotate;                   /* --rotate seconds; 0: off */
@@ -103,6 +107,9 @@ static void usage(FILE *f)
 		"      --duration SECONDS  stop after SECONDS (attached: the program runs on)\n"
 		"      --off-cpu           also record where threads block, and for how long\n"
 		"                          (needs kernel samples: root or perf_event_paranoid<=1)\n"
+		"      --user-only         user space only: no kernel time or frames (also an\n"
+		"                          event with :u); by default the kernel's call chain\n"
+		"                          is below the user stack where the kernel allows it\n"
 		"      --no-trace          no traces (the time of each sample: --time, --timeline,\n"
 		"                          the timeline exports and --sections need them)\n"
 		"      --checkpoint SECONDS  write the measurement every SECONDS while recording\n"
@@ -153,6 +160,44 @@ static int parse_u64(const char *s, uint64_t *ret)
 		return -EINVAL;
 	*ret = v;
 	return 0;
+}
+
+/* -C "0,2-3": the CPUs named, as a malloc'd array of NW_MAX_CPUS flags.  -EINVAL, -ENOMEM. */
+#define NW_MAX_CPUS 4096
+static int parse_cpus(const char *s, bool **ret)
+{
+	bool *v = calloc(NW_MAX_CPUS, sizeof(*v));
+	const char *p = s;
+
+	if (!v)
+		return -ENOMEM;
+	while (*p) {
+		char *end;
+		unsigned long a = strtoul(p, &end, 10), b;
+
+		if (end == p || a >= NW_MAX_CPUS)
+			goto bad;
+		b = a;
+		if (*end == '-') {
+			p = end + 1;
+			b = strtoul(p, &end, 10);
+			if (end == p || b < a || b >= NW_MAX_CPUS)
+				goto bad;
+		}
+		for (unsigned long c = a; c <= b; c++)
+			v[c] = true;
+		if (*end == ',')
+			end++;
+		else if (*end)
+			goto bad;
+		p = end;
+	}
+	free(*ret);
+	*ret = v;
+	return 0;
+bad:
+	free(v);
+	return -EINVAL;
 }
 
 /* "500M", "2G", "4096": bytes. */
@@ -232,6 +277,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "duration", required_argument, NULL, 'D' },
 		{ "off-cpu", no_argument, NULL, 'O' },
 		{ "no-trace", no_argument, NULL, 'N' },
+		{ "user-only", no_argument, NULL, 'U' },
+		{ "all-cpus", no_argument, NULL, 'a' },
+		{ "cpu", required_argument, NULL, 'C' },
+		{ "idle", no_argument, NULL, 'I' },
 		{ "checkpoint", required_argument, NULL, 'K' },
 		{ "flight-recorder", required_argument, NULL, 'R' },
 		{ "rotate", required_argument, NULL, 'T' },
@@ -250,7 +299,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+o:e:F:c:g:m:p:t:qvhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:e:F:c:g:m:p:t:aC:qvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			o->output = optarg;
@@ -340,6 +389,23 @@ bad_mode:
 		case 'N':
 			o->no_trace = true;
 			break;
+		case 'U':
+			o->user_only = true;
+			break;
+		case 'a':
+			o->system = true;
+			break;
+		case 'C':
+			if (parse_cpus(optarg, &o->cpus)) {
+				fprintf(stderr, "narwhal-record: -C wants CPU numbers like 0,2-3, not "
+						"'%s'\n", optarg);
+				return 2;
+			}
+			o->system = true;
+			break;
+		case 'I':
+			o->idle = true;
+			break;
 		case 'K':
 		case 'R':
 		case 'T': {
@@ -403,6 +469,14 @@ bad_mode:
 		fprintf(stderr, "narwhal-record: give a command to run or -p/-t to attach, not both\n");
 		return 2;
 	}
+	if (o->system && o->targets.n) {
+		fprintf(stderr, "narwhal-record: -a records every process already: not with -p/-t\n");
+		return 2;
+	}
+	if (o->idle && !o->system) {
+		fprintf(stderr, "narwhal-record: --idle goes with -a (system-wide)\n");
+		return 2;
+	}
 	if (o->flight && (o->rotate || o->no_trace)) {
 		fprintf(stderr, "narwhal-record: --flight-recorder keeps the last seconds of the "
 				"traces: not with %s\n", o->rotate ? "--rotate" : "--no-trace");
@@ -416,7 +490,7 @@ bad_mode:
 	/* A flight recorder writes when asked; checkpoints only if asked for too. */
 	if (o->checkpoint < 0)
 		o->checkpoint = o->flight ? 0 : 10;
-	if (!o->targets.n && optind >= argc) {
+	if (!o->targets.n && !o->system && optind >= argc) {
 		fprintf(stderr, "narwhal-record: no command to run (or -p PID to attach)\n");
 		usage(stderr);
 		return 2;
@@ -594,6 +668,13 @@ static int fill_run(struct nw_run *r, const struct opts *o, const struct nw_sess
 	r->stack_size = o->callgraph != NW_CALLGRAPH_FP ? o->stack_size : 0;
 	r->max_stack = max_stack(o->callgraph);
 	r->events = calloc(s->nevents, sizeof(*r->events));
+	/* System-wide without a command: the command line says so. */
+	if (!argc && o->system) {
+		static char *whole[] = { "(system-wide)", NULL };
+
+		argc = 1;
+		argv = whole;
+	}
 	if (!r->narwhal_version || !r->arch || !r->call_graph || !r->events ||
 	    nw_run_set_argv(r, argc, argv))
 		return -ENOMEM;
@@ -613,6 +694,7 @@ static int fill_run(struct nw_run *r, const struct opts *o, const struct nw_sess
 	r->end_ns = now_ns(CLOCK_REALTIME);
 	r->clock_start_ns = clock_start_ns;
 	r->traced = !o->no_trace;
+	r->kernel = s->opts.kernel;
 	r->written = written;
 	r->clock_end_ns = now_ns(CLOCK_MONOTONIC);
 	if (o->flight) {
@@ -658,6 +740,34 @@ static double cpu_seconds(void)
 }
 
 
+/* The integer in @path, -1 when unreadable. */
+static int read_int_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int v = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/* Does /proc/kallsyms hide the kernel's addresses from us (kptr_restrict)? */
+static bool kallsyms_hidden(void)
+{
+	char line[256];
+	bool hidden = false;
+	FILE *f = fopen("/proc/kallsyms", "r");
+
+	if (f) {
+		hidden = fgets(line, sizeof(line), f) && strtoull(line, NULL, 16) == 0;
+		fclose(f);
+	}
+	return hidden;
+}
+
 static bool permission_error(int err)
 {
 	return err == -EACCES || err == -EPERM;
@@ -668,7 +778,8 @@ struct run {
 	struct opts o;
 	int argc;                 /* the command's words (0 when attaching) */
 	char **cmd;
-	bool attach;
+	bool attach;              /* -p/-t */
+	bool system;              /* -a, -C */
 	struct nw_event evs[MAX_EVENTS];
 	int nev;
 	struct nw_session_opts so;
@@ -768,6 +879,12 @@ static int write_now(struct run *r, enum nw_run_written w, int exit_status)
 	return ret;
 }
 
+/* Did narwhal-record start a program (not attached, not system-wide without one)? */
+static bool launched(const struct run *r)
+{
+	return !r->attach && r->argc > 0;
+}
+
 static void run_fini(struct run *r)
 {
 	if (r->l.pid > 0) {
@@ -786,6 +903,7 @@ static void run_fini(struct run *r)
 		nw_session_fini(&r->s);
 	nw_targets_fini(&r->attached);
 	nw_targets_fini(&r->o.targets);
+	free(r->o.cpus);
 }
 
 /* Checks the command or the targets, the output and the events: -1 to go on, else the exit status. */
@@ -794,7 +912,7 @@ static int prepare(struct run *r)
 	pid_t missing;
 	int ret;
 
-	if (!r->attach) {
+	if (launched(r)) {
 		char why[PATH_MAX + 64];
 
 		ret = nw_launch_check(r->cmd[0], why, sizeof(why));
@@ -822,6 +940,8 @@ static int prepare(struct run *r)
 		.mmap_pages = r->o.mmap_pages,
 		.shrink_rings = !r->o.ring_size_given,
 		.off_cpu = r->o.off_cpu,
+		.kernel = !r->o.user_only,
+		.idle = r->o.idle,
 	};
 	ret = nw_session_init(&r->s, &r->so);
 	r->session_ready = true;
@@ -837,6 +957,12 @@ static void explain_start_error(const struct run *r, int ret)
 {
 	if (ret == -ESRCH)
 		fprintf(stderr, "narwhal-record: the target ended while attaching\n");
+	else if (r->system && permission_error(ret))
+		fprintf(stderr,
+			"narwhal-record: not allowed to record the whole machine (%s): -a needs "
+			"root or CAP_PERFMON, or kernel.perf_event_paranoid at 0 or lower (it is "
+			"%d)\n",
+			strerror(-ret), read_paranoid());
 	else if (r->attach && permission_error(ret))
 		fprintf(stderr,
 			"narwhal-record: not allowed to attach (%s): profiling a process of "
@@ -857,7 +983,7 @@ static int start(struct run *r)
 
 	r->start_ns = now_ns(CLOCK_REALTIME);
 	r->clock_start_ns = now_ns(CLOCK_MONOTONIC);
-	if (!r->attach) {
+	if (launched(r)) {
 		if (nw_seclog_stage_create(r->o.output, r->stage, sizeof(r->stage)) == 0)
 			setenv(NW_SECLOG_ENV, r->stage, 1);
 		ret = nw_launch_start(r->cmd, &r->l);
@@ -868,8 +994,32 @@ static int start(struct run *r)
 		}
 	}
 	for (;;) {
-		ret = r->attach ? nw_targets_attach(&r->s, &r->o.targets, &r->attached)
-				: nw_session_open(&r->s, r->l.pid);
+		if (r->system) {
+			/* Every CPU, then what already runs (new processes come as records). */
+			ret = nw_session_open_system(&r->s, r->o.cpus);
+			if (!ret)
+				ret = nw_session_synthesize_all(&r->s);
+		} else {
+			ret = r->attach ? nw_targets_attach(&r->s, &r->o.targets, &r->attached)
+					: nw_session_open(&r->s, r->l.pid);
+		}
+		if (ret && r->so.kernel && permission_error(ret)) {
+			/* Kernel samples not allowed: user space only, and say so once. */
+			if (!r->o.quiet)
+				fprintf(stderr,
+					"narwhal-record: no kernel frames: kernel.perf_event_paranoid=%d "
+					"forbids kernel samples for this user (run as root, with "
+					"CAP_PERFMON, or set it to 1 or lower; --user-only silences "
+					"this)\n",
+					read_paranoid());
+			nw_session_fini(&r->s);
+			r->so.kernel = false;
+			r->attached.n = 0;
+			ret = nw_session_init(&r->s, &r->so);
+			if (ret)
+				break;
+			continue;
+		}
 		if (!(ret && r->so.off_cpu && permission_error(ret)))
 			break;
 		/* Off-CPU needs kernel samples (the switch happens in the kernel). */
@@ -889,6 +1039,11 @@ static int start(struct run *r)
 		explain_start_error(r, ret);
 		return 1;
 	}
+	if (r->so.kernel && !r->o.quiet && kallsyms_hidden())
+		fprintf(stderr, "narwhal-record: kernel frames will show as [kernel]: /proc/kallsyms "
+				"hides kernel addresses from this user (kernel.kptr_restrict=%d; root "
+				"sees them unless it is 2)\n",
+			read_int_file("/proc/sys/kernel/kptr_restrict"));
 	if (r->s.opts.mmap_pages != r->o.mmap_pages && !r->o.quiet)
 		fprintf(stderr, "narwhal-record: the locked-memory limit allows rings of %u pages "
 				"per CPU, not %u (raise kernel.perf_event_mlock_kb for larger)\n",
@@ -927,12 +1082,18 @@ static int start(struct run *r)
 			return 1;
 		}
 	}
+	if (r->system && !r->o.quiet)
+		fprintf(stderr, "narwhal-record: recording every process on %s%s\n",
+			r->o.cpus ? "the CPUs of -C" : "every CPU",
+			launched(r) ? "" : "; Ctrl-C (or --duration) to stop");
 	if (r->attach) {
 		if (!r->o.quiet)
 			fprintf(stderr, "narwhal-record: attached to %zu thread%s; Ctrl-C to stop\n",
 				r->attached.n, r->attached.n == 1 ? "" : "s");
 		return -1;
 	}
+	if (!launched(r))
+		return -1;
 	/* Open the gate: the child execs, and the events enable at exec. */
 	exec_errno = nw_launch_release(&r->l);
 	if (exec_errno) {
@@ -972,9 +1133,10 @@ static void record(struct run *r)
 				  -1);
 		if (r->o.flight && nw_tracer_expire(&r->tracer, now, false))
 			r->s.stats.alloc_failures++;
-		if (r->attach) {
-			/* The program runs on, undisturbed: only the recording stops. */
-			done = stop_signal || timeout || !nw_targets_alive(&r->o.targets);
+		if (!launched(r)) {
+			/* The programs run on, undisturbed: only the recording stops. */
+			done = stop_signal || timeout ||
+			       (r->attach && !nw_targets_alive(&r->o.targets));
 			continue;
 		}
 		if ((stop_signal || timeout) && forwarded < stop_count + timeout) {
@@ -1085,14 +1247,14 @@ static int write_failed(int exit_status)
 /* Writes the measurement, the sections and the exports; the exit status. */
 static int finish(struct run *r)
 {
-	int exit_status = r->attach ? 0 : exit_status_of(r->status);
+	int exit_status = launched(r) ? exit_status_of(r->status) : 0;
 	bool sections = false;
 	char err[PATH_MAX + 128];
 	int ret;
 
-	ret = write_now(r, NW_RUN_END, r->attach ? -1 : exit_status);
+	ret = write_now(r, NW_RUN_END, launched(r) ? exit_status : -1);
 	if (ret < 0) {
-		if (!r->attach)
+		if (launched(r))
 			fprintf(stderr, "narwhal-record: %s exited with status %d\n", r->cmd[0],
 				exit_status);
 		return write_failed(exit_status);
@@ -1161,6 +1323,7 @@ int main(int argc, char **argv)
 	if (r.o.quiet)
 		nw_log_level = NW_LOG_QUIET;
 	r.attach = r.o.targets.n > 0;
+	r.system = r.o.system;
 	r.cmd = argv + optind;
 	r.argc = r.attach ? 0 : argc - optind;
 	r.o.ring_size_given = r.o.mmap_pages != 0;

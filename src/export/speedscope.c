@@ -311,11 +311,15 @@ static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
 		by_period && c->p->m->metrics[c->metric].unit == NW_UNIT_NANOSECONDS ? "nanoseconds"
 										      : "none",
 		(unsigned long long)total);
-	for (size_t k = 0; k < t->n; k++) {
+	/* Consecutive samples of one stack are one sample of their summed weight. */
+	for (size_t k = 0; k < t->n;) {
+		size_t e;
 		int n;
 
-		if (t->v[k].kind != NW_TRACE_SAMPLE || t->v[k].event != event)
+		if (t->v[k].kind != NW_TRACE_SAMPLE || t->v[k].event != event) {
+			k++;
 			continue;
+		}
 		n = nw_timeline_stack(tl, t->v[k].sym, &c->path, &c->cap_path);
 		if (n < 0)
 			return -ENOMEM;
@@ -324,15 +328,30 @@ static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
 			fprintf(c->out, j ? ",%lld" : "%lld", (long long)frame_of(c, c->path[j]));
 		fputc(']', c->out);
 		first = false;
+		for (e = k + 1; e < t->n && (t->v[e].kind != NW_TRACE_SAMPLE || t->v[e].event != event ||
+					      t->v[e].sym == t->v[k].sym);
+		     e++)
+			;
+		k = e;
 	}
 	fputs("],\"weights\":[", c->out);
 	first = true;
-	for (size_t k = 0; k < t->n; k++) {
-		if (t->v[k].kind != NW_TRACE_SAMPLE || t->v[k].event != event)
+	for (size_t k = 0; k < t->n;) {
+		uint64_t w = 0;
+		size_t e;
+
+		if (t->v[k].kind != NW_TRACE_SAMPLE || t->v[k].event != event) {
+			k++;
 			continue;
-		fprintf(c->out, first ? "%llu" : ",%llu",
-			(unsigned long long)(by_period ? t->v[k].value : 1));
+		}
+		for (e = k; e < t->n && (t->v[e].kind != NW_TRACE_SAMPLE || t->v[e].event != event ||
+					  t->v[e].sym == t->v[k].sym);
+		     e++)
+			if (t->v[e].kind == NW_TRACE_SAMPLE && t->v[e].event == event)
+				w += by_period ? t->v[e].value : 1;
+		fprintf(c->out, first ? "%llu" : ",%llu", (unsigned long long)w);
 		first = false;
+		k = e;
 	}
 	fputs("]}", c->out);
 	return 0;

@@ -86,6 +86,7 @@ static void add_run(struct json_object *root, const struct nw_run *r, bool *ok)
 	nw_json_add(root, "start_ns", json_object_new_uint64(r->start_ns), ok);
 	nw_json_add(root, "end_ns", json_object_new_uint64(r->end_ns), ok);
 	nw_json_add(root, "traced", json_object_new_boolean(r->traced), ok);
+	nw_json_add(root, "kernel", json_object_new_boolean(r->kernel), ok);
 	nw_json_add(root, "written", nw_json_str(nw_run_written_name(r->written)), ok);
 	if (r->window_ns)
 		nw_json_add(root, "window_ns", json_object_new_uint64(r->window_ns), ok);
@@ -136,6 +137,8 @@ static struct json_object *manifest_to_json(const struct nw_measurement *m)
 			nw_json_add(o, "pid", json_object_new_int64(p->pid), &ok);
 			nw_json_add(o, "ppid", json_object_new_int64(p->ppid), &ok);
 			nw_json_add(o, "comm", nw_json_str(p->comm), &ok);
+			if (p->nspid)
+				nw_json_add(o, "nspid", json_object_new_int64(p->nspid), &ok);
 		}
 		nw_json_append(arr, o, &ok);
 	}
@@ -318,7 +321,7 @@ static int read_procs(struct nw_json_in *in, struct json_object *root, struct nw
 
 	err = nw_json_get_array(in, root, NULL, "processes", &arr, &n);
 	for (uint32_t i = 0; !err && i < n; i++) {
-		uint32_t pid = 0, ppid = 0;
+		uint32_t pid = 0, ppid = 0, nspid = 0;
 		char *comm = NULL;
 
 		err = nw_json_get_item(in, arr, "processes", i, &o, where, sizeof(where));
@@ -328,8 +331,13 @@ static int read_procs(struct nw_json_in *in, struct json_object *root, struct nw
 			err = nw_json_get_u32(in, o, where, "ppid", &ppid);
 		if (!err)
 			err = nw_json_get_str(in, o, where, "comm", &comm);
+		/* Optional: a process in a PID namespace of its own. */
+		if (!err && json_object_object_get_ex(o, "nspid", NULL))
+			err = nw_json_get_u32(in, o, where, "nspid", &nspid);
 		if (!err) {
 			err = nw_measurement_add_process(m, pid, ppid, comm);
+			if (err >= 0)
+				m->procs[err].nspid = nspid;
 			err = err < 0 ? err : 0;
 		}
 		free(comm);
@@ -556,6 +564,8 @@ static int read_manifest(struct nw_json_in *in, struct json_object *root,
 	/* Optional: the monotonic clock of traces, and whether there are traces. */
 	if (!err && json_object_object_get_ex(root, "traced", NULL))
 		err = get_bool(in, root, NULL, "traced", &r->traced);
+	if (!err && json_object_object_get_ex(root, "kernel", NULL))
+		err = get_bool(in, root, NULL, "kernel", &r->kernel);
 	/* Optional: when it was written (older manifests: at the end), the flight window. */
 	if (!err && json_object_object_get_ex(root, "written", NULL)) {
 		char *w = NULL;

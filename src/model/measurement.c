@@ -186,6 +186,7 @@ int nw_measurement_add_process(struct nw_measurement *m, uint32_t pid, uint32_t 
 	p = &m->procs[m->nprocs];
 	p->pid = pid;
 	p->ppid = ppid;
+	p->nspid = 0;
 	p->comm = strdup(comm ? comm : "");
 	if (!p->comm)
 		return -ENOMEM;
@@ -388,10 +389,14 @@ int nw_measurement_merge(struct nw_measurement *dst, struct nw_measurement *src,
 		}
 		ep[e] = base + e;
 	}
-	for (uint32_t i = 0; i < src->nprocs; i++)
-		if (nw_measurement_add_process(dst, src->procs[i].pid, src->procs[i].ppid,
-					       src->procs[i].comm) < 0)
+	for (uint32_t i = 0; i < src->nprocs; i++) {
+		int pi = nw_measurement_add_process(dst, src->procs[i].pid, src->procs[i].ppid,
+						    src->procs[i].comm);
+
+		if (pi < 0)
 			goto out;
+		dst->procs[pi].nspid = src->procs[i].nspid;
+	}
 	for (uint32_t i = 0; i < src->nthreads; i++) {
 		struct nw_mthread *sth = &src->threads[i];
 		struct nw_mthread *dth = nw_measurement_add_thread(dst, sth->pid, sth->tid,
@@ -438,6 +443,7 @@ int nw_measurement_merge(struct nw_measurement *dst, struct nw_measurement *src,
 	if (src->run.clock_end_ns > dst->run.clock_end_ns)
 		dst->run.clock_end_ns = src->run.clock_end_ns;
 	dst->run.traced = dst->run.traced && src->run.traced;
+	dst->run.kernel = dst->run.kernel || src->run.kernel;
 	ret = 0;
 out:
 	if (ret == -ENOMEM)

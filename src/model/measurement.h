@@ -75,6 +75,7 @@ struct nw_run {
 	/* The same two moments in CLOCK_MONOTONIC, the clock of samples and traces; 0: unknown */
 	uint64_t clock_start_ns, clock_end_ns;
 	bool traced;           /* every sampled thread has a trace (not --no-trace) */
+	bool kernel;           /* kernel time and frames were sampled */
 	enum nw_run_written written;
 	/* --flight-recorder: only the last window_ns of the run are kept; 0: all of it */
 	uint64_t window_ns;
@@ -85,6 +86,7 @@ struct nw_run {
 struct nw_mprocess {
 	uint32_t pid, ppid;
 	char *comm;
+	uint32_t nspid;        /* its pid in its own PID namespace (a container); 0: the same */
 };
 
 /* One physical tree: a thread's samples in one epoch of its process. */

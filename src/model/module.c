@@ -15,6 +15,7 @@ void nw_module_table_fini(struct nw_module_table *t)
 {
 	for (uint32_t i = 0; i < t->n; i++) {
 		free(t->v[i].path);
+		free(t->v[i].source);
 		nw_module_facts_fini(&t->v[i].facts);
 	}
 	free(t->v);

@@ -17,6 +17,14 @@
 
 #define NW_BUILD_ID_MAX 20
 
+/*
+ * The module of kernel code: one mapping over the kernel's half of the
+ * address space, whose ELF address is the address itself (kernel frames
+ * are symbolized from /proc/kallsyms, symbol/kallsyms.h).
+ */
+#define NW_KERNEL_MODULE "[kernel.kallsyms]"
+#define NW_KERNEL_START (1ull << 63)
+
 struct nw_segment {
 	uint64_t vaddr, memsz;   /* address range */
 	uint64_t offset, filesz; /* file range */
@@ -38,6 +46,12 @@ struct nw_module_facts {
 
 struct nw_module {
 	char *path;                  /* as the kernel named it: "/usr/lib/x.so", "[vdso]", "//anon" */
+	/*
+	 * Where this machine reads the file while recording, when not at
+	 * @path: a container's file ("/proc/PID/root/..."), a deleted file,
+	 * kept open as "/proc/self/fd/N"; NULL: at @path.  Not written.
+	 */
+	char *source;
 	uint8_t build_id[NW_BUILD_ID_MAX];
 	uint8_t build_id_size;       /* 0: unknown */
 	struct nw_module_facts facts;
@@ -50,6 +64,12 @@ struct nw_module_table {
 };
 
 void nw_module_table_init(struct nw_module_table *t);
+
+/* The file to read for module @m: its source, else its path. */
+static inline const char *nw_module_source(const struct nw_module *m)
+{
+	return m->source ? m->source : m->path;
+}
 void nw_module_table_fini(struct nw_module_table *t);
 /* Index of (path, build id), added when new; -ENOMEM. */
 int nw_module_intern(struct nw_module_table *t, const char *path, const uint8_t *build_id,

@@ -24,14 +24,14 @@ int nw_event_parse(const char *name, struct nw_event *ev)
 	memset(&arg, 0, sizeof(arg));
 	arg.attr = &ev->attr;
 	arg.size = sizeof(arg);
-	ret = pfm_get_os_event_encoding(name, PFM_PLM3, PFM_OS_PERF_EVENT_EXT, &arg);
+	/* User and kernel by default: a modifier (":u") narrows it, as perf's do. */
+	ret = pfm_get_os_event_encoding(name, PFM_PLM0 | PFM_PLM3, PFM_OS_PERF_EVENT_EXT, &arg);
 	if (ret == PFM_ERR_NOTFOUND)
 		return -ENOENT;
 	if (ret != PFM_SUCCESS)
 		return -EINVAL;
 	snprintf(ev->name, sizeof(ev->name), "%s", name);
 	ev->attr.size = sizeof(ev->attr);
-	ev->attr.exclude_kernel = 1;
 	ev->attr.exclude_hv = 1;
 	return 0;
 }
@@ -42,6 +42,8 @@ int nw_event_probe(const struct nw_event *ev)
 	long fd;
 
 	attr.disabled = 1;
+	/* Whether the event exists here, not whether kernel samples are allowed. */
+	attr.exclude_kernel = 1;
 	attr.sample_period = 0;
 	attr.freq = 0;
 	fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);

@@ -13,7 +13,8 @@
 
 struct nw_event {
 	char name[NW_EVENT_NAME_MAX];  /* as the user wrote it */
-	struct perf_event_attr attr;   /* type and config filled, user-space only */
+	/* type and config filled; exclude_kernel set when a modifier asks for user space only */
+	struct perf_event_attr attr;
 };
 
 /*

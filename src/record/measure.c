@@ -23,6 +23,8 @@ void nw_measure_fini(struct nw_measure *ms)
 		free(ms->files[i].name);
 	free(ms->files);
 	nw_perfmaps_fini(&ms->jit);
+	if (ms->ksyms_state == 1)
+		nw_kallsyms_fini(&ms->ksyms);
 	nw_index_fini(&ms->done);
 	free(ms->keys);
 	nw_symtab_free(ms->symtab);
@@ -102,6 +104,41 @@ static int jit_symbolize(struct nw_measure *ms, uint32_t pid, uint64_t pc,
 	return nw_perfmap_symbolize(map, pc, frames, nframes);
 }
 
+/*
+ * A kernel PC from /proc/kallsyms, read once: one frame named after the
+ * function (and its module, for a loadable one), or none when kallsyms
+ * hides its addresses or knows nothing there.  -ENOMEM.
+ */
+static int kernel_symbolize(struct nw_measure *ms, uint64_t pc, struct nw_symframe **frames,
+			    uint32_t *nframes)
+{
+	const struct nw_ksym *k;
+	struct nw_symframe *fr;
+
+	if (!ms->ksyms_state) {
+		int rc = nw_kallsyms_load(&ms->ksyms, NULL);
+
+		if (rc == -ENOMEM)
+			return rc;
+		ms->ksyms_state = rc ? rc : 1;
+	}
+	k = ms->ksyms_state == 1 ? nw_kallsyms_find(&ms->ksyms, pc) : NULL;
+	if (!k)
+		return 0;
+	fr = calloc(1, sizeof(*fr));
+	if (!fr)
+		return -ENOMEM;
+	fr->function = k->module ? nw_strdup_printf("%s [%s]", k->name, k->module)
+				 : strdup(k->name);
+	if (!fr->function) {
+		free(fr);
+		return -ENOMEM;
+	}
+	*frames = fr;
+	*nframes = 1;
+	return 0;
+}
+
 /* Symbolizes every PC of @th's trees not seen before. */
 static int symbolize_thread(struct nw_measure *ms, const struct nw_measurement *m,
 			    const struct nw_mthread *th)
@@ -126,7 +163,11 @@ static int symbolize_thread(struct nw_measure *ms, const struct nw_measurement *
 					return ret;
 				continue;
 			}
-			ret = nw_symbolize(ms->sym, r.module->path, r.addr, &frames, &nframes);
+			if (!strcmp(r.module->path, NW_KERNEL_MODULE))
+				ret = kernel_symbolize(ms, r.addr, &frames, &nframes);
+			else
+				ret = nw_symbolize(ms->sym, nw_module_source(r.module), r.addr,
+						   &frames, &nframes);
 			if (ret == -ENOMEM)
 				return ret;
 			if (ret < 0) {
@@ -168,6 +209,8 @@ static int add_tasks(struct nw_measurement *m, const struct nw_session *s,
 		}
 		if (!ret) {
 			ret = nw_measurement_add_process(m, p->pid, p->ppid, p->comm);
+			if (ret >= 0)
+				m->procs[ret].nspid = p->nspid;
 			ret = ret < 0 ? ret : 0;
 		}
 	}

@@ -15,6 +15,7 @@
 #include "model/measurement.h"
 #include "record/session.h"
 #include "record/tracer.h"
+#include "symbol/kallsyms.h"
 #include "symbol/perfmap.h"
 #include "symbol/symbol.h"
 #include "util/hash.h"
@@ -28,6 +29,8 @@ struct nw_measure {
 	struct nw_perfmaps jit;       /* /tmp/perf-<pid>.map of the processes */
 	struct nw_extra_file *files;  /* copies of the perf maps used */
 	size_t nfiles, cap_files;
+	struct nw_kallsyms ksyms;     /* /proc/kallsyms, read at the first kernel PC */
+	int ksyms_state;              /* 0 not read, 1 read, -errno could not be */
 };
 
 /* -ENOMEM. */

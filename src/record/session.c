@@ -3,17 +3,20 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "util/log.h"
+#include "util/strbuf.h"
 
 /* Where one record of a read round is, and when it happened. */
 struct nw_batch_ref {
@@ -34,6 +37,8 @@ int nw_session_listen(struct nw_session *s, const struct nw_session_hooks *h)
 
 int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 {
+	int ret;
+
 	memset(s, 0, sizeof(*s));
 	if (!opts->nevents || !opts->value || !opts->mmap_pages ||
 	    (opts->mmap_pages & (opts->mmap_pages - 1)))
@@ -64,8 +69,11 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 
 	s->fmt.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
 			     PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD | PERF_SAMPLE_REGS_USER;
-	/* dwarf mode unwinds the stack copy alone: no frame-pointer walk in the kernel. */
-	if (opts->callgraph != NW_CALLGRAPH_DWARF)
+	/*
+	 * dwarf mode unwinds the stack copy alone: no frame-pointer walk of the
+	 * user stack in the kernel; the kernel's own chain when it is sampled.
+	 */
+	if (opts->callgraph != NW_CALLGRAPH_DWARF || opts->kernel)
 		s->fmt.sample_type |= PERF_SAMPLE_CALLCHAIN;
 	s->fmt.regs_mask = s->arch->regs_mask_fp;
 	if (opts->callgraph != NW_CALLGRAPH_FP) {
@@ -73,7 +81,17 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 		s->fmt.regs_mask = s->arch->regs_mask_dwarf;
 	}
 	s->fmt.sample_id_all = true;
-	return nw_unwinder_init(&s->unwinder, opts->callgraph, s->arch, s->fmt.regs_mask);
+	ret = nw_unwinder_init(&s->unwinder, opts->callgraph, s->arch, s->fmt.regs_mask);
+	s->unwinder.kernel = opts->kernel;
+	if (!ret && opts->kernel) {
+		/* Kernel frames resolve in a mapping of every address space (record/tasks.h). */
+		int mod = nw_module_intern(&s->modules, NW_KERNEL_MODULE, NULL, 0);
+
+		if (mod < 0)
+			return mod;
+		nw_tasks_set_kernel(&s->tasks, (uint32_t)mod);
+	}
+	return ret;
 }
 
 static void fill_attr(const struct nw_session *s, unsigned e, struct perf_event_attr *a,
@@ -92,9 +110,12 @@ static void fill_attr(const struct nw_session *s, unsigned e, struct perf_event_
 	a->disabled = 1;
 	a->inherit = 1;
 	a->enable_on_exec = launch;
-	a->exclude_kernel = 1;
+	/* Kernel time when asked for and the event allows it (not "cycles:u"). */
+	a->exclude_kernel = !s->opts.kernel || s->events[e].ev.attr.exclude_kernel;
 	a->exclude_hv = 1;
-	a->exclude_callchain_kernel = 1;
+	a->exclude_callchain_kernel = a->exclude_kernel;
+	/* dwarf: the kernel's chain alone; the user stack comes from the copy. */
+	a->exclude_callchain_user = s->opts.callgraph == NW_CALLGRAPH_DWARF;
 	a->sample_id_all = 1;
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
@@ -264,6 +285,43 @@ int nw_session_open(struct nw_session *s, pid_t pid)
 	return ret ? ret : open_task(s, pid, true, &first);
 }
 
+int nw_session_open_system(struct nw_session *s, const bool *cpus)
+{
+	bool any = false;
+	int ret = alloc_cpus(s);
+
+	for (int cpu = 0; !ret && cpu < s->ncpus; cpu++) {
+		if (cpus && !cpus[cpu])
+			continue;
+		for (unsigned e = 0; e < s->nevents && !ret; e++) {
+			struct perf_event_attr a;
+			int fd;
+
+			fill_attr(s, e, &a, false);
+			a.inherit = 0; /* per CPU: every task already */
+			fd = perf_open(&a, -1, cpu);
+			if (fd == -ENODEV || fd == -ENXIO)
+				break; /* offline */
+			if (fd < 0)
+				return fd;
+			ret = add_fd(s, fd, e);
+			if (!ret && s->ring_fd[cpu] < 0)
+				ret = map_ring(s, cpu, fd);
+			else if (!ret && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, s->ring_fd[cpu]) < 0)
+				ret = -errno;
+			any = true;
+		}
+	}
+	if (!ret && !any)
+		ret = -ENODEV;
+	for (size_t i = 0; !ret && i < s->nfds; i++)
+		if (ioctl(s->fds[i], PERF_EVENT_IOC_ENABLE, 0) < 0)
+			ret = -errno;
+	if (!ret)
+		s->system_wide = true;
+	return ret;
+}
+
 int nw_session_attach(struct nw_session *s, pid_t tid)
 {
 	size_t first;
@@ -299,6 +357,9 @@ void nw_session_fini(struct nw_session *s)
 	}
 	for (size_t i = 0; i < s->nfds; i++)
 		close(s->fds[i]);
+	for (size_t i = 0; i < s->nkept; i++)
+		close(s->kept_fds[i]);
+	free(s->kept_fds);
 	nw_unwinder_fini(&s->unwinder);
 	nw_tasks_fini(&s->tasks);
 	nw_module_table_fini(&s->modules);
@@ -347,9 +408,19 @@ static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 	unsigned e;
 	size_t n;
 
+	/* The idle task (pid 0) is no program's time, unless asked for. */
+	if (smp->sid.pid == 0 && s->system_wide && !s->opts.idle) {
+		s->stats.idle++;
+		return;
+	}
 	if (!th) {
 		s->stats.alloc_failures++;
 		return;
+	}
+	if (smp->sid.pid == 0 && !th->comm[0]) {
+		/* The idle task has no COMM record: perf's name for it. */
+		snprintf(th->comm, sizeof(th->comm), "swapper");
+		memcpy(th->proc->comm, th->comm, sizeof(th->proc->comm));
 	}
 	epoch = nw_addrspace_epoch(&th->proc->as);
 	if (!epoch) {
@@ -397,23 +468,120 @@ static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 }
 
 /*
- * The module of (@path, @build_id), with its ELF facts read when it is
- * first seen (so that a file deleted later keeps them), and the ELF address
- * of file offset @pgoff in it (@pgoff itself without facts).  -ENOMEM.
+ * @p's pid in its own PID namespace (the last NSpid of /proc/PID/status),
+ * when it differs: a process in a container.
  */
-static int map_module(struct nw_session *s, const char *path, const uint8_t *build_id,
-		      size_t build_id_size, uint64_t pgoff, uint64_t *ret_vaddr)
+static void read_nspid(struct nw_process *p)
 {
-	uint32_t known = s->modules.n;
-	int mod = nw_module_intern(&s->modules, path, build_id, build_id_size);
-	struct nw_module *m;
+	char path[64], line[256];
+	FILE *f;
 
+	if (!p)
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/status", p->pid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *last, *tok, *save = NULL;
+
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		last = NULL;
+		for (tok = strtok_r(line + 6, " \t\n", &save); tok;
+		     tok = strtok_r(NULL, " \t\n", &save))
+			last = tok;
+		if (last && (uint32_t)strtoul(last, NULL, 10) != p->pid)
+			p->nspid = (uint32_t)strtoul(last, NULL, 10);
+		break;
+	}
+	fclose(f);
+}
+
+/* Is @p's root directory not ours (a container, a chroot)?  Looked at once. */
+static bool foreign_root(struct nw_process *p)
+{
+	char path[64];
+	struct stat a, b;
+
+	if (!p->root) {
+		snprintf(path, sizeof(path), "/proc/%u/root/", p->pid);
+		p->root = stat(path, &a) == 0 && stat("/", &b) == 0 &&
+				  (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+			  ? 2
+			  : 1;
+	}
+	return p->root == 2;
+}
+
+/*
+ * Where to read module file @path of process @p now and at the end (the
+ * process may be gone by then): a deleted file through its mapping
+ * (/proc/PID/map_files/START-END), a container's file through the
+ * process's root, each kept open and named "/proc/self/fd/N".  NULL when
+ * @path itself is right, or when neither can be opened.  -ENOMEM as NULL
+ * with @failed set.
+ */
+static char *module_source(struct nw_session *s, struct nw_process *p, const char *path,
+			   bool deleted, uint64_t start, uint64_t end, bool *failed)
+{
+	char buf[PATH_MAX + 64], *src;
+	int fd;
+
+	if (path[0] != '/' || (!deleted && !foreign_root(p)))
+		return NULL;
+	if (deleted)
+		snprintf(buf, sizeof(buf), "/proc/%u/map_files/%llx-%llx", p->pid,
+			 (unsigned long long)start, (unsigned long long)end);
+	else
+		snprintf(buf, sizeof(buf), "/proc/%u/root%s", p->pid, path);
+	fd = open(buf, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	src = nw_strdup_printf("/proc/self/fd/%d", fd);
+	if (!src || nw_grow(&s->kept_fds, &s->cap_kept, s->nkept + 1, sizeof(*s->kept_fds))) {
+		free(src);
+		close(fd);
+		*failed = true;
+		return NULL;
+	}
+	s->kept_fds[s->nkept++] = fd;
+	return src;
+}
+
+/*
+ * The module of (@path, @build_id) mapped by @p at [@start, @end), with
+ * its ELF facts read when it is first seen (so that a file deleted later
+ * keeps them; a container's from its own root, a deleted one through the
+ * mapping), and the ELF address of file offset @pgoff in it (@pgoff itself
+ * without facts).  "PATH (deleted)" is module PATH.  -ENOMEM.
+ */
+static int map_module(struct nw_session *s, struct nw_process *p, const char *path,
+		      const uint8_t *build_id, size_t build_id_size, uint64_t pgoff,
+		      uint64_t start, uint64_t end, uint64_t *ret_vaddr)
+{
+	static const char deleted_tag[] = " (deleted)";
+	size_t len = strlen(path), tag = sizeof(deleted_tag) - 1;
+	bool deleted = len > tag && !strcmp(path + len - tag, deleted_tag), failed = false;
+	char clean[PATH_MAX];
+	uint32_t known = s->modules.n;
+	struct nw_module *m;
+	int mod;
+
+	if (deleted) {
+		snprintf(clean, sizeof(clean), "%.*s", (int)(len - tag), path);
+		path = clean;
+	}
+	mod = nw_module_intern(&s->modules, path, build_id, build_id_size);
 	if (mod < 0)
 		return mod;
 	m = &s->modules.v[mod];
-	if ((uint32_t)mod == known &&
-	    nw_elf_facts_for(s->elf, path, build_id, build_id_size, &m->facts))
-		return -ENOMEM;
+	if ((uint32_t)mod == known) {
+		m->source = p ? module_source(s, p, path, deleted, start, end, &failed) : NULL;
+		if (failed ||
+		    nw_elf_facts_for(s->elf, nw_module_source(m), build_id, build_id_size, &m->facts))
+			return -ENOMEM;
+	}
 	if (!m->facts.known || nw_facts_offset_to_vaddr(&m->facts, pgoff, ret_vaddr))
 		*ret_vaddr = pgoff;
 	return mod;
@@ -428,7 +596,9 @@ static void process_mmap2(struct nw_session *s, const struct nw_mmap2 *m)
 	if (!(m->prot & PROT_EXEC))
 		return;
 	p = nw_tasks_process(&s->tasks, m->pid);
-	mod = p ? map_module(s, m->filename, m->build_id, m->build_id_size, m->pgoff, &vaddr) : -1;
+	mod = p ? map_module(s, p, m->filename, m->build_id, m->build_id_size, m->pgoff, m->addr,
+			     m->addr + m->len, &vaddr)
+		: -1;
 	if (mod < 0 || nw_addrspace_map(&p->as, m->addr, m->len, m->pgoff, vaddr, (uint32_t)mod))
 		s->stats.alloc_failures++;
 }
@@ -467,10 +637,7 @@ static int synthesize_map(struct nw_session *s, struct nw_process *p, char *line
 	nl = strchr(path, '\n');
 	if (nl)
 		*nl = 0;
-	nl = strstr(path, " (deleted)");
-	if (nl && !nl[10])
-		*nl = 0;
-	mod = map_module(s, *path ? path : "//anon", NULL, 0, off, &vaddr);
+	mod = map_module(s, p, *path ? path : "//anon", NULL, 0, off, start, end, &vaddr);
 	if (mod < 0)
 		return mod;
 	return nw_addrspace_map(&p->as, start, end - start, off, vaddr, (uint32_t)mod);
@@ -506,6 +673,7 @@ int nw_session_synthesize(struct nw_session *s, pid_t pid)
 		fclose(f);
 		return -ENOMEM;
 	}
+	read_nspid(p);
 	/* Linux lists the mappings sorted by address (seeds/002's region discovery). */
 	while (ret == 0 && fgets(line, sizeof(line), f))
 		ret = synthesize_map(s, p, line);
@@ -592,6 +760,8 @@ int nw_session_process(struct nw_session *s, const void *buf, size_t size)
 		if (nw_tasks_fork(&s->tasks, r.task.pid, r.task.ppid, r.task.tid, r.task.ptid,
 				  r.task.time))
 			s->stats.alloc_failures++;
+		else if (r.task.pid == r.task.tid)
+			read_nspid(nw_tasks_process(&s->tasks, r.task.pid));
 		break;
 	case PERF_RECORD_EXIT:
 		nw_tasks_exit(&s->tasks, r.task.pid, r.task.tid, r.task.time);
@@ -819,4 +989,27 @@ void nw_session_restart(struct nw_session *s)
 	s->stats.samples = s->stats.lost = s->stats.throttled = s->stats.empty_stacks = 0;
 	for (unsigned e = 0; e < s->nevents; e++)
 		s->events[e].samples = s->events[e].period = 0;
+}
+
+int nw_session_synthesize_all(struct nw_session *s)
+{
+	struct dirent *de;
+	DIR *dir = opendir("/proc");
+	int ret = 0;
+
+	if (!dir)
+		return -errno;
+	while (!ret && (de = readdir(dir))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (*end || pid <= 0)
+			continue;
+		ret = nw_session_synthesize(s, (pid_t)pid);
+		/* Gone meanwhile, or a kernel thread without maps to read: skipped. */
+		if (ret == -ESRCH || ret == -EACCES || ret == -ENOENT)
+			ret = 0;
+	}
+	closedir(dir);
+	return ret;
 }

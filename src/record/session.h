@@ -38,6 +38,9 @@ struct nw_session_opts {
 				    * when the locked-memory limit refuses a ring */
 	bool off_cpu;              /* add the off-cpu event: every context switch,
 				    * its user stack and the time until switch-in */
+	bool kernel;               /* also kernel time, with the kernel's callchain
+				    * below the user stack (needs kernel samples) */
+	bool idle;                 /* system-wide: keep the idle task's samples (pid 0) */
 };
 
 #define NW_SESSION_MIN_PAGES 16
@@ -49,6 +52,7 @@ struct nw_session_stats {
 	uint64_t bad_records;      /* records that failed to decode */
 	uint64_t ring_resyncs;     /* times a ring reader lost track and skipped ahead */
 	uint64_t empty_stacks;     /* samples without a user frame */
+	uint64_t idle;             /* system-wide: samples of the idle task, dropped */
 	uint64_t alloc_failures;   /* samples dropped for lack of memory */
 };
 
@@ -116,6 +120,9 @@ struct nw_session {
 	/* listeners (nw_session_listen()), owned by the caller */
 	const struct nw_session_hooks *hooks[NW_SESSION_MAX_HOOKS];
 	unsigned nhooks;
+	bool system_wide;          /* nw_session_open_system() */
+	int *kept_fds;             /* files of modules read through an fd (containers, deleted) */
+	size_t nkept, cap_kept;
 };
 
 /* Fills @s and checks @opts.  -EINVAL, -ENOMEM. */
@@ -143,6 +150,18 @@ int nw_session_attach(struct nw_session *s, pid_t tid);
  * process is gone, -ENOMEM.
  */
 int nw_session_synthesize(struct nw_session *s, pid_t pid);
+/*
+ * System-wide (-a): opens every event on every CPU @cpus selects (NULL:
+ * every online one), for every task, and enables them.  -errno from
+ * perf_event_open (EACCES/EPERM: not allowed) or mmap.
+ */
+int nw_session_open_system(struct nw_session *s, const bool *cpus);
+/*
+ * Seeds the tables from /proc with every process running now (their
+ * mappings, names and threads), for a system-wide recording.  Processes
+ * that end meanwhile are skipped.  -ENOMEM.
+ */
+int nw_session_synthesize_all(struct nw_session *s);
 /*
  * Takes back what one event of a trace added (the flight recorder forgets
  * what is older than its window): a sample of @event with @period, or an

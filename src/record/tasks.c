@@ -96,6 +96,21 @@ static struct nw_process *find_process(const struct nw_task_table *t, uint32_t p
 	return p && !p->exited ? p : NULL;
 }
 
+void nw_tasks_set_kernel(struct nw_task_table *t, uint32_t module)
+{
+	t->kernel = true;
+	t->kernel_module = module;
+}
+
+/* The kernel's mapping in @as, when kernel samples are recorded.  -ENOMEM. */
+static int map_kernel(const struct nw_task_table *t, struct nw_addrspace *as)
+{
+	if (!t->kernel)
+		return 0;
+	return nw_addrspace_map(as, NW_KERNEL_START, UINT64_MAX - NW_KERNEL_START, 0,
+				NW_KERNEL_START, t->kernel_module);
+}
+
 static struct nw_process *new_process(struct nw_task_table *t, uint32_t pid, uint32_t ppid)
 {
 	struct nw_process *p = calloc(1, sizeof(*p));
@@ -105,6 +120,11 @@ static struct nw_process *new_process(struct nw_task_table *t, uint32_t pid, uin
 	p->pid = pid;
 	p->ppid = ppid;
 	nw_addrspace_init(&p->as);
+	if (map_kernel(t, &p->as)) {
+		nw_addrspace_fini(&p->as);
+		free(p);
+		return NULL;
+	}
 	if (push((void ***)&t->procs, &t->nprocs, &t->cap_procs, p)) {
 		free(p);
 		return NULL;
@@ -210,8 +230,11 @@ int nw_tasks_comm(struct nw_task_table *t, uint32_t pid, uint32_t tid, const cha
 	th->comm[NW_COMM_LEN - 1] = 0;
 	if (exec || pid == tid)
 		memcpy(th->proc->comm, th->comm, NW_COMM_LEN);
-	if (exec)
+	if (exec) {
 		nw_addrspace_reset(&th->proc->as);
+		if (map_kernel(t, &th->proc->as))
+			return -ENOMEM;
+	}
 	return 0;
 }
 

@@ -22,6 +22,8 @@ struct nw_process {
 	char comm[NW_COMM_LEN];
 	bool exited;
 	struct nw_addrspace as;
+	int8_t root;                 /* 0 not looked at, 1 our root, 2 another (a container) */
+	uint32_t nspid;              /* its pid in its own PID namespace, 0: the same or unknown */
 };
 
 struct nw_thread {
@@ -47,10 +49,19 @@ struct nw_task_table {
 	uint32_t nprocs, cap_procs;
 	/* tid -> live thread and pid -> live process (entries of threads[] and procs[]) */
 	struct nw_index tid_index, pid_index;
+	/* Kernel samples: every address space maps the kernel's module (nw_tasks_set_kernel()) */
+	bool kernel;
+	uint32_t kernel_module;
 };
 
 void nw_tasks_init(struct nw_task_table *t);
 void nw_tasks_fini(struct nw_task_table *t);
+/*
+ * Every process's address space, now and after each exec, maps module
+ * @module over the kernel's half (NW_KERNEL_START up), so kernel frames
+ * resolve like any other.  Call before any process exists.
+ */
+void nw_tasks_set_kernel(struct nw_task_table *t, uint32_t module);
 
 /* The live process @pid, created when unknown.  NULL on allocation failure. */
 struct nw_process *nw_tasks_process(struct nw_task_table *t, uint32_t pid);

@@ -92,8 +92,11 @@ int nw_stacks_frames_of(struct nw_frames *f, const struct nw_resolved *r, uint32
 		return 1;
 	}
 	if (!e || !e->nframes) {
-		char *name = nw_strdup_printf("%s+0x%llx", nw_basename(r->module->path),
-					      (unsigned long long)r->addr);
+		/* Kernel code kallsyms did not name (kptr_restrict): "[kernel]". */
+		bool kernel = !strcmp(r->module->path, NW_KERNEL_MODULE);
+		char *name = kernel ? strdup("[kernel]")
+				    : nw_strdup_printf("%s+0x%llx", nw_basename(r->module->path),
+						       (unsigned long long)r->addr);
 
 		if (!name)
 			return -ENOMEM;

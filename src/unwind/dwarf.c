@@ -259,7 +259,7 @@ static bool report_map(struct nw_dwarf *d, struct proc_dwfl *p, const struct nw_
 		       const struct nw_map *m)
 {
 	const struct nw_module *mod = &ctx->modules->v[m->module];
-	const char *path = mod->path;
+	const char *path = nw_module_source(mod);
 	uint64_t bias;
 	int fd = -1;
 

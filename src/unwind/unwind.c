@@ -116,17 +116,46 @@ static size_t unwind_hybrid(struct nw_unwinder *u, const struct nw_unwind_ctx *c
 	return n;
 }
 
+/* The kernel's part of the callchain (below PERF_CONTEXT_KERNEL), leaf first: the count. */
+static size_t kernel_frames(struct nw_unwinder *u, const struct nw_sample *s,
+			    struct nw_frame *out, size_t max)
+{
+	bool kernel = false;
+	size_t n = 0;
+
+	for (uint64_t i = 0; i < s->nr; i++) {
+		uint64_t ip = nw_rd64(s->ips, i);
+
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+			kernel = ip == (uint64_t)PERF_CONTEXT_KERNEL;
+			continue;
+		}
+		if (!kernel)
+			continue;
+		if (n == max) {
+			u->stats.truncated++;
+			break;
+		}
+		out[n++] = (struct nw_frame){ .ip = ip };
+	}
+	return n;
+}
+
 size_t nw_unwind(struct nw_unwinder *u, const struct nw_unwind_ctx *ctx, const struct nw_sample *s,
 		 struct nw_frame *out, size_t max)
 {
+	/* Kernel frames first (the leaf end), the user stack below them. */
+	size_t k = u->kernel ? kernel_frames(u, s, out, max) : 0;
 	bool complete;
 
+	out += k;
+	max -= k;
 	switch (u->mode) {
 	case NW_CALLGRAPH_DWARF:
-		return nw_dwarf_unwind(u->dwarf, ctx, s, out, max, &u->stats, &complete);
+		return k + nw_dwarf_unwind(u->dwarf, ctx, s, out, max, &u->stats, &complete);
 	case NW_CALLGRAPH_HYBRID:
-		return unwind_hybrid(u, ctx, s, out, max);
+		return k + unwind_hybrid(u, ctx, s, out, max);
 	default:
-		return unwind_fp(u, s, out, max);
+		return k + unwind_fp(u, s, out, max);
 	}
 }

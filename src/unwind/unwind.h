@@ -57,6 +57,7 @@ struct nw_unwinder {
 	int sp_index;            /* index of SP in the REGS_USER dump, -1: none */
 	struct nw_dwarf *dwarf;  /* dwarf and hybrid modes' per-process state */
 	struct nw_frame *scratch; /* hybrid: the kernel chain */
+	bool kernel;             /* samples carry the kernel's callchain: its frames come first */
 	struct nw_unwind_stats stats;
 };
 
@@ -67,7 +68,8 @@ void nw_unwinder_fini(struct nw_unwinder *u);
 
 /*
  * Fills up to @max frames of @s into @out, leaf first, and returns how many
- * (0 when the sample holds no user frame).
+ * (0 when the sample holds no frame): with u->kernel, the kernel's
+ * callchain, then the user stack.
  */
 size_t nw_unwind(struct nw_unwinder *u, const struct nw_unwind_ctx *ctx, const struct nw_sample *s,
 		 struct nw_frame *out, size_t max);

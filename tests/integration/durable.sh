@@ -34,7 +34,7 @@ manifest_get() {
 # Programs started here in the background, killed whatever happens.
 pids=()
 cleanup_all() {
-	local rc=$?
+	local rc=$1
 
 	for p in "${pids[@]}"; do
 		kill -9 "$p" 2>/dev/null || true
@@ -44,9 +44,9 @@ cleanup_all() {
 	if [[ -n ${mnt:-} ]] && mountpoint -q "$mnt"; then
 		umount "$mnt" || true
 	fi
-	exit "$rc"
+	nw_cleanup "$rc"
 }
-trap 'cleanup_all; nw_cleanup' EXIT
+trap 'cleanup_all $?' EXIT
 
 check "SIGKILL after about 2.5 s: the last checkpoint is complete, readable, and says it is one"
 d=$NW_TMP/killed.data

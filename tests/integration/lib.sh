@@ -23,8 +23,10 @@ export LC_ALL=C
 # No core files from the programs that crash on purpose.
 ulimit -c 0
 
+# nw_cleanup [RC] : the EXIT trap; a test that adds its own trap passes the
+# status it saw first (RC), since its own commands reset $?.
 nw_cleanup() {
-	local rc=$?
+	local rc=${1:-$?}
 
 	if [[ $rc -eq 0 ]]; then
 		rm -rf "$NW_TMP"
