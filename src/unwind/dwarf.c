@@ -444,6 +444,14 @@ static void compile_rule(struct nw_dwarf *d, struct proc_dwfl *p, uint64_t pc, s
 	r->kind = RULE_NONE;
 	if (!mod)
 		return;
+	/*
+	 * .debug_frame only for a module without .eh_frame: a module that has
+	 * one has its CFI there (a PC it does not cover, like the instruction
+	 * after clone3's system call in a new thread, is covered by neither),
+	 * and asking for .debug_frame loads the module's whole separate debug
+	 * file: a second's stall of the sampling loop for libc6-dbg's, during
+	 * which the rings overflow.
+	 */
 	for (int pass = 0; pass < 2 && !frame; pass++) {
 		Dwarf_Addr bias;
 		Dwarf_CFI *cfi = pass ? dwfl_module_dwarf_cfi(mod, &bias)
@@ -451,6 +459,8 @@ static void compile_rule(struct nw_dwarf *d, struct proc_dwfl *p, uint64_t pc, s
 
 		if (cfi && dwarf_cfi_addrframe(cfi, pc - bias, &frame) != 0)
 			frame = NULL;
+		if (!pass && cfi)
+			break;
 	}
 	if (!frame)
 		return;
