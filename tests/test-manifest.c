@@ -85,6 +85,9 @@ static struct nw_measurement *sample_model(void)
 	th = nw_measurement_add_thread(m, 100, 101, "worker", "worker-100-101.csprof");
 	assert_non_null(th);
 	th->samples = 2345;
+	/* A lifetime (the other threads have none: recorded before lifetimes were kept). */
+	th->first_ns = 1000000123;
+	th->last_ns = 3000000456;
 	th = nw_measurement_add_thread(m, 4294967295u, 102, "child", "child-x.csprof");
 	assert_non_null(th);
 	th->samples = 0;
@@ -185,6 +188,8 @@ static void assert_same_model(const struct nw_measurement *a, const struct nw_me
 		else
 			assert_null(b->threads[i].file);
 		assert_int_equal(a->threads[i].samples, b->threads[i].samples);
+		assert_int_equal(a->threads[i].first_ns, b->threads[i].first_ns);
+		assert_int_equal(a->threads[i].last_ns, b->threads[i].last_ns);
 		/* The manifest has no trees: the reader of the directory adds them. */
 		assert_int_equal(b->threads[i].ntrees, 0);
 	}
@@ -631,6 +636,10 @@ static void test_ill_typed_keys(void **state)
 	expect_bad(NULL, 0, "max_stack", json_object_new_int64(-1), "\"max_stack\" must be");
 	expect_bad(NULL, 0, "threads", NULL, "missing key \"threads\"");
 	expect_bad("threads", 1, "tid", json_object_new_int64(-5), "\"threads[1].tid\" must be");
+	expect_bad("threads", 1, "first_ns", json_object_new_string("1"),
+		   "key \"threads[1].first_ns\" must be an integer");
+	expect_bad("threads", 1, "last_ns", json_object_new_int64(999),
+		   "threads[1].last_ns is before its first_ns");
 	expect_bad("events", 0, "freq", json_object_new_int(1),
 		   "\"events[0].freq\" must be true or false");
 	expect_bad("events", 1, NULL, json_object_new_string("cycles"),

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -655,11 +656,16 @@ static uint32_t max_stack(enum nw_callgraph mode)
 	return v && v < NW_UNWIND_MAX_FRAMES ? v : NW_UNWIND_MAX_FRAMES;
 }
 
-/* What was recorded and how: the model's run. */
+/*
+ * What was recorded and how: the model's run.  It ends at @clock_end_ns
+ * (CLOCK_MONOTONIC; 0: now).
+ */
 static int fill_run(struct nw_run *r, const struct opts *o, const struct nw_session *s, int argc,
-		    char **argv, uint64_t start_ns, uint64_t clock_start_ns, int exit_status,
-		    enum nw_run_written written)
+		    char **argv, uint64_t start_ns, uint64_t clock_start_ns, uint64_t clock_end_ns,
+		    int exit_status, enum nw_run_written written)
 {
+	uint64_t mono = now_ns(CLOCK_MONOTONIC), real = now_ns(CLOCK_REALTIME);
+
 	r->narwhal_version = strdup(NW_VERSION);
 	r->arch = strdup(s->arch->name);
 	r->call_graph = strdup(o->callgraph == NW_CALLGRAPH_DWARF    ? "dwarf"
@@ -690,13 +696,15 @@ static int fill_run(struct nw_run *r, const struct opts *o, const struct nw_sess
 		ev->freq = e != s->offcpu && s->opts.freq;
 		ev->value = e != s->offcpu ? s->opts.value : 1;
 	}
+	if (!clock_end_ns || clock_end_ns > mono)
+		clock_end_ns = mono;
 	r->start_ns = start_ns;
-	r->end_ns = now_ns(CLOCK_REALTIME);
+	r->end_ns = real - (mono - clock_end_ns);
 	r->clock_start_ns = clock_start_ns;
 	r->traced = !o->no_trace;
 	r->kernel = s->opts.kernel;
 	r->written = written;
-	r->clock_end_ns = now_ns(CLOCK_MONOTONIC);
+	r->clock_end_ns = clock_end_ns;
 	if (o->flight) {
 		/* A flight recorder's measurement is its window. */
 		r->window_ns = (uint64_t)(o->flight * 1e9);
@@ -799,6 +807,7 @@ struct run {
 	uint64_t rotated_samples; /* samples of the rotation intervals before the current one */
 	struct nw_measurement *model; /* the final write's, for the summary and exports */
 	uint64_t start_ns, clock_start_ns;  /* CLOCK_REALTIME, CLOCK_MONOTONIC */
+	uint64_t stopped_ns;      /* CLOCK_MONOTONIC: the recording stopped (the end's write) */
 	double cpu_start, cpu_loop;
 	int status;               /* waitpid's, for a launched program */
 };
@@ -821,7 +830,7 @@ static int write_now(struct run *r, enum nw_run_written w, int exit_status)
 		ret = nw_tracer_expire(&r->tracer, now, true);
 	if (!ret)
 		ret = fill_run(&run, &r->o, &r->s, r->argc, r->cmd, r->start_ns, r->clock_start_ns,
-			       exit_status, w);
+			       w == NW_RUN_END ? r->stopped_ns : 0, exit_status, w);
 	if (!ret)
 		ret = nw_measure_build(&r->ms, &r->s, r->tracing ? &r->tracer : NULL, &run, &m);
 	nw_run_fini(&run);
@@ -1102,6 +1111,15 @@ static int start(struct run *r)
 		fprintf(stderr, "narwhal-record: %s: %s\n", r->cmd[0], strerror(exec_errno));
 		return exec_errno == ENOENT ? 127 : 126;
 	}
+	/*
+	 * The program's end wakes the poll loop at once (the end of the run
+	 * is its end, not up to a poll timeout later); without pidfds (before
+	 * Linux 5.3) the loop sees it at the next timeout.
+	 */
+#ifdef SYS_pidfd_open
+	r->s.pfds[r->s.ncpus].fd = (int)syscall(SYS_pidfd_open, r->l.pid, 0);
+	r->s.pfds[r->s.ncpus].events = POLLIN;
+#endif
 	return -1;
 }
 
@@ -1120,7 +1138,7 @@ static void record(struct run *r)
 		bool timeout = deadline && now >= deadline;
 		enum nw_output_due due;
 
-		poll(r->s.pfds, (nfds_t)r->s.ncpus, nw_output_wait_ms(&r->out, now, 100));
+		poll(r->s.pfds, (nfds_t)r->s.ncpus + 1, nw_output_wait_ms(&r->out, now, 100));
 		nw_session_read(&r->s);
 		now = now_ns(CLOCK_MONOTONIC);
 		if (snapshot_asked) {
@@ -1151,9 +1169,28 @@ static void record(struct run *r)
 			r->l.pid = -1;
 		}
 	}
+	if (r->s.pfds[r->s.ncpus].fd >= 0) {
+		close(r->s.pfds[r->s.ncpus].fd);
+		r->s.pfds[r->s.ncpus].fd = -1;
+	}
+	r->stopped_ns = now_ns(CLOCK_MONOTONIC);
 	nw_session_disable(&r->s);
 	nw_session_read(&r->s);
-	nw_session_finish(&r->s, now_ns(CLOCK_MONOTONIC));
+	nw_session_finish(&r->s, r->stopped_ns);
+	/*
+	 * A launched program's run ends with its last event (its exit), not
+	 * when the loop got round to seeing it (after a checkpoint's write,
+	 * say).  System-wide, the recording itself is the run.
+	 */
+	if (launched(r) && !r->system) {
+		uint64_t last = 0;
+
+		for (uint32_t i = 0; i < r->s.tasks.nthreads; i++)
+			if (r->s.tasks.threads[i]->last_time > last)
+				last = r->s.tasks.threads[i]->last_time;
+		if (last > r->clock_start_ns && last < r->stopped_ns)
+			r->stopped_ns = last;
+	}
 	r->cpu_loop = cpu_seconds();
 }
 

@@ -473,9 +473,9 @@ static int apply_time(const struct report_opts *o, struct loaded *l)
 				"not %s\n", o->time);
 		return 2;
 	}
-	/* Past the end of the run: up to its end. */
-	if (hi > r->clock_end_ns)
-		hi = r->clock_end_ns;
+	/* Up to the end of the run: its end included (its last event may be at its end). */
+	if (hi >= r->clock_end_ns)
+		hi = r->clock_end_ns + 1;
 	if (lo >= hi) {
 		fprintf(stderr, "narwhal-report: --time %s starts after the run, which lasted "
 				"%.3f s\n", o->time, (double)span / 1e9);

@@ -155,6 +155,10 @@ static struct json_object *manifest_to_json(const struct nw_measurement *m)
 			nw_json_add(o, "comm", nw_json_str(t->comm), &ok);
 			nw_json_add(o, "file", nw_json_str(t->file), &ok);
 			nw_json_add(o, "samples", json_object_new_uint64(t->samples), &ok);
+			if (t->first_ns && t->last_ns >= t->first_ns) {
+				nw_json_add(o, "first_ns", json_object_new_uint64(t->first_ns), &ok);
+				nw_json_add(o, "last_ns", json_object_new_uint64(t->last_ns), &ok);
+			}
 			if (t->trace_file)
 				nw_json_add(o, "trace", nw_json_str(t->trace_file), &ok);
 		}
@@ -357,7 +361,7 @@ static int read_threads(struct nw_json_in *in, struct json_object *root,
 	for (uint32_t i = 0; !err && i < n; i++) {
 		uint32_t pid = 0, tid = 0;
 		char *comm = NULL, *file = NULL, *trace = NULL;
-		uint64_t samples = 0;
+		uint64_t samples = 0, first_ns = 0, last_ns = 0;
 		struct nw_mthread *th;
 
 		err = nw_json_get_item(in, arr, "threads", i, &o, where, sizeof(where));
@@ -371,6 +375,13 @@ static int read_threads(struct nw_json_in *in, struct json_object *root,
 			err = nw_json_get_str(in, o, where, "file", &file);
 		if (!err)
 			err = nw_json_get_u64(in, o, where, "samples", UINT64_MAX, &samples);
+		/* Optional: written since thread lifetimes were kept. */
+		if (!err && json_object_object_get_ex(o, "first_ns", NULL))
+			err = nw_json_get_u64(in, o, where, "first_ns", UINT64_MAX, &first_ns);
+		if (!err && json_object_object_get_ex(o, "last_ns", NULL))
+			err = nw_json_get_u64(in, o, where, "last_ns", UINT64_MAX, &last_ns);
+		if (!err && last_ns < first_ns)
+			err = nw_json_fail(in, "%s.last_ns is before its first_ns", where);
 		/* Optional: recorded with --no-trace, or before traces existed. */
 		if (!err && json_object_object_get_ex(o, "trace", NULL))
 			err = nw_json_get_str(in, o, where, "trace", &trace);
@@ -383,6 +394,8 @@ static int read_threads(struct nw_json_in *in, struct json_object *root,
 				err = -ENOMEM;
 			} else {
 				th->samples = samples;
+				th->first_ns = first_ns;
+				th->last_ns = last_ns;
 				th->trace_file = trace;
 				trace = NULL;
 			}

@@ -405,6 +405,8 @@ int nw_measurement_merge(struct nw_measurement *dst, struct nw_measurement *src,
 		if (!dth)
 			goto out;
 		dth->samples = sth->samples;
+		dth->first_ns = sth->first_ns;
+		dth->last_ns = sth->last_ns;
 		dth->first_epoch = sth->nepochs ? ep[sth->first_epoch] : dst->nepochs;
 		dth->nepochs = sth->nepochs;
 		/* The trees move: src keeps none. */

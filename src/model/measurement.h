@@ -100,6 +100,11 @@ struct nw_mthread {
 	char *comm;
 	char *file;            /* its HPC_CSPROF file, relative to the directory; NULL: none */
 	uint64_t samples;      /* samples of every event */
+	/*
+	 * Its lifetime as the recorder saw it, CLOCK_MONOTONIC ns: from its
+	 * creation (or first sample) to its exit (or last sample); 0: unknown.
+	 */
+	uint64_t first_ns, last_ns;
 	/* The epochs of its process, oldest first: epochs[first_epoch + i]. */
 	uint32_t first_epoch, nepochs;
 	uint32_t ntrees;

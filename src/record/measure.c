@@ -234,6 +234,8 @@ static int add_tasks(struct nw_measurement *m, const struct nw_session *s,
 			break;
 		}
 		mt->samples = th->samples;
+		mt->first_ns = th->first_time;
+		mt->last_ns = th->last_time;
 		/* The model is borrowed: it reads the tracer's trace, never frees it. */
 		mt->trace = tracer ? (struct nw_trace *)nw_tracer_thread(tracer, th) : NULL;
 		if (mt->trace) {

@@ -166,15 +166,15 @@ static int alloc_cpus(struct nw_session *s)
 	s->map_len = (s->opts.mmap_pages + 1) * (size_t)getpagesize();
 	s->rings = calloc(ncpus, sizeof(*s->rings));
 	s->maps = calloc(ncpus, sizeof(*s->maps));
-	s->pfds = calloc(ncpus, sizeof(*s->pfds));
+	s->pfds = calloc(ncpus + 1, sizeof(*s->pfds));
 	s->ring_fd = malloc(ncpus * sizeof(*s->ring_fd));
 	s->held = calloc(ncpus, sizeof(*s->held));
 	if (!s->rings || !s->maps || !s->pfds || !s->ring_fd || !s->held)
 		return -ENOMEM;
-	for (long i = 0; i < ncpus; i++) {
+	for (long i = 0; i < ncpus; i++)
 		s->ring_fd[i] = -1;
+	for (long i = 0; i <= ncpus; i++)
 		s->pfds[i].fd = -1;
-	}
 	return 0;
 }
 

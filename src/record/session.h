@@ -102,6 +102,10 @@ struct nw_session {
 	struct nw_ring *rings;     /* one per CPU */
 	void **maps;
 	size_t map_len;
+	/*
+	 * To poll: one per CPU (its ring's fd), then one more, pfds[ncpus],
+	 * that the owner may set (a pidfd of the launched program); -1: none.
+	 */
 	struct pollfd *pfds;
 	struct nw_task_table tasks;
 	struct nw_module_table modules;

@@ -81,6 +81,17 @@ static int build_thread(struct nw_timeline *tl, uint32_t ti, struct nw_tl_thread
 	}
 	if (rc < 0)
 		return -EBADMSG;
+	/* Alive from its creation to its exit where the recorder saw them, not only between events. */
+	if (th->first_ns && th->last_ns >= th->first_ns && th->last_ns >= tl->lo &&
+	    th->first_ns < tl->hi) {
+		uint64_t a = th->first_ns > tl->lo ? th->first_ns : tl->lo;
+		uint64_t b = th->last_ns < tl->hi ? th->last_ns : tl->hi - 1;
+
+		if (a < t->first)
+			t->first = a;
+		if (b > t->last)
+			t->last = b;
+	}
 	/* Traces are in time order but for rare reorderings across CPUs. */
 	qsort(t->v, t->n, sizeof(*t->v), cmp_event);
 	return 0;
@@ -105,7 +116,8 @@ int nw_timeline_build(const struct nw_stacks *s, const struct nw_filter *f,
 		tl->hi = m->time_hi;
 	} else {
 		tl->lo = m->run.clock_start_ns;
-		tl->hi = m->run.clock_end_ns > tl->lo ? m->run.clock_end_ns : UINT64_MAX;
+		/* The run's end included: its last event may be at its end. */
+		tl->hi = m->run.clock_end_ns > tl->lo ? m->run.clock_end_ns + 1 : UINT64_MAX;
 	}
 	tl->threads = calloc(m->nthreads ? m->nthreads : 1, sizeof(*tl->threads));
 	if (!tl->threads) {
