@@ -17,7 +17,7 @@ nw_report "$NW_TMP/flat" "$d" --flat
 for spec in shade_pixels:60 collide:25 rasterize:15; do
 	fn=${spec%%:*}
 	want=${spec#*:}
-	got=$(nw_flat_self "$NW_TMP/flat" "$fn")
+	got=$(nw_flat_cumul "$NW_TMP/flat" "$fn")
 	nw_near "$got" "$want" 5 || {
 		nw_show "narwhal-report --flat" "$NW_TMP/flat"
 		fail "$fn has $got%, expected $want% +- 5"

@@ -117,7 +117,10 @@ ok "$mfile $mbuild offset $moff $flags"
 check "each sample carries its thread's name, tid and pid (compared with --threads)"
 nw_report "$NW_TMP/threads" "$d" --threads
 nw_threads_rows "$NW_TMP/threads" | while read -r pid tid samples _ name; do
-	grep -A2 -E "^ +[0-9]+ +[0-9]+: " "$NW_TMP/raw" | grep -q "thread:\[$name\]" ||
+	# The labels follow their sample's line (no pipe into grep -q: under
+	# pipefail, a grep that stops reading at the first match fails it).
+	awk -v want="thread:[$name]" '/^ +[0-9]+ +[0-9]+: / { s = 1; next }
+		s && index($0, want) { found = 1 } /^[A-Z]/ { s = 0 } END { exit !found }' "$NW_TMP/raw" ||
 		fail "no sample labelled thread:[$name]"
 	grep -q "pid:\[$pid\] tid:\[$tid\]" "$NW_TMP/raw" || fail "no sample labelled tid $tid"
 	n=$(go tool pprof -raw -tagfocus="tid=$tid" "$NW_TMP/p.pb.gz" 2>/dev/null |

@@ -14,10 +14,10 @@ ok "measurement is complete"
 check "--flat shows burn_alpha and burn_beta, about 50% each"
 nw_report "$NW_TMP/flat" "$d" --flat
 for fn in burn_alpha burn_beta; do
-	got=$(nw_flat_self "$NW_TMP/flat" "$fn")
+	got=$(nw_flat_cumul "$NW_TMP/flat" "$fn")
 	if ! nw_near "$got" 50 10; then
 		nw_show "narwhal-report --flat" "$NW_TMP/flat"
-		fail "$fn has $got% self, expected 50% +- 10"
+		fail "$fn holds $got%, expected 50% +- 10"
 	fi
 	ok "$fn $got%"
 done
@@ -36,8 +36,8 @@ check "--tid of each burn thread isolates one of the two functions"
 while read -r pid tid samples _ name <&3; do
 	[[ $name == burn && $samples -gt 0 ]] || continue
 	nw_report "$NW_TMP/flat-$tid" "$d" --flat --tid "$tid"
-	a=$(nw_flat_self "$NW_TMP/flat-$tid" burn_alpha)
-	b=$(nw_flat_self "$NW_TMP/flat-$tid" burn_beta)
+	a=$(nw_flat_cumul "$NW_TMP/flat-$tid" burn_alpha)
+	b=$(nw_flat_cumul "$NW_TMP/flat-$tid" burn_beta)
 	if ! { nw_near "$a" 100 5 && nw_near "$b" 0 0; } &&
 		! { nw_near "$b" 100 5 && nw_near "$a" 0 0; }; then
 		nw_show "narwhal-report --flat --tid $tid" "$NW_TMP/flat-$tid"

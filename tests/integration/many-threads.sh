@@ -15,17 +15,13 @@ for mode in fp dwarf; do
 	ok "exit 0"
 
 	# Each worker's samples belong to thread_work: to its loop (SELF) or
-	# to the clock reads of NW_SPIN inside it (NW_SPIN_CLOCK_RE, lib.sh),
-	# which get about 0.3% of the samples.  Of about 40 samples, one
-	# worker in 9 has one there and one in 160 has two, which takes
-	# thread_work's own SELF% under 95% (94.3% = 33 of 35 was seen), in
-	# the plain and the sanitizer build alike: checking three workers
-	# twice, SELF% = 100 +- 5 failed about one run in 27.  So the loop
-	# and its clock reads together must hold 100% +- 5, and thread_work
-	# itself 80% or more: the clock reads take at most ~2% of the CPU
-	# time, and even at 2% a fifth of 20 to 70 samples comes less than
-	# once in 10^4.  Samples misattributed out of thread_work fail the
-	# first check, into its clock reads the second.
+	# to what it calls (the clock reads of NW_SPIN, and as root the
+	# kernel below them and below the loop: timer interrupts, softirqs,
+	# about 3% of the samples, up to 10% under ASan).  Of about 40
+	# samples, one or two more fall in the thread's start and exit
+	# (outside thread_work).  So thread_work's CUMUL% must be 90% or
+	# more, and its SELF% 75% or more: samples misattributed out of
+	# thread_work fail the first check, into its callees the second.
 	check "$mode: 64 worker threads, each with its own file and about 40 samples in thread_work"
 	nw_report "$NW_TMP/threads-$mode" "$d" --threads
 	n=$(grep -cE ' w-[0-9]+ ' "$NW_TMP/threads-$mode" || true)
@@ -37,18 +33,13 @@ for mode in fp dwarf; do
 		((s >= 20 && s <= 70)) || fail "w-$i has $s samples, expected about 40"
 		nw_report "$NW_TMP/w$i" "$d" --comm "w-$i" --flat
 		self=$(nw_flat_self "$NW_TMP/w$i" thread_work)
-		clock=$(nw_flat_self_re "$NW_TMP/w$i" "$NW_SPIN_CLOCK_RE")
-		work=$(awk -v a="$self" -v b="$clock" 'BEGIN { printf "%.2f\n", a + b }')
-		nw_near "$work" 100 5 || {
+		cumul=$(nw_flat_cumul "$NW_TMP/w$i" thread_work)
+		awk -v s="$self" -v c="$cumul" 'BEGIN { exit !(c >= 90 && s >= 75) }' || {
 			nw_show "--flat --comm w-$i" "$NW_TMP/w$i"
-			fail "w-$i: thread_work holds $self% and its clock reads $clock%, together $work%"
-		}
-		awk -v a="$self" 'BEGIN { exit !(a >= 80) }' || {
-			nw_show "--flat --comm w-$i" "$NW_TMP/w$i"
-			fail "w-$i: thread_work holds $self% itself, its clock reads $clock%"
+			fail "w-$i: thread_work holds $cumul% with its callees, $self% itself"
 		}
 	done
-	ok "64 rows and files; w-0, w-31, w-63: thread_work ~100% (its clock reads included)"
+	ok "64 rows and files; w-0, w-31, w-63: thread_work 90% or more with its callees"
 
 	check "$mode: nothing lost, or the loss counted in the manifest and reported"
 	lost=$(sed -nE 's/.*"lost": ?([0-9]+).*/\1/p' "$d/manifest.json" | head -n 1)

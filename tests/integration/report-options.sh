@@ -14,7 +14,7 @@ tid_b=$(awk '$5 == "worker-b" { print $2 }' "$NW_TMP/rows")
 
 check "--tid $tid_b (worker-b) keeps spin_b only"
 nw_report "$NW_TMP/flat-tid" "$d" --flat --tid "$tid_b"
-b=$(nw_flat_self "$NW_TMP/flat-tid" spin_b)
+b=$(nw_flat_cumul "$NW_TMP/flat-tid" spin_b)
 nw_near "$b" 100 5 || fail "spin_b has $b% under --tid $tid_b, expected about 100%"
 for fn in spin_a spin_main; do
 	! nw_flat_has "$NW_TMP/flat-tid" "$fn" || fail "$fn shown under --tid $tid_b"
@@ -32,7 +32,7 @@ ok "$rows"
 
 check "--comm worker-a keeps spin_a only"
 nw_report "$NW_TMP/flat-comm" "$d" --flat --comm worker-a
-a=$(nw_flat_self "$NW_TMP/flat-comm" spin_a)
+a=$(nw_flat_cumul "$NW_TMP/flat-comm" spin_a)
 nw_near "$a" 100 5 || fail "spin_a has $a% under --comm worker-a, expected about 100%"
 for fn in spin_b spin_main; do
 	! nw_flat_has "$NW_TMP/flat-comm" "$fn" || fail "$fn shown under --comm worker-a"

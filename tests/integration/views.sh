@@ -124,9 +124,12 @@ check "--addresses hot: sampled instructions as module offsets, summing to hot's
 nw_report "$NW_TMP/addr" "$d" --addresses '^hot$'
 rows=$(grep -cE '^ *[0-9.]+% +[0-9.]+% +callers\+0x[0-9a-f]+ +callers.c:[0-9]+$' "$NW_TMP/addr")
 sum=$(awk '$3 ~ /^callers\+0x/ { sub(/%/, "", $1); s += $1 } END { print s + 0 }' "$NW_TMP/addr")
-((rows >= 2)) && nw_near "$sum" 100 1 || {
+# hot's self share (the header's): below 100% by the samples the kernel took under it.
+hself=$(awk '/^Self:/ { s = $2; sub(/%/, "", s); print s; exit }' "$NW_TMP/addr")
+((rows >= 2)) && [[ -n $hself ]] && awk -v h="$hself" 'BEGIN { exit !(h >= 90) }' &&
+	nw_near "$sum" "$hself" 0.5 || {
 	nw_show "--addresses hot" "$NW_TMP/addr"
-	fail "$rows address rows summing to $sum%"
+	fail "$rows address rows summing to $sum%, hot's self ${hself:-missing}%"
 }
 ok "$rows addresses, $sum%"
 
@@ -181,7 +184,7 @@ ok "one stack main;hot"
 
 check "--root hot: every stack starts at hot"
 nw_report "$NW_TMP/root" "$d" --folded --root '^hot$'
-bad=$(grep -vc '^hot ' "$NW_TMP/root" || true)
+bad=$(grep -Evc '^hot[ ;]' "$NW_TMP/root" || true)
 [[ $bad -eq 0 ]] || {
 	nw_show "--folded --root hot" "$NW_TMP/root"
 	fail "$bad stacks do not start at hot"
