@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "export/export.h"
+#include "model/module.h"
 
 #define FRAME_H 16         /* pixels per level */
 #define FONT_PX 12
@@ -172,10 +173,13 @@ static struct rgb module_colour(const struct nw_func *f)
 
 	if (!f->module || !f->module[0])
 		return (struct rgb){ 170, 170, 170 };
-	hm = hash_str(base_name(f->module));
 	hf = hash_str(f->name);
-	/* Light enough for black text to read on every hue. */
-	return hsl((double)(hm % 360), 0.55 + (double)(hm / 360 % 4) * 0.08,
+	/* The kernel in orange, as flamegraph.pl and perf's graphs show it. */
+	if (!strcmp(f->module, NW_KERNEL_MODULE))
+		return hsl(28, 0.9, 0.6 + ((double)(hf % 9) - 4) * 0.012);
+	hm = hash_str(base_name(f->module));
+	/* Light enough for black text to read on every hue; the kernel's hue its own. */
+	return hsl((double)(hm % 360 >= 13 && hm % 360 < 43 ? hm % 360 + 30 : hm % 360), 0.55 + (double)(hm / 360 % 4) * 0.08,
 		   0.68 + ((double)(hf % 9) - 4) * 0.012);
 }
 

@@ -61,10 +61,29 @@ grep -Eq ';touch_pages;[^ ]*(asm_exc_page_fault|exc_page_fault|handle_mm_fault)'
 grep -q '\[kernel\]' "$NW_TMP/k.folded" && fail "kernel frames left unnamed ([kernel]) as root"
 ok "write(2) and page-fault paths named"
 
-check "the flame graph and pprof carry kernel frames as their own module"
+check "the flame graph (kernel frames in orange) and pprof carry kernel frames as their own module"
 nw_report "$NW_TMP/k.out" "$d" --flamegraph "$NW_TMP/k.svg" --pprof "$NW_TMP/k.pb.gz"
 grep -q 'kernel.kallsyms' "$NW_TMP/k.svg" || fail "no [kernel.kallsyms] in the flame graph"
-zcat "$NW_TMP/k.pb.gz" | grep -aq 'kernel.kallsyms' || fail "no [kernel.kallsyms] mapping in pprof"
+# Kernel frames in their own colour (orange: red high, blue low), and no other frame in it.
+python3 - "$NW_TMP/k.svg" <<'PY' || fail "kernel frames are not in a colour of their own"
+import re, sys
+svg = open(sys.argv[1]).read()
+kernel = other = 0
+for title, r, g, b in re.findall(r'<title>([^<]*)</title><rect [^>]*fill="rgb\((\d+),(\d+),(\d+)\)"', svg):
+    orange = int(r) > 200 and 110 < int(g) < 190 and int(b) < 110
+    if title.endswith("[kernel.kallsyms]"):
+        kernel += 1
+        if not orange:
+            sys.exit("kernel frame not orange: " + title.split("\n")[0])
+    elif orange:
+        sys.exit("user frame in the kernel's orange: " + title.split("\n")[0])
+    else:
+        other += 1
+if not kernel or not other:
+    sys.exit("%d kernel and %d other frames" % (kernel, other))
+PY
+zcat "$NW_TMP/k.pb.gz" >"$NW_TMP/k.pb"
+grep -aq 'kernel.kallsyms' "$NW_TMP/k.pb" || fail "no [kernel.kallsyms] mapping in pprof"
 ok "present"
 
 check "beside perf recording the same run: kernel share and top kernel functions within 2 points"
