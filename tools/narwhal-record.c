@@ -888,6 +888,22 @@ static int write_now(struct run *r, enum nw_run_written w, int exit_status)
 	return ret;
 }
 
+/*
+ * The recorder keeps every mapped file open (record/session.c) and an
+ * event per CPU and thread: the soft limit on open files goes up to the
+ * hard one.  After the launched program was forked, so that it runs with
+ * its own limits.
+ */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 /* Did narwhal-record start a program (not attached, not system-wide without one)? */
 static bool launched(const struct run *r)
 {
@@ -1002,6 +1018,7 @@ static int start(struct run *r)
 			return 1;
 		}
 	}
+	raise_fd_limit();
 	for (;;) {
 		if (r->system) {
 			/* Every CPU, then what already runs (new processes come as records). */

@@ -516,26 +516,28 @@ static bool foreign_root(struct nw_process *p)
 
 /*
  * Where to read module file @path of process @p now and at the end (the
- * process may be gone by then): a deleted file through its mapping
- * (/proc/PID/map_files/START-END), a container's file through the
- * process's root, each kept open and named "/proc/self/fd/N".  NULL when
- * @path itself is right, or when neither can be opened.  -ENOMEM as NULL
- * with @failed set.
+ * process may be gone by then, its file deleted or replaced): the file
+ * mapped, through the mapping (/proc/PID/map_files/START-END, which needs
+ * root or CAP_CHECKPOINT_RESTORE), else a container's file through the
+ * process's root; kept open and named "/proc/self/fd/N".  NULL when
+ * neither can be opened (then @path is read).  -ENOMEM as NULL with
+ * @failed set.
  */
 static char *module_source(struct nw_session *s, struct nw_process *p, const char *path,
-			   bool deleted, uint64_t start, uint64_t end, bool *failed)
+			   uint64_t start, uint64_t end, bool *failed)
 {
 	char buf[PATH_MAX + 64], *src;
 	int fd;
 
-	if (path[0] != '/' || (!deleted && !foreign_root(p)))
+	if (path[0] != '/')
 		return NULL;
-	if (deleted)
-		snprintf(buf, sizeof(buf), "/proc/%u/map_files/%llx-%llx", p->pid,
-			 (unsigned long long)start, (unsigned long long)end);
-	else
-		snprintf(buf, sizeof(buf), "/proc/%u/root%s", p->pid, path);
+	snprintf(buf, sizeof(buf), "/proc/%u/map_files/%llx-%llx", p->pid,
+		 (unsigned long long)start, (unsigned long long)end);
 	fd = open(buf, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && foreign_root(p)) {
+		snprintf(buf, sizeof(buf), "/proc/%u/root%s", p->pid, path);
+		fd = open(buf, O_RDONLY | O_CLOEXEC);
+	}
 	if (fd < 0)
 		return NULL;
 	src = nw_strdup_printf("/proc/self/fd/%d", fd);
@@ -551,10 +553,11 @@ static char *module_source(struct nw_session *s, struct nw_process *p, const cha
 
 /*
  * The module of (@path, @build_id) mapped by @p at [@start, @end), with
- * its ELF facts read when it is first seen (so that a file deleted later
- * keeps them; a container's from its own root, a deleted one through the
- * mapping), and the ELF address of file offset @pgoff in it (@pgoff itself
- * without facts).  "PATH (deleted)" is module PATH.  -ENOMEM.
+ * its file kept open when it is first seen (module_source(): so that a
+ * file deleted or replaced later, or a container's, is still the one read)
+ * and its ELF facts read, and the ELF address of file offset @pgoff in it
+ * (@pgoff itself without facts).  "PATH (deleted)" is module PATH.
+ * -ENOMEM.
  */
 static int map_module(struct nw_session *s, struct nw_process *p, const char *path,
 		      const uint8_t *build_id, size_t build_id_size, uint64_t pgoff,
@@ -577,7 +580,7 @@ static int map_module(struct nw_session *s, struct nw_process *p, const char *pa
 		return mod;
 	m = &s->modules.v[mod];
 	if ((uint32_t)mod == known) {
-		m->source = p ? module_source(s, p, path, deleted, start, end, &failed) : NULL;
+		m->source = p ? module_source(s, p, path, start, end, &failed) : NULL;
 		if (failed ||
 		    nw_elf_facts_for(s->elf, nw_module_source(m), build_id, build_id_size, &m->facts))
 			return -ENOMEM;
