@@ -167,4 +167,28 @@ grep -q kernel "$NW_TMP/nobody.mod" && fail "kernel frames as nobody"
 grep -q ' syscalls$' "$NW_TMP/nobody.mod" || fail "no user frames as nobody"
 ok "$(grep 'no kernel frames' "$NW_TMP/nobody.err" | cut -c1-100)..."
 
+check "kernel.kptr_restrict=2 hides kernel addresses even from root: a notice, frames as [kernel]"
+kptr=$(cat /proc/sys/kernel/kptr_restrict)
+restore_kptr() {
+	local rc=$1
+
+	echo "$kptr" >/proc/sys/kernel/kptr_restrict || true
+	nw_cleanup "$rc"
+}
+trap 'restore_kptr $?' EXIT
+echo 2 >/proc/sys/kernel/kptr_restrict
+nw_record_ok "$NW_TMP/kptr.data" "$P/syscalls" 0.5
+echo "$kptr" >/proc/sys/kernel/kptr_restrict
+grep -q 'kernel frames will show as \[kernel\]:.*kernel.kptr_restrict=2' "$NW_TMP/kptr.data.err" || {
+	nw_show "narwhal-record stderr" "$NW_TMP/kptr.data.err"
+	fail "no notice naming kernel.kptr_restrict"
+}
+nw_report "$NW_TMP/kptr.flat" "$NW_TMP/kptr.data" --flat
+k=$(nw_flat_self "$NW_TMP/kptr.flat" "[kernel]")
+awk -v k="$k" 'BEGIN { exit !(k >= 10) }' && ! grep -q 'do_syscall_64' "$NW_TMP/kptr.flat" || {
+	nw_show "--flat" "$NW_TMP/kptr.flat"
+	fail "[kernel] holds $k%, or kernel functions are named"
+}
+ok "the notice, and [kernel] $k%"
+
 pass
