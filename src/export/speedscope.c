@@ -69,6 +69,31 @@ static char *put_u64(char *p, uint64_t v)
 	return p;
 }
 
+/*
+ * Writes the stack of the @d funcs in c->path (root first) as a JSON array
+ * of shared frame indexes, after a comma unless @first.  -ENOMEM.
+ */
+static int write_stack(struct ctx *c, uint32_t d, bool first)
+{
+	char *q;
+
+	/* 21 bytes per frame at most, and the brackets. */
+	if (nw_grow(&c->line, &c->cap_line, 21 * (size_t)d + 3, 1))
+		return -ENOMEM;
+	q = c->line;
+	if (!first)
+		*q++ = ',';
+	*q++ = '[';
+	for (uint32_t j = 0; j < d; j++) {
+		if (j)
+			*q++ = ',';
+		q = put_u64(q, (uint64_t)frame_of(c, c->path[j]));
+	}
+	*q++ = ']';
+	fwrite(c->line, 1, (size_t)(q - c->line), c->out);
+	return 0;
+}
+
 /* Writes the stacks of the thread at @top (@n nodes in c->order), root first. */
 static int write_samples(struct ctx *c, uint32_t n)
 {
@@ -85,23 +110,8 @@ static int write_samples(struct ctx *c, uint32_t n)
 		/* A node's own weight is a sample of its whole stack. */
 		if (!nw_cct_metrics(t, i)[c->metric])
 			continue;
-		/* 21 bytes per frame at most, and the brackets. */
-		if (nw_grow(&c->line, &c->cap_line, 21 * (size_t)d + 3, 1))
+		if (write_stack(c, d, first))
 			return -ENOMEM;
-		{
-			char *q = c->line;
-
-			if (!first)
-				*q++ = ',';
-			*q++ = '[';
-			for (uint32_t j = 0; j < d; j++) {
-				if (j)
-					*q++ = ',';
-				q = put_u64(q, (uint64_t)frame_of(c, c->path[j]));
-			}
-			*q++ = ']';
-			fwrite(c->line, 1, (size_t)(q - c->line), c->out);
-		}
 		first = false;
 	}
 	fputc(']', c->out);
@@ -321,12 +331,8 @@ static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
 			continue;
 		}
 		n = nw_timeline_stack(tl, t->v[k].sym, &c->path, &c->cap_path);
-		if (n < 0)
+		if (n < 0 || write_stack(c, (uint32_t)n, first))
 			return -ENOMEM;
-		fputs(first ? "[" : ",[", c->out);
-		for (int j = 0; j < n; j++)
-			fprintf(c->out, j ? ",%lld" : "%lld", (long long)frame_of(c, c->path[j]));
-		fputc(']', c->out);
 		first = false;
 		for (e = k + 1; e < t->n && (t->v[e].kind != NW_TRACE_SAMPLE || t->v[e].event != event ||
 					      t->v[e].sym == t->v[k].sym);
@@ -337,6 +343,7 @@ static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
 	fputs("],\"weights\":[", c->out);
 	first = true;
 	for (size_t k = 0; k < t->n;) {
+		char num[24], *q = num;
 		uint64_t w = 0;
 		size_t e;
 
@@ -349,7 +356,10 @@ static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
 		     e++)
 			if (t->v[e].kind == NW_TRACE_SAMPLE && t->v[e].event == event)
 				w += by_period ? t->v[e].value : 1;
-		fprintf(c->out, first ? "%llu" : ",%llu", (unsigned long long)w);
+		if (!first)
+			*q++ = ',';
+		q = put_u64(q, w);
+		fwrite(num, 1, (size_t)(q - num), c->out);
 		first = false;
 		k = e;
 	}
@@ -422,5 +432,6 @@ out:
 	free(c.frame_of);
 	free(c.used);
 	free(c.path);
+	free(c.line);
 	return ret;
 }
