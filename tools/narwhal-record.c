@@ -1120,6 +1120,13 @@ static int start(struct run *r)
 	}
 	if (!launched(r))
 		return -1;
+	/*
+	 * A launched program's run starts when it is let go, not when the
+	 * recorder began opening events and rings (tens of ms on a loaded
+	 * machine, when no thread of it can be alive yet).
+	 */
+	r->start_ns = now_ns(CLOCK_REALTIME);
+	r->clock_start_ns = now_ns(CLOCK_MONOTONIC);
 	/* Open the gate: the child execs, and the events enable at exec. */
 	exec_errno = nw_launch_release(&r->l);
 	if (exec_errno) {
