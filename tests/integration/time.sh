@@ -149,12 +149,21 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 names = [f["name"] for f in d["shared"]["frames"]]
 main = next(p for p in d["profiles"] if p["name"].startswith("phases "))
-leaf = [names[s[-1]] for s in main["samples"]]
-order = [l for l in leaf if l in ("phase_a", "phase_b")]
-switch = order.index("phase_b")
-# Every phase_a sample comes before every phase_b sample.
-assert "phase_a" not in order[switch:], "phase_a after phase_b"
-assert switch > len(order) / 4 and switch < 3 * len(order) / 4
+# Each sample's phase (the stack through phase_a or phase_b; kernel frames
+# may stand below it) with its weight: consecutive samples of one stack are
+# one sample of their summed weight.
+order = []
+for s, w in zip(main["samples"], main["weights"]):
+    phase = [names[f] for f in s if names[f] in ("phase_a", "phase_b")]
+    if phase:
+        order.append((phase[0], w))
+switch = [p for p, _ in order].index("phase_b")
+# Every phase_a sample comes before every phase_b sample, and phase_a holds
+# a quarter to three quarters of their weight.
+assert "phase_a" not in [p for p, _ in order[switch:]], "phase_a after phase_b"
+wa = sum(w for p, w in order[:switch])
+total = sum(w for _, w in order)
+assert total / 4 < wa < 3 * total / 4, (wa, total)
 assert all(w == 1001001 or w > 0 for w in main["weights"])
 PY
 node "$NW_JS/browser-check.mjs" speedscope "$NW_TMP/p.json" "$NW_TMP/ss-time.png" "Time Order" \
