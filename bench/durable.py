@@ -61,8 +61,12 @@ def record(rec, args, prog, data):
               re.findall(r"narwhal-record: (\w+) written in ([\d.]+) ms: (\d+) nodes", r["stderr"])]
     with open(os.path.join(data, "manifest.json")) as f:
         samples = json.load(f)["samples"]
-    return {"recorder_cpu": r["cpu"] - prog_cpu, "wall": r["wall"], "samples": samples,
-            "writes": writes}
+    # The recorder's own CPU (its getrusage, which -v prints): the children's
+    # CPU less the program's swings by seconds between equal runs here.
+    m = re.search(r"recorder CPU: ([\d.]+) s set-up, ([\d.]+) s sampling .*?, ([\d.]+) s writing",
+                  r["stderr"])
+    cpu = sum(float(x) for x in m.groups()) if m else r["cpu"] - prog_cpu
+    return {"recorder_cpu": cpu, "wall": r["wall"], "samples": samples, "writes": writes}
 
 
 def rss_series(cmd, every=1.0):
@@ -83,19 +87,21 @@ def rss_series(cmd, every=1.0):
 
 
 def markdown(r):
-    c = r["checkpoints"]
-    on, off = c["on"], c["off"]
     lines = [f"Measured by `bench/durable.py` on {r['date']} ({r['machine']}); medians of "
-             f"{r['runs']} runs of {r['seconds']} s."]
+             f"{r['runs']} runs of {r['seconds']} s at 999 Hz, fp call chains, kernel frames; "
+             f"the recorder's CPU is its own (getrusage, as `narwhal-record -v` prints it)."]
     lines.append("")
-    lines.append("| recording | samples | recorder CPU s | µs per sample |")
-    lines.append("|---|---|---|---|")
-    for name, v in (("--checkpoint 10", on), ("--checkpoint 0", off)):
-        lines.append(f"| {name} | {v['samples']:,} | {v['recorder_cpu']:.3f} | "
-                     f"{1e6 * v['recorder_cpu'] / max(v['samples'], 1):.2f} |")
-    lines.append("")
-    lines.append(f"Checkpoints every 10 s cost {100 * (on['recorder_cpu'] / off['recorder_cpu'] - 1):+.1f} % "
-                 f"of the recorder's CPU without them.")
+    lines.append("| workload | recording | samples | CCT nodes at the end | recorder CPU s | "
+                 "µs per sample | cost of the checkpoints |")
+    lines.append("|---|---|---|---|---|---|---|")
+    for wl, c in r["checkpoints"].items():
+        on, off = c["on"], c["off"]
+        for name, v in (("--checkpoint 10", on), ("--checkpoint 0", off)):
+            cost = (f"{100 * (on['recorder_cpu'] / off['recorder_cpu'] - 1):+.1f} %"
+                    if v is on else "")
+            lines.append(f"| {wl} | {name} | {v['samples']:,.0f} | {v['nodes']:,.0f} | "
+                         f"{v['recorder_cpu']:.3f} | "
+                         f"{1e6 * v['recorder_cpu'] / max(v['samples'], 1):.2f} | {cost} |")
     if r["writes"]:
         lines.append("")
         lines.append("| write | nodes | ms |")
@@ -142,21 +148,28 @@ def main():
     tmp = tempfile.mkdtemp(prefix="narwhal-bench-durable.")
     exes = model.build_workloads(tmp)
     units = units_for(exes["paths"], a.seconds)
-    prog = [exes["paths"], "8", str(units)]
+    # work: a few stacks (two leaves 10 frames deep), about as much CPU.
+    wunits = int(units * model.cpu_per_unit([exes["paths"], "2", "20000"], 20000) /
+                 model.cpu_per_unit([exes["work"], "2", "2000", "10"], 2000))
+    progs = {"paths (many stacks)": [exes["paths"], "8", str(units)],
+             "work (few stacks)": [exes["work"], "8", str(wunits), "10"]}
     r = {"date": time.strftime("%Y-%m-%d"), "runs": a.runs, "seconds": a.seconds,
-         "machine": f"{os.cpu_count()} CPUs, {os.uname().release}"}
+         "machine": f"{os.cpu_count()} CPUs, {os.uname().release}", "checkpoints": {}}
 
-    res = {"on": [], "off": []}
-    for i in range(a.runs):
-        for name, args in (("on", ["--checkpoint", "10"]), ("off", ["--checkpoint", "0"])):
-            res[name].append(record(rec, args, prog, os.path.join(tmp, "d.data")))
-            v = res[name][-1]
-            log(f"run {i + 1} checkpoints {name}: {v['samples']} samples, recorder "
-                f"{v['recorder_cpu']:.3f} s CPU, {len(v['writes'])} writes")
-    r["checkpoints"] = {name: {k: statistics.median(x[k] for x in v)
-                               for k in ("recorder_cpu", "wall", "samples")}
-                        for name, v in res.items()}
-    r["writes"] = res["on"][0]["writes"]
+    for wl, prog in progs.items():
+        res = {"on": [], "off": []}
+        for i in range(a.runs):
+            for name, args in (("on", ["--checkpoint", "10"]), ("off", ["--checkpoint", "0"])):
+                v = record(rec, args, prog, os.path.join(tmp, "d.data"))
+                v["nodes"] = v["writes"][-1][2] if v["writes"] else 0
+                res[name].append(v)
+                log(f"{wl} run {i + 1} checkpoints {name}: {v['samples']} samples, recorder "
+                    f"{v['recorder_cpu']:.3f} s CPU, {len(v['writes'])} writes")
+        r["checkpoints"][wl] = {name: {k: statistics.median(x[k] for x in v)
+                                       for k in ("recorder_cpu", "wall", "samples", "nodes")}
+                                for name, v in res.items()}
+        if wl.startswith("paths"):
+            r["writes"] = res["on"][0]["writes"]
 
     fl_units = units_for(exes["paths"], 3 * a.seconds)
     fprog = [exes["paths"], "8", str(fl_units)]
