@@ -66,7 +66,9 @@ int nw_kallsyms_load(struct nw_kallsyms *ks, const char *path)
 		ks->v[ks->n++] = (struct nw_ksym){ addr, name, mod };
 	}
 	ks->hidden = !ks->n && nzero > 0;
-	qsort(ks->v, ks->n, sizeof(*ks->v), cmp_ksym);
+	/* Hidden addresses leave no symbol, and no array to sort. */
+	if (ks->n)
+		qsort(ks->v, ks->n, sizeof(*ks->v), cmp_ksym);
 	return 0;
 }
 
