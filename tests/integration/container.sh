@@ -11,6 +11,20 @@
 
 [[ $(id -u) -eq 0 ]] || fail "container.sh runs as root (unshare, chroot)"
 
+# named_build FLAT RAN OTHER : the build that ran (function RAN) holds 80%
+# or more of the samples in a --flat report, the other (OTHER) none; prints
+# RAN's share.
+named_build() {
+	local share
+
+	share=$(nw_flat_cumul "$1" "$2")
+	awk -v s="$share" 'BEGIN { exit !(s >= 80) }' && ! nw_flat_has "$1" "$3" || {
+		nw_show "--flat" "$1"
+		fail "$2 $share% (the build that ran), or $3 (the other build) shown"
+	}
+	echo "$share"
+}
+
 check "unshare --mount --pid --fork chroot: the container's own build is named"
 root=$NW_TMP/root
 same=$NW_TMP/same
@@ -21,11 +35,7 @@ d=$NW_TMP/ns.data
 nw_record_ok "$d" unshare --mount --pid --fork chroot "$root" "$same/box" 1
 nw_check_measurement "$d"
 nw_report "$NW_TMP/ns.flat" "$d" --flat
-inside=$(nw_flat_cumul "$NW_TMP/ns.flat" inside_work)
-awk -v s="$inside" 'BEGIN { exit !(s >= 80) }' && ! nw_flat_has "$NW_TMP/ns.flat" host_work || {
-	nw_show "--flat" "$NW_TMP/ns.flat"
-	fail "inside_work $inside% (the container's build), or host_work (the host's) shown"
-}
+inside=$(named_build "$NW_TMP/ns.flat" inside_work host_work)
 ok "inside_work $inside%, host_work absent"
 
 check "the host's pid in the views, the in-container pid 1 in the manifest"
@@ -77,11 +87,7 @@ for what in delete replace; do
 	run_changing "$what" "$d"
 	nw_check_measurement "$d"
 	nw_report "$NW_TMP/$what.flat" "$d" --flat
-	host=$(nw_flat_cumul "$NW_TMP/$what.flat" host_work)
-	awk -v s="$host" 'BEGIN { exit !(s >= 80) }' && ! nw_flat_has "$NW_TMP/$what.flat" inside_work || {
-		nw_show "--flat" "$NW_TMP/$what.flat"
-		fail "host_work $host% (the build that ran), or inside_work (the new file) shown"
-	}
+	host=$(named_build "$NW_TMP/$what.flat" host_work inside_work)
 	grep -q "stacks: 100.0% complete" "$d.err" || {
 		nw_show "narwhal-record stderr" "$d.err"
 		fail "stacks not complete: the unwinder did not read the mapped file"
