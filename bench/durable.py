@@ -63,8 +63,8 @@ def record(rec, args, prog, data):
         samples = json.load(f)["samples"]
     # The recorder's own CPU (its getrusage, which -v prints): the children's
     # CPU less the program's swings by seconds between equal runs here.
-    m = re.search(r"recorder CPU: ([\d.]+) s set-up, ([\d.]+) s sampling .*?, ([\d.]+) s writing",
-                  r["stderr"])
+    m = re.search(r"recorder CPU: ([\d.]+) s set-up, ([\d.]+) s sampling .*?, ([\d.]+) s writing "
+                  r"while recording, ([\d.]+) s writing at the end", r["stderr"])
     cpu = sum(float(x) for x in m.groups()) if m else r["cpu"] - prog_cpu
     return {"recorder_cpu": cpu, "wall": r["wall"], "samples": samples, "writes": writes}
 

@@ -120,9 +120,11 @@ class Tools:
                 prog)
         r["prog_cpu"], r["prog_wall"] = program_usage(r["stdout"])
         m = re.search(r"recorder CPU: ([\d.]+) s set-up, ([\d.]+) s sampling \(([\d.]+) us per "
-                      r"sample\), ([\d.]+) s writing", r["stderr"])
+                      r"sample\), ([\d.]+) s writing while recording, ([\d.]+) s writing at the "
+                      r"end", r["stderr"])
         if m:
-            r["setup"], r["loop"], r["loop_us"], r["writing"] = (float(x) for x in m.groups())
+            r["setup"], r["loop"], r["loop_us"], during, end = (float(x) for x in m.groups())
+            r["writing"] = during + end
         with open(os.path.join(out, "manifest.json")) as f:
             mf = json.load(f)
         r["samples"], r["lost"] = mf.get("samples", 0), mf.get("lost", 0)

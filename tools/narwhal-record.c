@@ -809,6 +809,7 @@ struct run {
 	uint64_t start_ns, clock_start_ns;  /* CLOCK_REALTIME, CLOCK_MONOTONIC */
 	uint64_t stopped_ns;      /* CLOCK_MONOTONIC: the recording stopped (the end's write) */
 	double cpu_start, cpu_loop;
+	double cpu_writes;               /* of the writes while recording */
 	int status;               /* waitpid's, for a launched program */
 };
 
@@ -820,6 +821,7 @@ struct run {
  */
 static int write_now(struct run *r, enum nw_run_written w, int exit_status)
 {
+	double cpu0 = w == NW_RUN_END ? 0 : cpu_seconds();
 	uint64_t now = now_ns(CLOCK_MONOTONIC);
 	struct nw_measurement *m = NULL;
 	struct nw_run run = { 0 };
@@ -885,6 +887,8 @@ static int write_now(struct run *r, enum nw_run_written w, int exit_status)
 		r->start_ns = now_ns(CLOCK_REALTIME);
 		r->clock_start_ns = now;
 	}
+	if (w != NW_RUN_END)
+		r->cpu_writes += cpu_seconds() - cpu0;
 	return ret;
 }
 
@@ -1262,14 +1266,15 @@ static void print_summary(const struct run *r, double cpu_end)
 	if (s->stats.samples && nw_health_summary(m, r->out.last, health, sizeof(health)) == 0)
 		fprintf(stderr, "narwhal-record: %s\n", health);
 	if (nw_log_level >= NW_LOG_DEBUG) {
-		double loop = cpu_loop - cpu_start;
+		/* The sampling loop's own cost, without the writes it made while recording. */
+		double loop = cpu_loop - cpu_start - r->cpu_writes;
 
 		fprintf(stderr,
 			"narwhal-record: recorder CPU: %.3f s set-up, %.3f s sampling (%.2f us per "
-			"sample), %.3f s writing\n",
+			"sample), %.3f s writing while recording, %.3f s writing at the end\n",
 			cpu_start, loop,
 			s->stats.samples ? loop * 1e6 / (double)s->stats.samples : 0.0,
-			cpu_end - cpu_loop);
+			r->cpu_writes, cpu_end - cpu_loop);
 		if (s->opts.callgraph != NW_CALLGRAPH_FP)
 			fprintf(stderr,
 				"narwhal-record: unwinding: %llu samples by cached CFI rules, %llu by "
