@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/strbuf.h"
+
 static inline uint32_t slot_hash(uint32_t parent, uint64_t ip)
 {
 	uint64_t h = ip * 0x9e3779b97f4a7c15ULL ^ ((uint64_t)parent * 0xc2b2ae3d27d4eb4fULL);
@@ -24,10 +26,12 @@ static int grow_nodes(struct nw_cct *cct)
 	if (!nodes)
 		return -ENOMEM;
 	cct->nodes = nodes;
+	nw_advise_huge(nodes, (size_t)cap * sizeof(*nodes));
 	metrics = realloc(cct->metrics, (size_t)cap * cct->nmetrics * sizeof(*metrics) + 1);
 	if (!metrics)
 		return -ENOMEM;
 	cct->metrics = metrics;
+	nw_advise_huge(metrics, (size_t)cap * cct->nmetrics * sizeof(*metrics));
 	cct->cap = cap;
 	return 0;
 }
@@ -45,6 +49,7 @@ static int grow_slots(struct nw_cct *cct)
 
 	if (!slots)
 		return -ENOMEM;
+	nw_advise_huge(slots, (size_t)nslots * sizeof(*slots));
 	memset(slots, 0xff, (size_t)nslots * sizeof(*slots));
 	for (uint32_t i = 1; i < cct->n; i++) {
 		uint32_t h = slot_hash(cct->nodes[i].parent, cct->nodes[i].ip) & mask;
@@ -282,10 +287,12 @@ int nw_cct_reserve(struct nw_cct *cct, uint32_t n)
 	if (!nodes)
 		return -ENOMEM;
 	cct->nodes = nodes;
+	nw_advise_huge(nodes, (size_t)n * sizeof(*nodes));
 	metrics = realloc(cct->metrics, (size_t)n * cct->nmetrics * sizeof(*metrics) + 1);
 	if (!metrics)
 		return -ENOMEM;
 	cct->metrics = metrics;
+	nw_advise_huge(metrics, (size_t)n * cct->nmetrics * sizeof(*metrics));
 	cct->cap = n;
 	return 0;
 }

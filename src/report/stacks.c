@@ -157,6 +157,7 @@ struct chain {
 /* A physical node of tree @tree at position @pos of its frame chain. */
 struct cursor {
 	uint32_t tree, node, chain, pos;
+	uint32_t frame; /* the chain's frame at pos: sorted and compared without the pool */
 };
 
 /* A symbolic node being expanded: its child cursors [begin, end), the next run. */
@@ -269,7 +270,8 @@ static int push_node(struct builder *b, uint32_t tree, uint32_t node)
 	if (!c || nw_grow(&b->cur, &b->cap_cur, b->ncur + 1, sizeof(*b->cur)))
 		return -ENOMEM;
 	/* A chain of no frames cannot happen: frames_of gives one at least. */
-	b->cur[b->ncur++] = (struct cursor){ tree, node, (uint32_t)(c - b->chains), 0 };
+	b->cur[b->ncur++] = (struct cursor){ tree, node, (uint32_t)(c - b->chains), 0,
+					     b->pool[c->first] };
 	return 0;
 }
 
@@ -285,11 +287,10 @@ static int push_roots(struct builder *b, size_t tree)
 	return ret;
 }
 
-static int cmp_cursor(const void *x, const void *y, void *arg)
+static int cmp_cursor(const void *x, const void *y)
 {
-	const struct builder *b = arg;
-	uint32_t fx = frame_of(b, x), fy = frame_of(b, y);
 	const struct cursor *cx = x, *cy = y;
+	uint32_t fx = cx->frame, fy = cy->frame;
 
 	if (fx != fy)
 		return fx < fy ? -1 : 1;
@@ -318,6 +319,7 @@ static int expand(struct builder *b, uint32_t sym, size_t a, size_t e)
 			if (nw_grow(&b->cur, &b->cap_cur, b->ncur + 1, sizeof(*b->cur)))
 				return -ENOMEM;
 			c.pos++;
+			c.frame = frame_of(b, &c);
 			b->cur[b->ncur++] = c;
 			continue;
 		}
@@ -333,7 +335,7 @@ static int expand(struct builder *b, uint32_t sym, size_t a, size_t e)
 	if (ret)
 		return ret;
 	if (b->ncur - begin > 1)
-		qsort_r(b->cur + begin, b->ncur - begin, sizeof(*b->cur), cmp_cursor, b);
+		qsort(b->cur + begin, b->ncur - begin, sizeof(*b->cur), cmp_cursor);
 	if (nw_grow(&b->levels, &b->cap_levels, b->nlevels + 1, sizeof(*b->levels)))
 		return -ENOMEM;
 	b->levels[b->nlevels++] = (struct level){ sym, begin, b->ncur, begin };
@@ -348,7 +350,7 @@ static int merge(struct builder *b, uint32_t top, size_t a, size_t e)
 	int ret = 0;
 
 	if (e - a > 1)
-		qsort_r(b->cur + a, e - a, sizeof(*b->cur), cmp_cursor, b);
+		qsort(b->cur + a, e - a, sizeof(*b->cur), cmp_cursor);
 	if (nw_grow(&b->levels, &b->cap_levels, b->nlevels + 1, sizeof(*b->levels)))
 		return -ENOMEM;
 	b->levels[b->nlevels++] = (struct level){ top, a, e, a };
@@ -363,8 +365,8 @@ static int merge(struct builder *b, uint32_t top, size_t a, size_t e)
 			b->nlevels--;
 			continue;
 		}
-		f = frame_of(b, &b->cur[r]);
-		for (; r < l->end && frame_of(b, &b->cur[r]) == f; r++) {
+		f = b->cur[r].frame;
+		for (; r < l->end && b->cur[r].frame == f; r++) {
 			const struct cursor *c = &b->cur[r];
 
 			if (!sp)
@@ -556,8 +558,16 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 		/* Each thread below its own frame: its trees merge there, now. */
 		{
 			int64_t fi = nw_stacks_thread_frame(&s->frames, th);
+			/*
+			 * Found among the root's few children, not by nw_cct_child():
+			 * merge() appends, which drops the tree's index, and
+			 * rebuilding it for every thread costs the whole tree each.
+			 */
 			uint32_t top = fi < 0 ? NW_CCT_NONE
-					      : nw_cct_child(s->tree, NW_CCT_ROOT, (uint64_t)fi, 0);
+					      : nw_cct_find(s->tree, NW_CCT_ROOT, (uint64_t)fi);
+
+			if (top == NW_CCT_NONE && fi >= 0)
+				top = nw_cct_append(s->tree, NW_CCT_ROOT, (uint64_t)fi, 0);
 
 			if (top == NW_CCT_NONE) {
 				ret = -ENOMEM;

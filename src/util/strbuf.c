@@ -7,6 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+/* x86-64 and aarch64 with 4 KiB pages: a page, and a transparent huge page. */
+#define SMALL_PAGE ((uintptr_t)4096)
+#define HUGE_PAGE ((uintptr_t)2 << 20)
 
 static bool reserve(struct nw_strbuf *b, size_t extra)
 {
@@ -150,5 +155,20 @@ int nw_grow(void *pv, size_t *cap, size_t need, size_t size)
 		return -ENOMEM;
 	*p = v;
 	*cap = c;
+	nw_advise_huge(v, c * size);
 	return 0;
+}
+
+void nw_advise_huge(void *p, size_t size)
+{
+	uintptr_t start = (uintptr_t)p & ~(uintptr_t)(SMALL_PAGE - 1);
+	uintptr_t end = ((uintptr_t)p + size + SMALL_PAGE - 1) & ~(uintptr_t)(SMALL_PAGE - 1);
+
+	/*
+	 * Worth a system call only for arrays of many huge pages, which glibc
+	 * maps on their own.  The whole mapping, not its 2 MiB-aligned middle:
+	 * a split mapping cannot grow in place, and realloc would copy it.
+	 */
+	if (size >= 4 * HUGE_PAGE)
+		madvise((void *)start, end - start, MADV_HUGEPAGE);
 }

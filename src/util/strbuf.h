@@ -43,4 +43,12 @@ const char *nw_basename(const char *path);
  */
 int nw_grow(void *pv, size_t *cap, size_t need, size_t size);
 
+/*
+ * Asks for transparent huge pages under the big array @p of @size bytes
+ * (where the system leaves them to madvise): a tree of millions of nodes
+ * then costs hundreds of page faults, not hundreds of thousands.  Nothing
+ * for small arrays; advice only, so failure changes nothing.
+ */
+void nw_advise_huge(void *p, size_t size);
+
 #endif
