@@ -16,6 +16,7 @@
 
 #include "export/export.h"
 #include "model/module.h"
+#include "util/strbuf.h"
 
 #define FRAME_H 16         /* pixels per level */
 #define FONT_PX 12
@@ -450,9 +451,18 @@ static int put_frame(FILE *out, const struct layout *l, uint32_t node, double wi
 	} else {
 		c = f ? module_colour(f) : (struct rgb){ 200, 200, 200 };
 	}
-	fprintf(out, "<g class=\"f\" data-s=\"%llu\" data-w=\"%llu\" data-d=\"%u\"><title>",
-		(unsigned long long)l->start[node], (unsigned long long)l->incl[node],
-		l->depth[node]);
+	{
+		char buf[128], *q = buf;
+
+		q = stpcpy(q, "<g class=\"f\" data-s=\"");
+		q = nw_put_u64(q, l->start[node]);
+		q = stpcpy(q, "\" data-w=\"");
+		q = nw_put_u64(q, l->incl[node]);
+		q = stpcpy(q, "\" data-d=\"");
+		q = nw_put_u64(q, l->depth[node]);
+		q = stpcpy(q, "\"><title>");
+		fwrite(buf, 1, (size_t)(q - buf), out);
+	}
 	ret = put_xml(out, node_name(l, node));
 	if (ret)
 		return ret;
@@ -477,9 +487,23 @@ static int put_frame(FILE *out, const struct layout *l, uint32_t node, double wi
 		if (ret)
 			return ret;
 	}
-	fprintf(out, "</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
-		     "fill=\"rgb(%d,%d,%d)\" rx=\"2\"/><text x=\"%.2f\" y=\"%d\">",
-		x, y, w, FRAME_H - 1, c.r, c.g, c.b, x + 3, y + FRAME_H - 4);
+	{
+		char buf[256], *q = buf;
+
+		q = stpcpy(q, "</title><rect x=\"");
+		q = nw_put_fixed2(q, x);
+		q = stpcpy(q, "\" y=\"");
+		q = nw_put_u64(q, (uint64_t)y);
+		q = stpcpy(q, "\" width=\"");
+		q = nw_put_fixed2(q, w);
+		q += sprintf(q, "\" height=\"%d\" fill=\"rgb(%d,%d,%d)\" rx=\"2\"/><text x=\"",
+			     FRAME_H - 1, c.r, c.g, c.b);
+		q = nw_put_fixed2(q, x + 3);
+		q = stpcpy(q, "\" y=\"");
+		q = nw_put_u64(q, (uint64_t)(y + FRAME_H - 4));
+		q = stpcpy(q, "\">");
+		fwrite(buf, 1, (size_t)(q - buf), out);
+	}
 	ret = put_label(out, node_name(l, node), w);
 	fputs("</text></g>\n", out);
 	return ret;

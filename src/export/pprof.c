@@ -16,6 +16,7 @@
 #include "export/pprof.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,8 @@ struct nw_pprof {
 	struct mapping *maps;
 	size_t nmaps, cap_maps;
 	struct nw_index map_ix;
+	const struct nw_map *last_map; /* location_of(): the map last found, and its mapping */
+	int64_t last_mapping;
 
 	struct location *locs;
 	size_t nlocs, cap_locs;
@@ -256,9 +259,16 @@ static int64_t location_of(struct nw_pprof *b, uint32_t epoch, uint64_t ip, bool
 
 	nw_measurement_locate(b->m, epoch, ip, caller, &r);
 	if (r.map) {
-		mi = mapping_of(b, &r);
-		if (mi < 0)
-			return mi;
+		/* Node after node falls in the same map: one hash lookup saved each. */
+		if (r.map == b->last_map) {
+			mi = b->last_mapping;
+		} else {
+			mi = mapping_of(b, &r);
+			if (mi < 0)
+				return mi;
+			b->last_map = r.map;
+			b->last_mapping = mi;
+		}
 		key.mapping = (uint32_t)mi;
 		if (key.address + 1 > b->maps[key.mapping - 1].end)
 			b->maps[key.mapping - 1].end = key.address + 1;
@@ -426,21 +436,15 @@ static int add_tree(struct nw_pprof *b, const struct nw_tree *tr, const struct n
 		    size_t *se, uint32_t ti, uint32_t tree)
 {
 	const struct nw_cct *t = tr->cct;
-	uint32_t *order = malloc((size_t)t->n * sizeof(*order));
 	uint32_t *locof = malloc((size_t)t->n * sizeof(*locof));
 	uint64_t *rest = malloc((t->nmetrics ? t->nmetrics : 1) * sizeof(*rest));
 	int ret = 0;
 
-	if (!order || !locof || !rest) {
+	if (!locof || !rest) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	nw_cct_preorder(t, order);
-	for (uint32_t k = 0; k < t->n; k++) {
-		uint32_t i = order[k];
-
-		if (i == NW_CCT_ROOT)
-			continue;
+	for (uint32_t i = 1; i < t->n; i++) {
 		int64_t loc = location_of(b, tr->epoch, t->nodes[i].ip,
 					  t->nodes[i].first_child != NW_CCT_NONE);
 
@@ -458,7 +462,6 @@ static int add_tree(struct nw_pprof *b, const struct nw_tree *tr, const struct n
 		ret = node_samples(b, t, i, locof, split, se, ti, tree, rest);
 	}
 out:
-	free(order);
 	free(locof);
 	free(rest);
 	return ret;
@@ -885,20 +888,6 @@ static int write_mem(void *arg, const void *buf, size_t len)
 	return 0;
 }
 
-static int write_gz(void *arg, const void *buf, size_t len)
-{
-	gzFile gz = arg;
-
-	while (len > 0) {
-		unsigned chunk = len > (1u << 30) ? 1u << 30 : (unsigned)len;
-
-		if (gzwrite(gz, buf, chunk) != (int)chunk)
-			return errno ? -errno : -EIO;
-		buf = (const uint8_t *)buf + chunk;
-		len -= chunk;
-	}
-	return 0;
-}
 
 int nw_pprof_add_stacks(struct nw_pprof *b, const struct nw_stacks *s)
 {
@@ -1002,10 +991,156 @@ int nw_pprof_build(const struct nw_measurement *m, const struct nw_filter *f, ui
 	return *ret_buf ? 0 : -ENOMEM;
 }
 
+/*
+ * The gzipped file, compressed by a thread of its own: deflate is a
+ * quarter of a pprof export, and it runs beside the packing of samples
+ * instead of after it.  The producer fills one block while the thread
+ * compresses the other.
+ */
+#define GZ_BLOCK (1u << 20)
+
 struct nw_pprof_file {
 	gzFile gz;
 	char *path;
+	pthread_t thread;
+	bool threaded;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint8_t *fill, *spare;  /* the producer's block; the free one (NULL while compressed) */
+	size_t nfill;
+	uint8_t *full;          /* handed to the thread; NULL when it has none */
+	size_t nfull;
+	bool done;
+	int err;                /* the first write error, -errno */
 };
+
+static int gz_put(gzFile gz, const uint8_t *buf, size_t len)
+{
+	while (len > 0) {
+		unsigned chunk = len > (1u << 30) ? 1u << 30 : (unsigned)len;
+
+		if (gzwrite(gz, buf, chunk) != (int)chunk)
+			return errno ? -errno : -EIO;
+		buf += chunk;
+		len -= chunk;
+	}
+	return 0;
+}
+
+static void *gz_thread(void *arg)
+{
+	struct nw_pprof_file *pf = arg;
+
+	pthread_mutex_lock(&pf->mu);
+	for (;;) {
+		uint8_t *blk;
+		size_t n;
+		int e;
+
+		while (!pf->full && !pf->done)
+			pthread_cond_wait(&pf->cv, &pf->mu);
+		if (!pf->full)
+			break;
+		blk = pf->full;
+		n = pf->nfull;
+		pthread_mutex_unlock(&pf->mu);
+		e = gz_put(pf->gz, blk, n);
+		pthread_mutex_lock(&pf->mu);
+		if (e && !pf->err)
+			pf->err = e;
+		pf->full = NULL;
+		pf->spare = blk;
+		pthread_cond_broadcast(&pf->cv);
+	}
+	pthread_mutex_unlock(&pf->mu);
+	return NULL;
+}
+
+/* Hands the filled block to the thread, waiting for it to finish the last one. */
+static int gz_hand(struct nw_pprof_file *pf)
+{
+	int e;
+
+	pthread_mutex_lock(&pf->mu);
+	while (pf->full)
+		pthread_cond_wait(&pf->cv, &pf->mu);
+	pf->full = pf->fill;
+	pf->nfull = pf->nfill;
+	pf->fill = pf->spare;
+	pf->spare = NULL;
+	pf->nfill = 0;
+	e = pf->err;
+	pthread_cond_broadcast(&pf->cv);
+	pthread_mutex_unlock(&pf->mu);
+	return e;
+}
+
+static int write_gz(void *arg, const void *buf, size_t len)
+{
+	struct nw_pprof_file *pf = arg;
+	const uint8_t *p = buf;
+
+	if (!pf->threaded)
+		return gz_put(pf->gz, buf, len);
+	while (len > 0) {
+		size_t n = GZ_BLOCK - pf->nfill < len ? GZ_BLOCK - pf->nfill : len;
+		int e;
+
+		memcpy(pf->fill + pf->nfill, p, n);
+		pf->nfill += n;
+		p += n;
+		len -= n;
+		if (pf->nfill == GZ_BLOCK && (e = gz_hand(pf)))
+			return e;
+	}
+	return 0;
+}
+
+/* Starts the compressing thread; without one (no memory, no thread) writes go straight on. */
+static void gz_start(struct nw_pprof_file *pf)
+{
+	pf->fill = malloc(GZ_BLOCK);
+	pf->spare = malloc(GZ_BLOCK);
+	if (!pf->fill || !pf->spare)
+		goto unthreaded;
+	pthread_mutex_init(&pf->mu, NULL);
+	pthread_cond_init(&pf->cv, NULL);
+	if (pthread_create(&pf->thread, NULL, gz_thread, pf) == 0) {
+		pf->threaded = true;
+		return;
+	}
+	pthread_cond_destroy(&pf->cv);
+	pthread_mutex_destroy(&pf->mu);
+unthreaded:
+	free(pf->fill);
+	free(pf->spare);
+	pf->fill = pf->spare = NULL;
+}
+
+/* Compresses what is left and stops the thread.  The first write error, -errno. */
+static int gz_stop(struct nw_pprof_file *pf)
+{
+	int e = 0;
+
+	if (!pf->threaded)
+		return 0;
+	if (pf->nfill)
+		e = gz_hand(pf);
+	pthread_mutex_lock(&pf->mu);
+	pf->done = true;
+	pthread_cond_broadcast(&pf->cv);
+	pthread_mutex_unlock(&pf->mu);
+	pthread_join(pf->thread, NULL);
+	if (!e)
+		e = pf->err;
+	pthread_cond_destroy(&pf->cv);
+	pthread_mutex_destroy(&pf->mu);
+	free(pf->fill);
+	free(pf->spare);
+	free(pf->full);
+	pf->threaded = false;
+	return e;
+}
 
 int nw_pprof_open(const struct nw_measurement *m, const char *path, struct nw_pprof **ret,
 		  struct nw_pprof_file **ret_file, char *err, size_t errlen)
@@ -1028,9 +1163,11 @@ int nw_pprof_open(const struct nw_measurement *m, const char *path, struct nw_pp
 		free(pf);
 		return -e;
 	}
-	b = nw_pprof_new(m, write_gz, pf->gz);
+	gz_start(pf);
+	b = nw_pprof_new(m, write_gz, pf);
 	if (!b) {
 		nw_set_err(err, errlen, "%s: out of memory", path);
+		gz_stop(pf);
 		gzclose(pf->gz);
 		free(pf->path);
 		free(pf);
@@ -1047,6 +1184,12 @@ int nw_pprof_close(struct nw_pprof *b, struct nw_pprof_file *pf, int ret, char *
 	errno = 0;
 	if (!ret)
 		ret = nw_pprof_finish(b);
+	{
+		int e = gz_stop(pf);
+
+		if (!ret)
+			ret = e;
+	}
 	if (gzclose(pf->gz) != Z_OK && !ret)
 		ret = errno ? -errno : -EIO;
 	if (ret)

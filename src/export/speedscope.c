@@ -30,7 +30,19 @@ struct ctx {
 	uint32_t *depth;     /* per node of the tree: below the thread's frame */
 	char *line;          /* one sample's text */
 	size_t cap_line;
+	/*
+	 * In time order a stack comes back again and again: its text, made
+	 * once.  Per node of the tree, where its text starts in @memo_text
+	 * (+ 1; 0 when not made yet) and how long it is.
+	 */
+	uint64_t *memo_at;
+	uint32_t *memo_len;
+	char *memo_text;
+	size_t memo_size, cap_memo;
 };
+
+/* Bytes of stack text kept for reuse; beyond them, stacks are made each time. */
+#define MEMO_MAX ((size_t)64 << 20)
 
 /* The shared frame of func @fi, numbered on first use. */
 static int64_t frame_of(struct ctx *c, uint32_t fi)
@@ -54,43 +66,39 @@ static uint32_t walk(struct ctx *c, uint32_t top)
 	return n;
 }
 
-/* Appends the decimal digits of @v at @p; returns the end. */
-static char *put_u64(char *p, uint64_t v)
-{
-	char tmp[20];
-	int n = 0;
-
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*p++ = tmp[--n];
-	return p;
-}
 
 /*
- * Writes the stack of the @d funcs in c->path (root first) as a JSON array
- * of shared frame indexes, after a comma unless @first.  -ENOMEM.
+ * Makes the text of the stack of the @d funcs in c->path (root first), a
+ * JSON array of shared frame indexes, in c->line.  Its length; 0 on ENOMEM.
  */
-static int write_stack(struct ctx *c, uint32_t d, bool first)
+static size_t format_stack(struct ctx *c, uint32_t d)
 {
 	char *q;
 
 	/* 21 bytes per frame at most, and the brackets. */
 	if (nw_grow(&c->line, &c->cap_line, 21 * (size_t)d + 3, 1))
-		return -ENOMEM;
+		return 0;
 	q = c->line;
-	if (!first)
-		*q++ = ',';
 	*q++ = '[';
 	for (uint32_t j = 0; j < d; j++) {
 		if (j)
 			*q++ = ',';
-		q = put_u64(q, (uint64_t)frame_of(c, c->path[j]));
+		q = nw_put_u64(q, (uint64_t)frame_of(c, c->path[j]));
 	}
 	*q++ = ']';
-	fwrite(c->line, 1, (size_t)(q - c->line), c->out);
+	return (size_t)(q - c->line);
+}
+
+/* Writes the stack of the @d funcs in c->path, after a comma unless @first.  -ENOMEM. */
+static int write_stack(struct ctx *c, uint32_t d, bool first)
+{
+	size_t len = format_stack(c, d);
+
+	if (!len)
+		return -ENOMEM;
+	if (!first)
+		fputc(',', c->out);
+	fwrite(c->line, 1, len, c->out);
 	return 0;
 }
 
@@ -134,7 +142,7 @@ static uint64_t write_weights(struct ctx *c, uint32_t n)
 
 		if (!first)
 			*q++ = ',';
-		q = put_u64(q, w);
+		q = nw_put_u64(q, w);
 		fwrite(buf, 1, (size_t)(q - buf), c->out);
 		first = false;
 		total += w;
@@ -296,6 +304,36 @@ out:
 
 /* ---- in time order, from the traces ---- */
 
+/* Writes the stack of node @sym, after a comma unless @first.  -ENOMEM. */
+static int write_timed_stack(struct ctx *c, const struct nw_timeline *tl, uint32_t sym,
+			     bool first)
+{
+	size_t len;
+	int n;
+
+	if (!first)
+		fputc(',', c->out);
+	if (c->memo_at && sym < tl->s->tree->n && c->memo_at[sym]) {
+		fwrite(c->memo_text + c->memo_at[sym] - 1, 1, c->memo_len[sym], c->out);
+		return 0;
+	}
+	n = nw_timeline_stack(tl, sym, &c->path, &c->cap_path);
+	if (n < 0)
+		return -ENOMEM;
+	len = format_stack(c, (uint32_t)n);
+	if (!len)
+		return -ENOMEM;
+	fwrite(c->line, 1, len, c->out);
+	if (c->memo_at && sym < tl->s->tree->n && c->memo_size + len <= MEMO_MAX &&
+	    !nw_grow(&c->memo_text, &c->cap_memo, c->memo_size + len, 1)) {
+		memcpy(c->memo_text + c->memo_size, c->line, len);
+		c->memo_at[sym] = c->memo_size + 1;
+		c->memo_len[sym] = (uint32_t)len;
+		c->memo_size += len;
+	}
+	return 0;
+}
+
 /* One thread's samples of @event in time order, each weighing its period (@by_period) or 1. */
 static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
 			       const struct nw_tl_thread *t, uint16_t event, bool by_period)
@@ -324,14 +362,12 @@ static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
 	/* Consecutive samples of one stack are one sample of their summed weight. */
 	for (size_t k = 0; k < t->n;) {
 		size_t e;
-		int n;
 
 		if (t->v[k].kind != NW_TRACE_SAMPLE || t->v[k].event != event) {
 			k++;
 			continue;
 		}
-		n = nw_timeline_stack(tl, t->v[k].sym, &c->path, &c->cap_path);
-		if (n < 0 || write_stack(c, (uint32_t)n, first))
+		if (write_timed_stack(c, tl, t->v[k].sym, first))
 			return -ENOMEM;
 		first = false;
 		for (e = k + 1; e < t->n && (t->v[e].kind != NW_TRACE_SAMPLE || t->v[e].event != event ||
@@ -358,7 +394,7 @@ static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
 				w += by_period ? t->v[e].value : 1;
 		if (!first)
 			*q++ = ',';
-		q = put_u64(q, w);
+		q = nw_put_u64(q, w);
 		fwrite(num, 1, (size_t)(q - num), c->out);
 		first = false;
 		k = e;
@@ -388,6 +424,13 @@ int nw_speedscope_write_timeline(FILE *out, const struct nw_timeline *tl, unsign
 		goto out;
 	}
 	memset(c.frame_of, 0xff, (nfuncs ? nfuncs : 1) * sizeof(*c.frame_of));
+	/* Without room for the memo, stacks are made each time. */
+	c.memo_at = calloc(tl->s->tree->n ? tl->s->tree->n : 1, sizeof(*c.memo_at));
+	c.memo_len = malloc((tl->s->tree->n ? tl->s->tree->n : 1) * sizeof(*c.memo_len));
+	if (!c.memo_len) {
+		free(c.memo_at);
+		c.memo_at = NULL;
+	}
 	/* The busiest thread opens first. */
 	for (uint32_t i = 0; i < tl->n; i++) {
 		uint64_t n = 0;
@@ -432,6 +475,9 @@ out:
 	free(c.frame_of);
 	free(c.used);
 	free(c.path);
+	free(c.memo_at);
+	free(c.memo_len);
+	free(c.memo_text);
 	free(c.line);
 	return ret;
 }

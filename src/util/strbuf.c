@@ -159,6 +159,36 @@ int nw_grow(void *pv, size_t *cap, size_t need, size_t size)
 	return 0;
 }
 
+char *nw_put_u64(char *p, uint64_t v)
+{
+	char tmp[20];
+	int n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+char *nw_put_fixed2(char *p, double v)
+{
+	uint64_t h;
+
+	if (v < 0) {
+		*p++ = '-';
+		v = -v;
+	}
+	h = (uint64_t)(v * 100 + 0.5);
+	p = nw_put_u64(p, h / 100);
+	*p++ = '.';
+	*p++ = (char)('0' + h / 10 % 10);
+	*p++ = (char)('0' + h % 10);
+	return p;
+}
+
 void nw_advise_huge(void *p, size_t size)
 {
 	uintptr_t start = (uintptr_t)p & ~(uintptr_t)(SMALL_PAGE - 1);

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct nw_strbuf {
 	char *s;       /* NUL-terminated once anything was added; NULL before */
@@ -32,6 +33,16 @@ void nw_sb_fini(struct nw_strbuf *b);
 
 /* A malloc'd formatted string, NULL on ENOMEM. */
 __attribute__((format(printf, 1, 2))) char *nw_strdup_printf(const char *fmt, ...);
+
+/* Appends the decimal digits of @v at @p (20 bytes at most); returns the end. */
+char *nw_put_u64(char *p, uint64_t v);
+/*
+ * Appends @v rounded to hundredths ("12.50", "-0.25") at @p (24 bytes at
+ * most for |v| < 1e18); returns the end.  For coordinates written by the
+ * million, where printf's "%.2f" is most of an export's time; ties may
+ * round the other way from printf's.
+ */
+char *nw_put_fixed2(char *p, double v);
 
 /* The last path component of @path ("a/b/c" -> "c"; "a/" -> "a/"). */
 const char *nw_basename(const char *path);
