@@ -671,8 +671,15 @@ int nw_view_folded(FILE *out, const struct nw_stacks *s, const struct nw_view_op
 			ret = -ENOMEM;
 			break;
 		}
-		if (self)
-			fprintf(out, "%s %llu\n", f.line.s, (unsigned long long)self);
+		if (self) {
+			char num[24], *q = num;
+
+			*q++ = ' ';
+			q = nw_put_u64(q, self);
+			*q++ = '\n';
+			fwrite(f.line.s, 1, f.line.len, out);
+			fwrite(num, 1, (size_t)(q - num), out);
+		}
 		ret = fold_push(&f, g, e);
 	}
 	if (!ret)
