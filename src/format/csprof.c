@@ -126,26 +126,30 @@ static int csprof_check(const struct nw_csprof *p)
 	return 0;
 }
 
-static int write_tree(struct csprof_out *o, const struct nw_csprof_tree *tr)
+static int write_tree(struct csprof_out *o, const struct nw_csprof_tree *tr, bool index_order)
 {
 	const struct nw_cct *cct = tr->cct;
 	size_t node_size = NODE_FIXED_SIZE + 8 * (size_t)cct->nmetrics;
-	uint32_t *order, *id_of;
+	uint32_t *order = NULL, *id_of = NULL;
 	uint8_t *rec;
-	uint32_t n;
+	uint32_t n = cct->n;
 
-	order = calloc(cct->n, sizeof(*order));
-	id_of = calloc(cct->n, sizeof(*id_of));
 	rec = malloc(node_size);
-	if (!order || !id_of || !rec) {
+	if (!index_order) {
+		order = calloc(cct->n, sizeof(*order));
+		id_of = calloc(cct->n, sizeof(*id_of));
+	}
+	if (!rec || (!index_order && (!order || !id_of))) {
 		free(order);
 		free(id_of);
 		free(rec);
 		return -ENOMEM;
 	}
-	n = nw_cct_preorder(cct, order);
-	for (uint32_t i = 0; i < n; i++)
-		id_of[order[i]] = i;
+	if (!index_order) {
+		n = nw_cct_preorder(cct, order);
+		for (uint32_t i = 0; i < n; i++)
+			id_of[order[i]] = i;
+	}
 
 	out_bytes(o, CSTREE_MAGIC, MAGIC_LEN);
 	out_bytes(o, CSTREE_VERSION, VERSION_LEN);
@@ -156,15 +160,16 @@ static int write_tree(struct csprof_out *o, const struct nw_csprof_tree *tr)
 	out_u32(o, tr->epoch);
 	/* One record per node: id, parent, ip, sp, metrics. */
 	for (uint32_t i = 0; i < n; i++) {
-		const struct nw_cct_node *node = &cct->nodes[order[i]];
-		const uint64_t *met = nw_cct_metrics(cct, order[i]);
+		uint32_t k = index_order ? i : order[i];
+		const struct nw_cct_node *node = &cct->nodes[k];
+		const uint64_t *met = nw_cct_metrics(cct, k);
 
 		put_u64(rec, i);
-		put_u64(rec + 8, i == 0 ? 0 : id_of[node->parent]);
+		put_u64(rec + 8, i == 0 ? 0 : index_order ? node->parent : id_of[node->parent]);
 		put_u64(rec + 16, node->ip);
 		put_u64(rec + 24, node->sp);
-		for (unsigned k = 0; k < cct->nmetrics; k++)
-			put_u64(rec + NODE_FIXED_SIZE + 8 * k, met[k]);
+		for (unsigned m = 0; m < cct->nmetrics; m++)
+			put_u64(rec + NODE_FIXED_SIZE + 8 * m, met[m]);
 		out_bytes(o, rec, node_size);
 	}
 	free(order);
@@ -217,7 +222,7 @@ int nw_csprof_write(FILE *f, const struct nw_csprof *p)
 	out_u32(&o, p->ntrees);
 	out_u64(&o, 0); /* tramp_samples: no trampoline */
 	for (uint32_t t = 0; t < p->ntrees; t++) {
-		err = write_tree(&o, &p->trees[t]);
+		err = write_tree(&o, &p->trees[t], p->index_order);
 		if (err)
 			return err;
 	}

@@ -9,6 +9,7 @@
 #ifndef NW_CSPROF_H
 #define NW_CSPROF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,6 +49,12 @@ struct nw_csprof {
 	struct nw_csprof_epoch *epochs;
 	uint32_t ntrees;
 	struct nw_csprof_tree *trees;
+	/*
+	 * Writing: nodes in the order of the tree's array (ids are node
+	 * indexes, parents still before children), not depth-first preorder.
+	 * For checkpoints, whose traces then keep the recorder's node ids.
+	 */
+	bool index_order;
 };
 
 /* Where a read failed: the file offset and what was wrong there. */

@@ -33,21 +33,14 @@ int nw_json_fail(struct nw_json_in *in, const char *fmt, ...)
 	return -EBADMSG;
 }
 
-int nw_json_parse_file(struct nw_json_in *in, struct json_object **ret)
+int nw_json_parse_buf(struct nw_json_in *in, const char *buf, size_t len, struct json_object **ret)
 {
 	struct json_tokener *tok;
 	struct json_object *obj;
 	enum json_tokener_error jerr;
-	size_t len = 0, end;
-	char *buf = NULL;
-	int err;
+	size_t end;
+	int err = 0;
 
-	err = nw_read_file(in->path, &buf, &len);
-	if (err) {
-		if (in->err && in->errlen)
-			snprintf(in->err, in->errlen, "%s: %s", in->path, strerror(-err));
-		return err;
-	}
 	if (memchr(buf, '\0', len)) {
 		err = nw_json_fail(in, "not JSON: NUL byte at offset %zu",
 				   (size_t)((char *)memchr(buf, '\0', len) - buf));
@@ -89,13 +82,29 @@ int nw_json_parse_file(struct nw_json_in *in, struct json_object **ret)
 	}
 	*ret = obj;
 out:
+	return err;
+}
+
+int nw_json_parse_file(struct nw_json_in *in, struct json_object **ret)
+{
+	size_t len = 0;
+	char *buf = NULL;
+	int err = nw_read_file(in->path, &buf, &len);
+
+	if (err) {
+		if (in->err && in->errlen)
+			snprintf(in->err, in->errlen, "%s: %s", in->path, strerror(-err));
+		return err;
+	}
+	err = nw_json_parse_buf(in, buf, len, ret);
 	free(buf);
 	return err;
 }
 
-int nw_json_read_file(const char *path, char *err, size_t errlen,
-		      int (*from_json)(struct nw_json_in *in, struct json_object *root, void *ret),
-		      void *ret)
+/* Parses @buf (or the file @path when @buf is NULL) and hands the object to @from_json. */
+static int read_json(const char *path, const char *buf, size_t len, char *err, size_t errlen,
+		     int (*from_json)(struct nw_json_in *in, struct json_object *root, void *ret),
+		     void *ret)
 {
 	struct nw_json_in in = { .path = path, .err = err, .errlen = errlen };
 	struct json_object *root = NULL;
@@ -103,7 +112,7 @@ int nw_json_read_file(const char *path, char *err, size_t errlen,
 
 	if (err && errlen)
 		err[0] = '\0';
-	rc = nw_json_parse_file(&in, &root);
+	rc = buf ? nw_json_parse_buf(&in, buf, len, &root) : nw_json_parse_file(&in, &root);
 	if (rc)
 		return rc;
 	rc = from_json(&in, root, ret);
@@ -111,6 +120,20 @@ int nw_json_read_file(const char *path, char *err, size_t errlen,
 	if (rc == -ENOMEM && err && errlen)
 		snprintf(err, errlen, "%s: out of memory", path);
 	return rc;
+}
+
+int nw_json_read_file(const char *path, char *err, size_t errlen,
+		      int (*from_json)(struct nw_json_in *in, struct json_object *root, void *ret),
+		      void *ret)
+{
+	return read_json(path, NULL, 0, err, errlen, from_json, ret);
+}
+
+int nw_json_read_buf(const char *name, const char *buf, size_t len, char *err, size_t errlen,
+		     int (*from_json)(struct nw_json_in *in, struct json_object *root, void *ret),
+		     void *ret)
+{
+	return read_json(name, buf, len, err, errlen, from_json, ret);
 }
 
 /* @where.@key, or @key at the top. */
@@ -238,35 +261,47 @@ struct json_object *nw_json_str(const char *s)
 	return json_object_new_string(s ? s : "");
 }
 
+/* The text of @root, which owns it; NULL on ENOMEM. */
+static const char *json_text(struct json_object *root)
+{
+	return json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+						    JSON_C_TO_STRING_NOSLASHESCAPE);
+}
+
+int nw_json_write_fp(FILE *f, struct json_object *root)
+{
+	const char *text = root ? json_text(root) : NULL;
+	int err = 0;
+
+	errno = 0;
+	if (!text)
+		err = -ENOMEM;
+	else if (fputs(text, f) == EOF || fputc('\n', f) == EOF)
+		err = errno ? -errno : -EIO;
+	json_object_put(root);
+	return err;
+}
+
 int nw_json_write_file(const char *path, struct json_object *root)
 {
-	const char *text;
 	FILE *f;
 	int fd, err = 0;
 
 	if (!root)
 		return -ENOMEM;
-	/* The string belongs to @root. */
-	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
-						    JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (!text) {
-		err = -ENOMEM;
-		goto out_put;
-	}
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		err = -errno;
-		goto out_put;
+		json_object_put(root);
+		return -errno;
 	}
 	f = fdopen(fd, "w");
 	if (!f) {
 		err = -errno;
 		close(fd);
-		goto out_put;
+		json_object_put(root);
+		return err;
 	}
-	errno = 0;
-	if (fputs(text, f) == EOF || fputc('\n', f) == EOF)
-		err = errno ? -errno : -EIO;
+	err = nw_json_write_fp(f, root);
 	/* Flushed and on disk before anything names the file: a full disk shows here. */
 	errno = 0;
 	if ((fflush(f) == EOF || fsync(fd) != 0) && !err)
@@ -274,8 +309,6 @@ int nw_json_write_file(const char *path, struct json_object *root)
 	errno = 0;
 	if (fclose(f) == EOF && !err)
 		err = errno ? -errno : -EIO;
-out_put:
-	json_object_put(root);
 	return err;
 }
 

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <json-c/json.h>
 
@@ -43,6 +44,8 @@ __attribute__((format(printf, 2, 3))) int nw_json_fail(struct nw_json_in *in, co
  * *ret holds a reference the caller drops with json_object_put().
  */
 int nw_json_parse_file(struct nw_json_in *in, struct json_object **ret);
+/* The same for the @len bytes at @buf (followed by a NUL), named @in->path in messages. */
+int nw_json_parse_buf(struct nw_json_in *in, const char *buf, size_t len, struct json_object **ret);
 /*
  * Clears @err, parses @path with nw_json_parse_file() and hands the object
  * to @from_json(in, root, ret), which reads it with the getters and, only
@@ -53,6 +56,10 @@ int nw_json_parse_file(struct nw_json_in *in, struct json_object **ret);
 int nw_json_read_file(const char *path, char *err, size_t errlen,
 		      int (*from_json)(struct nw_json_in *in, struct json_object *root, void *ret),
 		      void *ret);
+/* The same for @len bytes at @buf (followed by a NUL), called @name in messages. */
+int nw_json_read_buf(const char *name, const char *buf, size_t len, char *err, size_t errlen,
+		     int (*from_json)(struct nw_json_in *in, struct json_object *root, void *ret),
+		     void *ret);
 
 /*
  * The value of @key in @obj, which must be of @type (@type_name, such as
@@ -115,5 +122,7 @@ struct json_object *nw_json_str(const char *s);
  * -errno, -ENOMEM.
  */
 int nw_json_write_file(const char *path, struct json_object *root);
+/* The same to @f, which is left open and unsynced (a pack's entry). */
+int nw_json_write_fp(FILE *f, struct json_object *root);
 
 #endif

@@ -90,6 +90,8 @@ static void add_run(struct json_object *root, const struct nw_run *r, bool *ok)
 	nw_json_add(root, "written", nw_json_str(nw_run_written_name(r->written)), ok);
 	if (r->window_ns)
 		nw_json_add(root, "window_ns", json_object_new_uint64(r->window_ns), ok);
+	if (r->pack)
+		nw_json_add(root, "pack", nw_json_str(r->pack), ok);
 	if (r->clock_start_ns) {
 		nw_json_add(root, "clock_start_ns", json_object_new_uint64(r->clock_start_ns), ok);
 		nw_json_add(root, "clock_end_ns", json_object_new_uint64(r->clock_end_ns), ok);
@@ -193,6 +195,11 @@ static struct json_object *manifest_to_json(const struct nw_measurement *m)
 int nw_manifest_write(const char *path, const struct nw_measurement *m)
 {
 	return nw_json_write_file(path, manifest_to_json(m));
+}
+
+int nw_manifest_write_fp(FILE *f, const struct nw_measurement *m)
+{
+	return nw_json_write_fp(f, manifest_to_json(m));
 }
 
 /* ---- reader ---- */
@@ -593,6 +600,12 @@ static int read_manifest(struct nw_json_in *in, struct json_object *root,
 	}
 	if (!err && json_object_object_get_ex(root, "window_ns", NULL))
 		err = nw_json_get_u64(in, root, NULL, "window_ns", UINT64_MAX, &r->window_ns);
+	if (!err)
+		err = nw_json_get_opt_str(in, root, NULL, "pack", &r->pack);
+	/* A plain name in the directory: nothing else is read through it. */
+	if (!err && r->pack && (!r->pack[0] || strchr(r->pack, '/') || r->pack[0] == '.'))
+		err = nw_json_fail(in, "\"pack\" must name a file of the directory, not \"%s\"",
+				   r->pack);
 	if (!err && json_object_object_get_ex(root, "clock_start_ns", NULL))
 		err = nw_json_get_u64(in, root, NULL, "clock_start_ns", UINT64_MAX,
 				      &r->clock_start_ns);

@@ -14,6 +14,7 @@
 #define NW_MANIFEST_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "model/measurement.h"
 
@@ -21,6 +22,8 @@
 
 /* Writes the manifest of @m to @path.  -errno. */
 int nw_manifest_write(const char *path, const struct nw_measurement *m);
+/* The same to @f, left open and unsynced (a pack's entry).  -errno, -ENOMEM. */
+int nw_manifest_write_fp(FILE *f, const struct nw_measurement *m);
 /*
  * Reads @path into the empty model @m: run, metrics, modules, processes
  * and threads (without trees).  -errno for I/O, -EBADMSG for JSON that is

@@ -3,12 +3,14 @@
 #include "format/reader.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "format/csprof.h"
 #include "format/manifest.h"
+#include "format/pack.h"
 #include "format/symbols.h"
 #include "format/tracefile.h"
 #include "util/log.h"
@@ -97,17 +99,54 @@ out:
 	return ret < 0 ? ret : 0;
 }
 
-static int load_thread(struct nw_measurement *m, const char *dir, struct nw_mthread *th,
+/*
+ * Where a measurement's files are: its directory, or the pack its
+ * manifest names (a checkpoint).  Names of files for messages.
+ */
+struct source {
+	const char *dir;
+	struct nw_pack pack;
+	bool packed;
+};
+
+/* "DIR/NAME", or "DIR/PACK:NAME" for an entry of the pack; NULL on ENOMEM. */
+static char *shown_name(const struct source *src, const struct nw_measurement *m,
+			const char *name)
+{
+	return src->packed ? nw_strdup_printf("%s/%s:%s", src->dir, m->run.pack, name)
+			   : nw_strdup_printf("%s/%s", src->dir, name);
+}
+
+/* The pack's entry @name, or NULL with a message. */
+static const struct nw_pack_entry *entry_of(const struct source *src, const char *shown,
+					    const char *name, char *err, size_t errlen)
+{
+	const struct nw_pack_entry *e = nw_pack_find(&src->pack, name);
+
+	if (!e)
+		nw_set_err(err, errlen, "%s: not in the pack", shown);
+	return e;
+}
+
+static int load_thread(struct nw_measurement *m, const struct source *src, struct nw_mthread *th,
 		       char *err, size_t errlen)
 {
 	struct nw_csprof_error cerr = { 0 };
 	struct nw_csprof *cp = NULL;
-	char *path = nw_strdup_printf("%s/%s", dir, th->file);
+	char *path = shown_name(src, m, th->file);
 	int ret;
 
 	if (!path)
 		return -ENOMEM;
-	ret = nw_csprof_read_file(path, &cp, &cerr);
+	if (src->packed) {
+		const struct nw_pack_entry *e = entry_of(src, path, th->file, err, errlen);
+
+		ret = e ? nw_csprof_read(e->data, e->size, &cp, &cerr) : -ENOENT;
+		if (!e)
+			goto out;
+	} else {
+		ret = nw_csprof_read_file(path, &cp, &cerr);
+	}
 	if (ret == -EBADMSG) {
 		nw_set_err(err, errlen, "%s: %s at offset %llu", path, cerr.msg,
 			   (unsigned long long)cerr.offset);
@@ -153,6 +192,7 @@ out:
 
 int nw_measurement_read(const char *dir, struct nw_measurement **ret, char *err, size_t errlen)
 {
+	struct source src = { .dir = dir };
 	struct nw_measurement *m;
 	struct stat sb;
 	char *path = NULL;
@@ -187,12 +227,32 @@ int nw_measurement_read(const char *dir, struct nw_measurement **ret, char *err,
 	}
 	free(path);
 
+	if (m->run.pack) {
+		char *pp = nw_strdup_printf("%s/%s", dir, m->run.pack);
+
+		rc = pp ? nw_pack_open(pp, &src.pack, err, errlen) : -ENOMEM;
+		free(pp);
+		if (rc)
+			goto out_free;
+		src.packed = true;
+	}
 	rc = -ENOMEM;
-	path = nw_strdup_printf("%s/symbols.json", dir);
+	path = shown_name(&src, m, "symbols.json");
 	if (!path)
 		goto out_free;
 	nw_set_err(err, errlen, "%s", "");
-	rc = nw_symbols_read(path, m->modules, m->symtab, err, errlen);
+	if (src.packed) {
+		const struct nw_pack_entry *e = nw_pack_find(&src.pack, "symbols.json");
+		char *text = e ? strndup(e->data, e->size) : NULL;
+
+		/* The JSON reader wants the text NUL-terminated. */
+		rc = !e ? -ENOENT : !text ? -ENOMEM
+				   : nw_symbols_read_buf(path, text, e->size, m->modules, m->symtab,
+							 err, errlen);
+		free(text);
+	} else {
+		rc = nw_symbols_read(path, m->modules, m->symtab, err, errlen);
+	}
 	if (rc == -ENOENT) {
 		/* No symbol table: every frame shows as module+0xADDR. */
 		nw_set_err(err, errlen, "%s", "");
@@ -206,12 +266,13 @@ int nw_measurement_read(const char *dir, struct nw_measurement **ret, char *err,
 		if (!m->threads[i].file)
 			continue;
 		nw_set_err(err, errlen, "%s", "");
-		rc = load_thread(m, dir, &m->threads[i], err, errlen);
+		rc = load_thread(m, &src, &m->threads[i], err, errlen);
 		if (rc)
 			goto out_free;
 	}
 	nw_set_err(err, errlen, "%s", "");
 	free(path);
+	nw_pack_close(&src.pack);
 	*ret = m;
 	return 0;
 
@@ -219,6 +280,7 @@ out_free:
 	if (rc == -ENOMEM && err && !err[0])
 		nw_set_err(err, errlen, "%s: out of memory", dir);
 	free(path);
+	nw_pack_close(&src.pack);
 	nw_measurement_free(m);
 	return rc;
 }
@@ -226,23 +288,42 @@ out_free:
 int nw_measurement_read_traces(struct nw_measurement *m, const char *dir, char *err,
 			       size_t errlen)
 {
-	int n = 0;
+	struct source src = { .dir = dir };
+	int n = 0, rc = 0;
 
-	for (uint32_t i = 0; i < m->nthreads; i++) {
+	for (uint32_t i = 0; i < m->nthreads && !rc; i++) {
 		struct nw_mthread *th = &m->threads[i];
 		char *path;
-		int rc;
 
 		if (th->trace || !th->trace_file)
 			continue;
-		path = nw_strdup_printf("%s/%s", dir, th->trace_file);
-		if (!path)
-			return -ENOMEM;
-		rc = nw_tracefile_read(path, m, th, &th->trace, err, errlen);
+		if (m->run.pack && !src.packed) {
+			char *pp = nw_strdup_printf("%s/%s", dir, m->run.pack);
+
+			rc = pp ? nw_pack_open(pp, &src.pack, err, errlen) : -ENOMEM;
+			free(pp);
+			if (rc)
+				break;
+			src.packed = true;
+		}
+		path = shown_name(&src, m, th->trace_file);
+		if (!path) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (src.packed) {
+			const struct nw_pack_entry *e = entry_of(&src, path, th->trace_file, err,
+								 errlen);
+
+			rc = e ? nw_tracefile_parse(e->data, e->size, path, m, th, &th->trace, err,
+						    errlen)
+			       : -ENOENT;
+		} else {
+			rc = nw_tracefile_read(path, m, th, &th->trace, err, errlen);
+		}
 		free(path);
-		if (rc)
-			return rc;
-		n++;
+		n += !rc;
 	}
-	return n;
+	nw_pack_close(&src.pack);
+	return rc ? rc : n;
 }

@@ -98,6 +98,11 @@ int nw_symbols_write(const char *path, const struct nw_module_table *modules,
 	return nw_json_write_file(path, symtab_to_json(modules, t));
 }
 
+int nw_symbols_write_fp(FILE *f, const struct nw_module_table *modules, const struct nw_symtab *t)
+{
+	return nw_json_write_fp(f, symtab_to_json(modules, t));
+}
+
 /* ---- reader ---- */
 
 static int read_frames(struct nw_json_in *in, struct json_object *entry, const char *ewhere,
@@ -246,6 +251,18 @@ int nw_symbols_read(const char *path, struct nw_module_table *modules, struct nw
 {
 	struct symbols_in si = { .modules = modules, .t = t };
 	int ret = nw_json_read_file(path, err, errlen, symtab_from_json, &si);
+
+	if (ret)
+		nw_symtab_clear(t);
+	return ret;
+}
+
+int nw_symbols_read_buf(const char *name, const char *buf, size_t len,
+			struct nw_module_table *modules, struct nw_symtab *t, char *err,
+			size_t errlen)
+{
+	struct symbols_in si = { .modules = modules, .t = t };
+	int ret = nw_json_read_buf(name, buf, len, err, errlen, symtab_from_json, &si);
 
 	if (ret)
 		nw_symtab_clear(t);

@@ -91,51 +91,64 @@ static int write_all(FILE *f, const void *buf, size_t n)
 	return n && fwrite(buf, 1, n, f) != n ? (errno ? -errno : -EIO) : 0;
 }
 
-int nw_tracefile_write(const char *path, const struct nw_measurement *m,
-		       const struct nw_mthread *th)
+int nw_tracefile_write_fp(FILE *f, const struct nw_measurement *m, const struct nw_mthread *th,
+			  bool preorder)
 {
 	struct remap r = { .m = m, .th = th, .last_epoch = -1 };
+	const struct nw_trace *src = th->trace;
 	struct nw_trace out;
 	uint8_t head[NW_TRACE_HEADER];
-	FILE *f;
-	int rc;
+	int rc = 0;
 
 	r.id_of = calloc(th->ntrees ? th->ntrees : 1, sizeof(*r.id_of));
 	if (!r.id_of)
 		return -ENOMEM;
 	nw_trace_init(&out, th->trace->t0, th->trace->tick_ns);
-	rc = nw_trace_remap(th->trace, &out, map_node, &r);
-	if (rc == -EBADMSG)
-		rc = -EINVAL;
-	if (rc)
-		goto out;
+	if (preorder) {
+		rc = nw_trace_remap(th->trace, &out, map_node, &r);
+		if (rc == -EBADMSG)
+			rc = -EINVAL;
+		if (rc)
+			goto out;
+		src = &out;
+	}
 	memcpy(head, NW_TRACE_MAGIC, 8);
 	put_u32(head + 8, NW_TRACE_VERSION);
-	put_u32(head + 12, out.tick_ns);
+	put_u32(head + 12, src->tick_ns);
 	put_u32(head + 16, th->pid);
 	put_u32(head + 20, th->tid);
-	put_u64(head + 24, out.t0);
-	put_u64(head + 32, out.n);
-	put_u64(head + 40, out.size);
+	put_u64(head + 24, src->t0);
+	put_u64(head + 32, src->n);
+	put_u64(head + 40, src->size);
 	errno = 0;
-	f = fopen(path, "we");
-	if (!f) {
-		rc = -errno;
-		goto out;
-	}
 	rc = write_all(f, head, sizeof(head));
 	if (!rc)
-		rc = write_all(f, out.bytes, out.size);
-	/* On disk before the manifest that names it. */
-	if ((fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0) && !rc)
-		rc = errno ? -errno : -EIO;
-	if (fclose(f) != 0 && !rc)
-		rc = -errno;
+		rc = write_all(f, src->bytes, src->size);
 out:
 	for (uint32_t t = 0; t < th->ntrees; t++)
 		free(r.id_of[t]);
 	free(r.id_of);
 	nw_trace_fini(&out);
+	return rc;
+}
+
+int nw_tracefile_write(const char *path, const struct nw_measurement *m,
+		       const struct nw_mthread *th)
+{
+	FILE *f;
+	int rc;
+
+	errno = 0;
+	f = fopen(path, "we");
+	if (!f)
+		return -errno;
+	rc = nw_tracefile_write_fp(f, m, th, true);
+	/* On disk before the manifest that names it. */
+	errno = 0;
+	if ((fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0) && !rc)
+		rc = errno ? -errno : -EIO;
+	if (fclose(f) != 0 && !rc)
+		rc = -errno;
 	return rc;
 }
 

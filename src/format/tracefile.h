@@ -12,7 +12,9 @@
 #ifndef NW_TRACEFILE_H
 #define NW_TRACEFILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "model/measurement.h"
@@ -29,6 +31,12 @@
  */
 int nw_tracefile_write(const char *path, const struct nw_measurement *m,
 		       const struct nw_mthread *th);
+/*
+ * The same to @f, left open and unsynced (a pack's entry); with @preorder
+ * false the node ids stay the model's, for trees written in index order.
+ */
+int nw_tracefile_write_fp(FILE *f, const struct nw_measurement *m, const struct nw_mthread *th,
+			  bool preorder);
 
 /*
  * Reads the trace of @th from @buf (@size bytes of the file @name) into

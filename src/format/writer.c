@@ -3,6 +3,7 @@
 #include "format/writer.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
@@ -14,6 +15,7 @@
 
 #include "format/csprof.h"
 #include "format/manifest.h"
+#include "format/pack.h"
 #include "format/symbols.h"
 #include "format/tracefile.h"
 #include "util/log.h"
@@ -116,9 +118,12 @@ static int cmp_tree_newest_first(const void *a, const void *b)
 	return x->epoch < y->epoch ? -1 : x->epoch > y->epoch;
 }
 
-/* Writes the HPC_CSPROF file of @th to @path.  -errno, -EINVAL for a tree outside its epochs. */
+/*
+ * Writes the HPC_CSPROF file of @th to @f, or to the file @path when @f is
+ * NULL.  -errno, -EINVAL for a tree outside its epochs.
+ */
 static int write_thread(const struct nw_measurement *m, const struct nw_mthread *th,
-			const char *path)
+			const char *path, FILE *f, bool index_order)
 {
 	const struct nw_mprocess *proc = nw_measurement_process(m, th->pid);
 	struct nw_csprof p = { 0 };
@@ -126,6 +131,7 @@ static int write_thread(const struct nw_measurement *m, const struct nw_mthread 
 	int ret = -ENOMEM;
 
 	p.target = (char *)(proc ? proc->comm : th->comm);
+	p.index_order = index_order;
 	p.nmetrics = m->nmetrics;
 	p.nepochs = th->nepochs;
 	metrics = calloc(m->nmetrics ? m->nmetrics : 1, sizeof(*metrics));
@@ -167,7 +173,7 @@ static int write_thread(const struct nw_measurement *m, const struct nw_mthread 
 	}
 	/* Newest epoch first, as csprof's own writer did: old readers take the first as epoch 0. */
 	qsort(p.trees, p.ntrees, sizeof(*p.trees), cmp_tree_newest_first);
-	ret = nw_csprof_write_file(path, &p);
+	ret = f ? nw_csprof_write(f, &p) : nw_csprof_write_file(path, &p);
 out:
 	for (uint32_t e = 0; p.epochs && e < p.nepochs; e++)
 		free(p.epochs[e].modules);
@@ -230,7 +236,7 @@ static int write_files(const struct nw_measurement *m, const struct nw_extra_fil
 		if (!th->file)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", tmp, th->file);
-		ret = write_thread(m, th, path);
+		ret = write_thread(m, th, path, NULL, false);
 		if (ret < 0) {
 			snprintf(shown, sizeof(shown), "%s/%s", dir, th->file);
 			if (ret == -EINVAL)
@@ -373,5 +379,191 @@ int nw_measurement_write(const struct nw_measurement *m, const struct nw_extra_f
 		ret = publish(tmp, dir, old, mode, err, errlen);
 	if (ret)
 		remove_tree(tmp);
+	return ret;
+}
+
+/* ---- checkpoints: the files in one pack, the manifest beside it ---- */
+
+#define PACK_PREFIX "checkpoint-"
+#define PACK_SUFFIX ".nwpack"
+
+/* Writes every file of @m but the manifest into the pack @w.  -errno with a message. */
+static int write_entries(const struct nw_measurement *m, const struct nw_extra_file *extra,
+			 size_t nextra, struct nw_pack_writer *w, const char *shown, char *err,
+			 size_t errlen)
+{
+	const char *what = "symbols.json";
+	FILE *f;
+	int ret = 0;
+
+	for (uint32_t i = 0; i < m->nthreads && !ret; i++) {
+		const struct nw_mthread *th = &m->threads[i];
+
+		if (!th->file)
+			continue;
+		what = th->file;
+		f = nw_pack_begin(w, th->file);
+		/* Index order: the trace's node ids need no renumbering. */
+		ret = f ? write_thread(m, th, NULL, f, true) : w->err;
+		if (!ret)
+			ret = nw_pack_end(w);
+		if (ret || !th->trace || !th->trace_file)
+			continue;
+		what = th->trace_file;
+		f = nw_pack_begin(w, th->trace_file);
+		ret = f ? nw_tracefile_write_fp(f, m, th, false) : w->err;
+		if (!ret)
+			ret = nw_pack_end(w);
+	}
+	for (size_t i = 0; i < nextra && !ret; i++) {
+		what = extra[i].name;
+		f = nw_pack_begin(w, extra[i].name);
+		errno = 0;
+		ret = !f ? w->err
+		      : extra[i].size && fwrite(extra[i].data, 1, extra[i].size, f) != extra[i].size
+			  ? (errno ? -errno : -EIO)
+			  : 0;
+		if (!ret)
+			ret = nw_pack_end(w);
+	}
+	if (!ret) {
+		what = "symbols.json";
+		f = nw_pack_begin(w, "symbols.json");
+		ret = f ? nw_symbols_write_fp(f, m->modules, m->symtab) : w->err;
+		if (!ret)
+			ret = nw_pack_end(w);
+	}
+	if (ret == -EINVAL)
+		nw_set_err(err, errlen, "cannot write %s:%s: a tree or event outside its epochs",
+			   shown, what);
+	else if (ret < 0)
+		write_error(err, errlen, shown, -ret ? -ret : EIO);
+	return ret ? ret : 0;
+}
+
+/* Removes the packs and half-written files in @dir but @keep. */
+static void remove_packs(const char *dir, const char *keep)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		char path[PATH_MAX];
+
+		if (keep && !strcmp(de->d_name, keep))
+			continue;
+		if (!(strncmp(de->d_name, PACK_PREFIX, strlen(PACK_PREFIX)) == 0 &&
+		      n > strlen(PACK_SUFFIX) && !strcmp(de->d_name + n - strlen(PACK_SUFFIX),
+							 PACK_SUFFIX)) &&
+		    strncmp(de->d_name, ".manifest.json.", 15))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < (int)sizeof(path))
+			unlink(path);
+	}
+	closedir(d);
+}
+
+/* Makes @dir a directory of this run: an older run's moves aside to @old first.  -errno. */
+static int pack_dir(const char *dir, const char *old, enum nw_write_mode mode, char *err,
+		    size_t errlen)
+{
+	struct stat st;
+	int e;
+
+	if (lstat(dir, &st) == 0) {
+		if (mode == NW_WRITE_REPLACE && S_ISDIR(st.st_mode))
+			return 0;
+		remove_tree(old);
+		if (rename(dir, old) < 0) {
+			e = errno;
+			nw_set_err(err, errlen, "cannot move %s aside to %s: %s", dir, old,
+				   strerror(e));
+			return -e;
+		}
+	}
+	if (mkdir(dir, 0777) < 0) {
+		e = errno;
+		write_error(err, errlen, dir, e);
+		return -e;
+	}
+	return 0;
+}
+
+int nw_measurement_write_pack(const struct nw_measurement *m, const struct nw_extra_file *extra,
+			      size_t nextra, const char *dir, enum nw_write_mode mode, char *err,
+			      size_t errlen)
+{
+	char old[PATH_MAX], pack[PATH_MAX], man[PATH_MAX], final[PATH_MAX];
+	struct nw_measurement named = *m;
+	struct nw_pack_writer w;
+	const char *base;
+	mode_t mask;
+	int fd, ret;
+
+	nw_set_err(err, errlen, "%s", "");
+	if (snprintf(old, sizeof(old), "%s.old", dir) >= (int)sizeof(old) ||
+	    snprintf(pack, sizeof(pack), "%s/" PACK_PREFIX "XXXXXX" PACK_SUFFIX, dir) >=
+		    (int)sizeof(pack) ||
+	    snprintf(man, sizeof(man), "%s/.manifest.json.XXXXXX", dir) >= (int)sizeof(man) ||
+	    snprintf(final, sizeof(final), "%s/manifest.json", dir) >= (int)sizeof(final)) {
+		nw_set_err(err, errlen, "%s: path too long", dir);
+		return -ENAMETOOLONG;
+	}
+	ret = pack_dir(dir, old, mode, err, errlen);
+	if (ret)
+		return ret;
+	fd = mkstemps(pack, strlen(PACK_SUFFIX));
+	if (fd < 0) {
+		ret = -errno;
+		write_error(err, errlen, dir, -ret);
+		return ret;
+	}
+	/* mkstemps makes it private; a measurement's files are made as creat(2) would. */
+	mask = umask(0);
+	umask(mask);
+	fchmod(fd, 0666 & ~mask);
+	close(fd);
+	ret = nw_pack_create(&w, pack);
+	if (ret) {
+		write_error(err, errlen, pack, -ret);
+		goto fail;
+	}
+	ret = write_entries(m, extra, nextra, &w, pack, err, errlen);
+	if (ret) {
+		nw_pack_abort(&w);
+		goto fail;
+	}
+	ret = nw_pack_finish(&w);
+	if (ret) {
+		write_error(err, errlen, pack, -ret);
+		goto fail;
+	}
+	/* The manifest names the pack, and its rename commits the checkpoint. */
+	base = strrchr(pack, '/') + 1;
+	named.run.pack = (char *)base;
+	fd = mkstemp(man);
+	if (fd < 0) {
+		ret = -errno;
+		write_error(err, errlen, final, -ret);
+		goto fail;
+	}
+	fchmod(fd, 0666 & ~mask);
+	close(fd);
+	ret = nw_manifest_write(man, &named);
+	if (!ret && rename(man, final) < 0)
+		ret = -errno;
+	if (ret) {
+		write_error(err, errlen, final, -ret);
+		unlink(man);
+		goto fail;
+	}
+	fsync_path(dir);
+	remove_packs(dir, base);
+	return 0;
+fail:
+	unlink(pack);
 	return ret;
 }

@@ -41,6 +41,20 @@ int nw_measurement_write(const struct nw_measurement *m, const struct nw_extra_f
 			 size_t errlen);
 
 /*
+ * A checkpoint of @m in @dir: every file but the manifest in one pack
+ * (format/pack.h), "checkpoint-XXXXXX.nwpack", then manifest.json naming
+ * it, renamed into place.  Each is synced first, so @dir holds the last
+ * complete checkpoint whenever the writer stops.  With NW_WRITE_NEW an
+ * existing @dir (an older run's) moves aside to @dir.old; with
+ * NW_WRITE_REPLACE the pack and manifest of @dir are replaced.  A later
+ * nw_measurement_write() of the run replaces the whole directory.  0, or
+ * -errno with a message for the user in @err.
+ */
+int nw_measurement_write_pack(const struct nw_measurement *m, const struct nw_extra_file *extra,
+			      size_t nextra, const char *dir, enum nw_write_mode mode, char *err,
+			      size_t errlen);
+
+/*
  * The csprof file name of a thread: "<comm>-<pid>-<tid>.csprof", with
  * '/', spaces and control characters of the name made '_'.
  */

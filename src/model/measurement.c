@@ -34,6 +34,7 @@ void nw_run_fini(struct nw_run *r)
 		free(r->argv[i]);
 	free(r->argv);
 	free(r->call_graph);
+	free(r->pack);
 	for (uint32_t i = 0; r->events && i < r->nevents; i++)
 		free(r->events[i].name);
 	free(r->events);

@@ -80,6 +80,12 @@ struct nw_run {
 	/* --flight-recorder: only the last window_ns of the run are kept; 0: all of it */
 	uint64_t window_ns;
 	int exit_status;       /* as a shell reports it: 128+N for signal N; -1 unknown */
+	/*
+	 * The pack that holds every file but the manifest (a checkpoint's
+	 * one-file form, format/pack.h), relative to the directory; NULL:
+	 * they are files of the directory.
+	 */
+	char *pack;
 	uint64_t samples, lost, throttled, unwind_errors;
 };
 

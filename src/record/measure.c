@@ -27,6 +27,9 @@ void nw_measure_fini(struct nw_measure *ms)
 		nw_kallsyms_fini(&ms->ksyms);
 	nw_index_fini(&ms->done);
 	free(ms->keys);
+	for (size_t i = 0; i < ms->nmarks; i++)
+		free(ms->marks[i].v);
+	free(ms->marks);
 	nw_symtab_free(ms->symtab);
 	nw_symbolizer_free(ms->sym);
 	memset(ms, 0, sizeof(*ms));
@@ -139,57 +142,82 @@ static int kernel_symbolize(struct nw_measure *ms, uint64_t pc, struct nw_symfra
 	return 0;
 }
 
-/* Symbolizes every PC of @th's trees not seen before. */
-static int symbolize_thread(struct nw_measure *ms, const struct nw_measurement *m,
-			    const struct nw_mthread *th)
+/* Symbolizes node @i of tree @t of @th (as a caller or as a leaf, as it is now). */
+static int symbolize_node(struct nw_measure *ms, const struct nw_measurement *m,
+			  const struct nw_mthread *th, uint32_t t, uint32_t i)
 {
+	const struct nw_cct_node *node = &th->trees[t].cct->nodes[i];
+	bool caller = node->first_child != NW_CCT_NONE;
+	struct nw_symframe *frames = NULL;
+	struct nw_resolved r;
+	uint32_t nframes = 0;
+	int ret;
+
+	nw_measurement_locate(m, th->trees[t].epoch, node->ip, caller, &r);
+	if (!r.map)
+		return 0;
+	ret = mark_pc(ms, r.module_index, r.addr);
+	if (ret <= 0)
+		return ret;
+	if (!strcmp(r.module->path, NW_KERNEL_MODULE))
+		ret = kernel_symbolize(ms, r.addr, &frames, &nframes);
+	else
+		ret = nw_symbolize(ms->sym, nw_module_source(r.module), r.addr, &frames, &nframes);
+	if (ret == -ENOMEM)
+		return ret;
+	if (ret < 0) {
+		frames = NULL;
+		nframes = 0;
+	}
+	if (!nframes && nw_perfmap_module_is_anon(r.module->path)) {
+		ret = jit_symbolize(ms, th->pid, node->ip - (caller ? 1 : 0), &frames, &nframes);
+		if (ret < 0)
+			return ret;
+	}
+	ret = nw_symtab_add(ms->symtab, r.module_index, r.addr, frames, nframes);
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * Symbolizes every PC of @th's trees not seen before: the nodes added
+ * since the last build (@marks, per epoch of the thread's process; moved
+ * on), and their parents, which were leaves (exact PCs) then and are
+ * callers (return addresses, PC - 1) now.
+ */
+static int symbolize_thread(struct nw_measure *ms, const struct nw_measurement *m,
+			    const struct nw_mthread *th, struct nw_measure_marks *marks)
+{
+	if (marks->n < th->nepochs) {
+		uint32_t *v = realloc(marks->v, th->nepochs * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		memset(v + marks->n, 0, (th->nepochs - marks->n) * sizeof(*v));
+		marks->v = v;
+		marks->n = th->nepochs;
+	}
 	for (uint32_t t = 0; t < th->ntrees; t++) {
 		const struct nw_cct *cct = th->trees[t].cct;
+		uint32_t e = th->trees[t].epoch - th->first_epoch;
+		uint32_t from = e < marks->n && marks->v[e] <= cct->n ? marks->v[e] : 0;
 
-		for (uint32_t i = 1; i < cct->n; i++) {
-			const struct nw_cct_node *node = &cct->nodes[i];
-			bool caller = node->first_child != NW_CCT_NONE;
-			struct nw_symframe *frames = NULL;
-			struct nw_resolved r;
-			uint32_t nframes = 0;
-			int ret;
+		for (uint32_t i = from > 1 ? from : 1; i < cct->n; i++) {
+			uint32_t p = cct->nodes[i].parent;
+			int ret = symbolize_node(ms, m, th, t, i);
 
-			nw_measurement_locate(m, th->trees[t].epoch, node->ip, caller, &r);
-			if (!r.map)
-				continue;
-			ret = mark_pc(ms, r.module_index, r.addr);
-			if (ret <= 0) {
-				if (ret < 0)
-					return ret;
-				continue;
-			}
-			if (!strcmp(r.module->path, NW_KERNEL_MODULE))
-				ret = kernel_symbolize(ms, r.addr, &frames, &nframes);
-			else
-				ret = nw_symbolize(ms->sym, nw_module_source(r.module), r.addr,
-						   &frames, &nframes);
-			if (ret == -ENOMEM)
-				return ret;
-			if (ret < 0) {
-				frames = NULL;
-				nframes = 0;
-			}
-			if (!nframes && nw_perfmap_module_is_anon(r.module->path)) {
-				ret = jit_symbolize(ms, th->pid, node->ip - (caller ? 1 : 0), &frames,
-						    &nframes);
-				if (ret < 0)
-					return ret;
-			}
-			ret = nw_symtab_add(ms->symtab, r.module_index, r.addr, frames, nframes);
-			if (ret < 0)
+			if (!ret && p != NW_CCT_ROOT && p < from)
+				ret = symbolize_node(ms, m, th, t, p);
+			if (ret)
 				return ret;
 		}
+		if (e < marks->n)
+			marks->v[e] = cct->n;
 	}
 	return 0;
 }
 
 /* Adds the session's processes, their epochs, and its sampled threads with their trees. */
-static int add_tasks(struct nw_measurement *m, const struct nw_session *s,
+static int add_tasks(struct nw_measure *ms, struct nw_measurement *m, const struct nw_session *s,
 		     const struct nw_tracer *tracer)
 {
 	const struct nw_task_table *t = &s->tasks;
@@ -252,6 +280,16 @@ static int add_tasks(struct nw_measurement *m, const struct nw_session *s,
 		for (uint32_t e = 0; e < th->nccts && e < as->nepochs && !ret; e++)
 			if (th->ccts[e])
 				ret = nw_mthread_add_tree(mt, base[p] + e, th->ccts[e]);
+		if (!ret && nw_grow(&ms->marks, &ms->cap_marks, (size_t)th->seq + 1,
+				    sizeof(*ms->marks)))
+			ret = -ENOMEM;
+		if (!ret && th->seq >= ms->nmarks) {
+			memset(ms->marks + ms->nmarks, 0,
+			       ((size_t)th->seq + 1 - ms->nmarks) * sizeof(*ms->marks));
+			ms->nmarks = (size_t)th->seq + 1;
+		}
+		if (!ret)
+			ret = symbolize_thread(ms, m, mt, &ms->marks[th->seq]);
 	}
 	free(base);
 	return ret;
@@ -272,9 +310,7 @@ int nw_measure_build(struct nw_measure *ms, struct nw_session *s,
 	memset(run, 0, sizeof(*run));
 	err = nw_session_describe_metrics(s, m);
 	if (!err)
-		err = add_tasks(m, s, tracer);
-	for (uint32_t i = 0; !err && i < m->nthreads; i++)
-		err = symbolize_thread(ms, m, &m->threads[i]);
+		err = add_tasks(ms, m, s, tracer);
 	if (err) {
 		nw_measurement_free(m);
 		return err;

@@ -31,6 +31,13 @@ struct nw_measure {
 	size_t nfiles, cap_files;
 	struct nw_kallsyms ksyms;     /* /proc/kallsyms, read at the first kernel PC */
 	int ksyms_state;              /* 0 not read, 1 read, -errno could not be */
+	/*
+	 * Per session thread (by seq) and epoch: the nodes of its tree
+	 * symbolized by an earlier build.  Trees only grow, so a checkpoint
+	 * symbolizes what is new, not the whole tree again.
+	 */
+	struct nw_measure_marks { uint32_t *v; size_t n; } *marks;
+	size_t nmarks, cap_marks;
 };
 
 /* -ENOMEM. */

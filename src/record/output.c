@@ -204,8 +204,14 @@ int nw_output_write(struct nw_output *out, const struct nw_measurement *m,
 		    size_t errlen)
 {
 	enum nw_run_written w = m->run.written;
-	int rc = nw_measurement_write(m, extra, nextra, out->path,
-				      out->wrote ? NW_WRITE_REPLACE : NW_WRITE_NEW, err, errlen);
+	enum nw_write_mode mode = out->wrote ? NW_WRITE_REPLACE : NW_WRITE_NEW;
+	/*
+	 * While recording, one pack and a manifest: a directory of files per
+	 * thread costs a created, synced and unlinked file each, every time.
+	 */
+	int rc = w == NW_RUN_CHECKPOINT || w == NW_RUN_SNAPSHOT
+			 ? nw_measurement_write_pack(m, extra, nextra, out->path, mode, err, errlen)
+			 : nw_measurement_write(m, extra, nextra, out->path, mode, err, errlen);
 
 	if (rc) {
 		out->failures++;

@@ -177,9 +177,18 @@ nw_near() {
 # (valid JSON) and at least one .csprof file, each of which parses completely
 # with the independent reader below.
 nw_check_measurement() {
-	local dir=$1 f
+	local dir=$1 f pack
 
 	[[ -d $dir ]] || fail "no measurement directory $dir"
+	pack=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("pack", ""))' \
+		"$dir/manifest.json" 2>/dev/null) || fail "$dir/manifest.json is not valid JSON"
+	if [[ -n $pack ]]; then
+		# A checkpoint: its files come out of the pack for the same checks.
+		f=$(mktemp -d "$NW_TMP/unpacked.XXXXXX")
+		nw_unpack "$dir/$pack" "$f"
+		cp "$dir/manifest.json" "$f/"
+		dir=$f
+	fi
 	for f in manifest.json symbols.json; do
 		[[ -s $dir/$f ]] || fail "$dir/$f is missing or empty"
 		python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$dir/$f" ||
@@ -189,6 +198,40 @@ nw_check_measurement() {
 	nw_csprof summary "$dir"/*.csprof >/dev/null
 }
 
+# nw_unpack PACK DIR : the entries of a checkpoint's pack as files of DIR,
+#     read from the layout in doc/DURABILITY.md alone (not src/format/):
+#     magic, data, index, trailer, every offset checked against the size.
+nw_unpack() {
+	python3 - "$1" "$2" <<'PY' || fail "pack check failed (see above)"
+import os
+import struct
+import sys
+
+path, out = sys.argv[1], sys.argv[2]
+d = open(path, "rb").read()
+def bad(why):
+    print("%s: %s" % (path, why), file=sys.stderr)
+    sys.exit(1)
+if len(d) < 32 or d[:8] != b"NWPACK01" or d[-8:] != b"NWPKEND1":
+    bad("no NWPACK01 magic or NWPKEND1 trailer")
+index, count = struct.unpack_from("<QQ", d, len(d) - 24)
+if not 8 <= index <= len(d) - 24:
+    bad("index offset %d outside the pack" % index)
+o = index
+for _ in range(count):
+    (n,) = struct.unpack_from("<I", d, o)
+    name = d[o + 4:o + 4 + n].decode()
+    at, size = struct.unpack_from("<QQ", d, o + 4 + n)
+    if "/" in name or not 8 <= at <= at + size <= index:
+        bad("entry %r at %d+%d is outside the data" % (name, at, size))
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(d[at:at + size])
+    o += 20 + n
+if o != len(d) - 24:
+    bad("the index ends at %d, the trailer starts at %d" % (o, len(d) - 24))
+PY
+}
+
 # nw_csprof summary FILE... : one line per file, "FILE EPOCHS TREES NODES SAMPLES",
 #     SAMPLES being the sum over all nodes of the first ":samples" metric
 #     (metric 0 when none is so named).
@@ -196,7 +239,7 @@ nw_check_measurement() {
 #
 # An HPC_CSPROF reader written from DESIGN.md alone, independent of
 # src/format/: it checks every count against the file size, the magic
-# strings, tags, preorder node ids, parents before children, epoch indexes,
+# strings, tags, node ids in file order, parents before children, epoch indexes,
 # and that nothing follows the last tree.  A bad file fails the test with
 # its name and the offset.
 nw_csprof() {
@@ -305,7 +348,7 @@ def parse(data):
             r.u64("node sp")
             m = [r.u64("node metric") for _ in range(nmetrics)]
             if nid != i:
-                raise Bad("offset %d: node id %d, expected %d (preorder)" % (at, nid, i))
+                raise Bad("offset %d: node id %d, expected %d" % (at, nid, i))
             if (i == 0 and parent != 0) or (i > 0 and parent >= i):
                 raise Bad("offset %d: node %d has parent %d" % (at, i, parent))
             samples += m[sm]
