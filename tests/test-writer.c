@@ -12,6 +12,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <sched.h>
@@ -322,6 +323,9 @@ static void assert_same_epoch(const struct nw_measurement *m, const struct nw_ep
 }
 
 /* Tree @b read back for @a: node i is @a's i-th node in preorder, with its metrics. */
+/* Files written as a checkpoint's pack list nodes in the model's order, not preorder. */
+static bool index_order;
+
 static void assert_same_tree(const struct nw_cct *a, const struct nw_cct *b)
 {
 	uint32_t *order = malloc(a->n * sizeof(*order)), *pos = malloc(a->n * sizeof(*pos));
@@ -330,7 +334,12 @@ static void assert_same_tree(const struct nw_cct *a, const struct nw_cct *b)
 	assert_non_null(pos);
 	assert_int_equal(a->n, b->n);
 	assert_int_equal(a->nmetrics, b->nmetrics);
-	assert_int_equal(nw_cct_preorder(a, order), a->n);
+	if (index_order) {
+		for (uint32_t k = 0; k < a->n; k++)
+			order[k] = k;
+	} else {
+		assert_int_equal(nw_cct_preorder(a, order), a->n);
+	}
 	for (uint32_t k = 0; k < a->n; k++)
 		pos[order[k]] = k;
 	for (uint32_t k = 0; k < a->n; k++) {
@@ -854,6 +863,90 @@ static void test_write_read_only(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/*
+ * A checkpoint: one pack and the manifest naming it.  It reads into the
+ * same model (trees in the model's node order), a second checkpoint
+ * replaces the first and leaves one pack, and the write at the end turns
+ * the directory into files again.
+ */
+static void test_pack(void **state)
+{
+	struct nw_extra_file x = { "jit/perf-10.map", (void *)jit_map, sizeof(jit_map) - 1 };
+	char base[PATH_MAX], dir[PATH_MAX], old[PATH_MAX + 8];
+	struct nw_measurement *m = sample_model(), *r;
+	char err[512] = "";
+
+	tmp_dirs(base, dir);
+	snprintf(old, sizeof(old), "%s.old", dir);
+	/* An older run's measurement moves aside, as with a directory write. */
+	write_dir(m, dir, NW_WRITE_NEW);
+	m->run.written = NW_RUN_CHECKPOINT;
+	m->run.exit_status = -1;
+	if (nw_measurement_write_pack(m, &x, 1, dir, NW_WRITE_NEW, err, sizeof(err)))
+		fail_msg("nw_measurement_write_pack: %s", err);
+	assert_int_equal(access(old, F_OK), 0);
+	assert_int_equal(count_entries(dir, "checkpoint-"), 1);
+	assert_int_equal(count_entries(dir, "app-"), 0);
+	r = read_dir(dir);
+	assert_non_null(r->run.pack);
+	index_order = true;
+	assert_same_model(m, r);
+	nw_measurement_free(r);
+	/* The traces' node ids stay the model's: they name the same nodes. */
+	assert_int_equal(nw_measurement_read(dir, &r, err, sizeof(err)), 0);
+	assert_true(nw_measurement_read_traces(r, dir, err, sizeof(err)) >= 0);
+	nw_measurement_free(r);
+
+	/* Another checkpoint with more samples: one pack again, the newer one. */
+	add_path(m->threads[1].trees[0].cct, (uint64_t[]){ IP_MAIN }, 1, 0,
+		 (uint64_t[]){ 1, 1, 0, 0 });
+	m->threads[1].samples++;
+	m->run.samples++;
+	if (nw_measurement_write_pack(m, &x, 1, dir, NW_WRITE_REPLACE, err, sizeof(err)))
+		fail_msg("nw_measurement_write_pack: %s", err);
+	assert_int_equal(count_entries(dir, "checkpoint-"), 1);
+	assert_int_equal(count_entries(dir, ".manifest"), 0);
+	r = read_dir(dir);
+	assert_same_model(m, r);
+	assert_int_equal(r->run.samples, m->run.samples);
+	nw_measurement_free(r);
+	index_order = false;
+
+	/* A pack cut short is refused, naming it; the manifest still names it. */
+	{
+		char cut[2 * PATH_MAX];
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		int fd;
+
+		assert_non_null(d);
+		while ((e = readdir(d)) && strncmp(e->d_name, "checkpoint-", 11))
+			;
+		assert_non_null(e);
+		snprintf(cut, sizeof(cut), "%s/%s", dir, e->d_name);
+		closedir(d);
+		fd = open(cut, O_WRONLY);
+		assert_true(fd >= 0);
+		assert_int_equal(ftruncate(fd, 100), 0);
+		close(fd);
+		r = NULL;
+		assert_int_equal(nw_measurement_read(dir, &r, err, sizeof(err)), -EBADMSG);
+		assert_non_null(strstr(err, "corrupt pack"));
+		assert_null(r);
+	}
+
+	/* The end of the run: a directory of files in preorder again. */
+	m->run.written = NW_RUN_END;
+	write_dir(m, dir, NW_WRITE_REPLACE);
+	assert_int_equal(count_entries(dir, "checkpoint-"), 0);
+	r = read_dir(dir);
+	assert_null(r->run.pack);
+	assert_same_model(m, r);
+	nw_measurement_free(r);
+	nw_measurement_free(m);
+	remove_tree(base);
+}
+
 static void test_thread_file_name(void **state)
 {
 	char buf[64];
@@ -885,6 +978,7 @@ int main(void)
 		cmocka_unit_test(test_write_replace),
 		cmocka_unit_test(test_write_fails),
 		cmocka_unit_test(test_write_read_only),
+		cmocka_unit_test(test_pack),
 		cmocka_unit_test(test_thread_file_name),
 	};
 

@@ -226,6 +226,7 @@ int nw_measurement_read(const char *dir, struct nw_measurement **ret, char *err,
 		goto out_free;
 	}
 	free(path);
+	path = NULL;
 
 	if (m->run.pack) {
 		char *pp = nw_strdup_printf("%s/%s", dir, m->run.pack);
