@@ -7,11 +7,19 @@
 
 #include "util/strbuf.h"
 
-static inline uint32_t slot_hash(uint32_t parent, uint64_t ip)
-{
-	uint64_t h = ip * 0x9e3779b97f4a7c15ULL ^ ((uint64_t)parent * 0xc2b2ae3d27d4eb4fULL);
+/* Levels of a stack whose index slots nw_cct_insert() fetches together. */
+#define INSERT_WINDOW 32u
 
-	return (uint32_t)(h ^ (h >> 29));
+/* The root's path hash; a child's is path_hash(its parent's, its ip). */
+#define ROOT_HASH 0x2545f491u
+
+static inline uint32_t path_hash(uint32_t parent, uint64_t ip)
+{
+	uint64_t h = ip ^ ((uint64_t)parent * 0x9e3779b97f4a7c15ULL);
+
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	return (uint32_t)(h ^ (h >> 32));
 }
 
 static int grow_nodes(struct nw_cct *cct)
@@ -52,7 +60,7 @@ static int grow_slots(struct nw_cct *cct)
 	nw_advise_huge(slots, (size_t)nslots * sizeof(*slots));
 	memset(slots, 0xff, (size_t)nslots * sizeof(*slots));
 	for (uint32_t i = 1; i < cct->n; i++) {
-		uint32_t h = slot_hash(cct->nodes[i].parent, cct->nodes[i].ip) & mask;
+		uint32_t h = cct->nodes[i].hash & mask;
 
 		while (slots[h] != NW_CCT_NONE)
 			h = (h + 1) & mask;
@@ -78,7 +86,8 @@ struct nw_cct *nw_cct_new(unsigned nmetrics)
 	cct->n = 1;
 	cct->nodes[0] = (struct nw_cct_node){ .parent = NW_CCT_NONE,
 					      .first_child = NW_CCT_NONE,
-					      .next_sibling = NW_CCT_NONE };
+					      .next_sibling = NW_CCT_NONE,
+					      .hash = ROOT_HASH };
 	memset(cct->metrics, 0, nmetrics * sizeof(uint64_t));
 	return cct;
 }
@@ -96,7 +105,7 @@ void nw_cct_free(struct nw_cct *cct)
 
 uint32_t nw_cct_find(const struct nw_cct *cct, uint32_t parent, uint64_t ip)
 {
-	uint32_t mask = cct->nslots - 1, h = slot_hash(parent, ip) & mask;
+	uint32_t mask = cct->nslots - 1, h = path_hash(cct->nodes[parent].hash, ip) & mask;
 
 	if (!cct->slots) {
 		/* A tree built by nw_cct_append(): no index, scan the children. */
@@ -118,7 +127,9 @@ uint32_t nw_cct_find(const struct nw_cct *cct, uint32_t parent, uint64_t ip)
 	}
 }
 
-uint32_t nw_cct_child(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t sp)
+/* nw_cct_child() with the child's path hash @ph known. */
+static uint32_t child_of(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t sp,
+			 uint32_t ph)
 {
 	uint32_t mask, h, i;
 	struct nw_cct_node *node;
@@ -126,7 +137,7 @@ uint32_t nw_cct_child(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t
 	if (!cct->slots && grow_slots(cct))
 		return NW_CCT_NONE;
 	mask = cct->nslots - 1;
-	h = slot_hash(parent, ip) & mask;
+	h = ph & mask;
 
 	for (;;) {
 		i = cct->slots[h];
@@ -144,7 +155,7 @@ uint32_t nw_cct_child(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t
 		if (grow_slots(cct))
 			return NW_CCT_NONE;
 		mask = cct->nslots - 1;
-		h = slot_hash(parent, ip) & mask;
+		h = ph & mask;
 		while (cct->slots[h] != NW_CCT_NONE)
 			h = (h + 1) & mask;
 	}
@@ -156,12 +167,18 @@ uint32_t nw_cct_child(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t
 	node->sp = sp;
 	node->parent = parent;
 	node->first_child = NW_CCT_NONE;
+	node->hash = ph;
 	/* Append as the last sibling would need a tail pointer; prepend instead. */
 	node->next_sibling = cct->nodes[parent].first_child;
 	cct->nodes[parent].first_child = i;
 	memset(nw_cct_metrics(cct, i), 0, cct->nmetrics * sizeof(uint64_t));
 	cct->slots[h] = i;
 	return i;
+}
+
+uint32_t nw_cct_child(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t sp)
+{
+	return child_of(cct, parent, ip, sp, path_hash(cct->nodes[parent].hash, ip));
 }
 
 uint32_t nw_cct_insert(struct nw_cct *cct, const struct nw_frame *frames, size_t n)
@@ -192,12 +209,35 @@ uint32_t nw_cct_insert(struct nw_cct *cct, const struct nw_frame *frames, size_t
 			cct->cap_path = (uint32_t)n;
 		}
 	}
-	for (; k < n; k++) {
-		node = nw_cct_child(cct, node, frames[n - 1 - k].ip, frames[n - 1 - k].sp);
-		if (node == NW_CCT_NONE)
-			break;
-		if (k < cct->cap_path)
-			cct->path[k] = node;
+	/*
+	 * The rest, a window of levels at a time: their path hashes come from
+	 * the ips alone, so the index slots of every level of the window are
+	 * fetched at once, then the nodes they hold, and only then walked:
+	 * the cache misses of a deep stack overlap instead of coming one
+	 * after the other.
+	 */
+	while (k < n && node != NW_CCT_NONE) {
+		uint32_t hs[INSERT_WINDOW], w = n - k < INSERT_WINDOW ? (uint32_t)(n - k) : INSERT_WINDOW;
+		uint32_t h = cct->nodes[node].hash;
+
+		for (uint32_t j = 0; j < w; j++) {
+			h = hs[j] = path_hash(h, frames[n - 1 - k - j].ip);
+			if (cct->slots)
+				__builtin_prefetch(&cct->slots[h & (cct->nslots - 1)]);
+		}
+		for (uint32_t j = 0; cct->slots && j < w; j++) {
+			uint32_t i = cct->slots[hs[j] & (cct->nslots - 1)];
+
+			if (i != NW_CCT_NONE)
+				__builtin_prefetch(&cct->nodes[i]);
+		}
+		for (uint32_t j = 0; j < w; j++, k++) {
+			node = child_of(cct, node, frames[n - 1 - k].ip, frames[n - 1 - k].sp, hs[j]);
+			if (node == NW_CCT_NONE)
+				break;
+			if (k < cct->cap_path)
+				cct->path[k] = node;
+		}
 	}
 	cct->npath = (uint32_t)(k < cct->cap_path ? k : cct->cap_path);
 	return node;
@@ -315,6 +355,7 @@ uint32_t nw_cct_append(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_
 	node->sp = sp;
 	node->parent = parent;
 	node->first_child = NW_CCT_NONE;
+	node->hash = path_hash(cct->nodes[parent].hash, ip);
 	node->next_sibling = cct->nodes[parent].first_child;
 	cct->nodes[parent].first_child = i;
 	memset(nw_cct_metrics(cct, i), 0, cct->nmetrics * sizeof(uint64_t));

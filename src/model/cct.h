@@ -22,7 +22,7 @@ struct nw_frame {
 };
 
 /*
- * 28 bytes, packed: trees of millions of nodes are the bulk of a
+ * 32 bytes, packed: trees of millions of nodes are the bulk of a
  * measurement in memory (x86-64 and aarch64 load the 4-aligned u64s
  * without penalty inside a cache line).
  */
@@ -32,6 +32,12 @@ struct __attribute__((packed, aligned(4))) nw_cct_node {
 	uint32_t parent;       /* NW_CCT_NONE for the root */
 	uint32_t first_child;  /* NW_CCT_NONE when a leaf */
 	uint32_t next_sibling; /* NW_CCT_NONE when last */
+	/*
+	 * A hash of the ips from the root down to the node: what the index
+	 * is keyed by.  A stack's hashes need no node of the tree, so an
+	 * insert fetches the slots of all its levels at once (cct.c).
+	 */
+	uint32_t hash;
 };
 
 struct nw_cct {
