@@ -771,7 +771,11 @@ function drawTimeline(r) {
   // The selected function's samples in a darker colour: when it ran.
   let selNodes = null;
   if (r.state.selected >= 0) selNodes = new Map();
-  const cols = Math.max(1, Math.floor(plotW));
+  // Columns of a few samples each at least, so that a steady thread draws as a steady band.
+  let most = 0;
+  for (const th of threads) if (th.trace && th.trace.n > most) most = th.trace.n;
+  const cols = Math.max(1, Math.min(Math.floor(plotW), Math.ceil(most / 4)));
+  const colW = plotW / cols;
   ctx.fillStyle = "#555";
   ctx.fillText(`0 s … ${fmtTime(dur)}`, labelW, rowH / 2);
   threads.forEach((th, i) => {
@@ -804,11 +808,11 @@ function drawTimeline(r) {
       if (!count[c]) continue;
       const hgt = Math.max(2, (rowH - 3) * count[c] / max);
       ctx.fillStyle = "#7aa2d6";
-      ctx.fillRect(labelW + c, y + rowH - 1 - hgt, 1, hgt);
+      ctx.fillRect(labelW + c * colW, y + rowH - 1 - hgt, Math.max(1, colW), hgt);
       if (hot[c]) {
         const h2 = (rowH - 3) * hot[c] / max;
         ctx.fillStyle = "#b3261e";
-        ctx.fillRect(labelW + c, y + rowH - 1 - h2, 1, h2);
+        ctx.fillRect(labelW + c * colW, y + rowH - 1 - h2, Math.max(1, colW), h2);
       }
     }
     ctx.globalAlpha = 1;
