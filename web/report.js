@@ -79,12 +79,10 @@ function prepareProfile(p, strings) {
       const time = new Float64Array(m);
       const node = new Int32Array(m);
       let at = 0;
-      let nd = 0;
       for (let i = 0; i < m; i++) {
         at += tr.dt[i];
-        nd += tr.dn[i];
         time[i] = at;
-        node[i] = nd;
+        node[i] = tr.node[i];
       }
       th.trace = {
         n: m,
@@ -1224,7 +1222,8 @@ function setupControls(r) {
     const b = Math.max(drag, t);
     drag = null;
     timed("range", () => {
-      st.range = b - a > r.tl.dur / 1000 ? [a, b] : null;
+      // Whole microseconds, the traces' unit: a range means the same to --time.
+      st.range = b - a > r.tl.dur / 1000 ? [Math.round(a), Math.round(b)] : null;
       render(r);
     });
   });

@@ -193,9 +193,10 @@ out:
 
 /*
  * The thread's samples and off-CPU intervals from its trace, in the
- * range the model keeps: time (microseconds after the run's start) and
- * node as differences from the event before, the event's code (perf
- * event * 2 + kind) and its value, each left out when always the same.
+ * range the model keeps: time (microseconds after the run's start, as
+ * the difference from the event before), node, the event's code (perf
+ * event * 2 + kind) and its value, the last two left out when always the
+ * same.
  */
 static int write_trace(struct ctx *c, const struct nw_mthread *th)
 {
@@ -204,7 +205,7 @@ static int write_trace(struct ctx *c, const struct nw_mthread *th)
 	uint64_t origin = m->run.clock_start_ns;
 	size_t n = 0, bad;
 	bool one_code = true, one_value = true;
-	int64_t prev_t = 0, prev_n = 0;
+	int64_t prev_t = 0;
 	uint32_t *node = NULL;
 	size_t kept = 0;
 	int ret;
@@ -242,11 +243,10 @@ static int write_trace(struct ctx *c, const struct nw_mthread *th)
 		fprintf(c->out, i ? ",%lld" : "%lld", (long long)(us - prev_t));
 		prev_t = us;
 	}
-	fputs("],\"dn\":[", c->out);
-	for (size_t i = 0; i < kept; i++) {
-		fprintf(c->out, i ? ",%lld" : "%lld", (long long)node[i] - (long long)prev_n);
-		prev_n = node[i];
-	}
+	/* Nodes as they are: a loop's few nodes repeat, which gzip takes better than their steps. */
+	fputs("],\"node\":[", c->out);
+	for (size_t i = 0; i < kept; i++)
+		fprintf(c->out, i ? ",%u" : "%u", node[i]);
 	fputc(']', c->out);
 	if (kept && one_code)
 		fprintf(c->out, ",\"code1\":%u", ev[0].event * 2u + ev[0].kind);

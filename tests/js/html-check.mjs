@@ -50,7 +50,8 @@ let browser;
 if (which === "firefox") {
   const exe = process.env.FIREFOX || "/usr/bin/firefox-esr";
   if (!existsSync(exe)) fail(`${exe} is missing (apt-get install firefox-esr)`);
-  browser = await pw._bidiFirefox.launch({ executablePath: exe, headless: true });
+  // Stock Firefox speaks WebDriver BiDi; the "moz-" channels make playwright use it.
+  browser = await pw.firefox.launch({ channel: "moz-firefox", executablePath: exe, headless: true });
 } else {
   const exe = process.env.CHROMIUM || "/usr/bin/chromium";
   if (!existsSync(exe)) fail(`${exe} is missing (apt-get install chromium)`);
@@ -87,6 +88,7 @@ async function openPage(viewport, scale) {
 async function rows(page, sel) {
   return page.$$eval(`${sel} tbody tr`, (trs) => trs.map((tr) => ({
     frame: tr.dataset.frame, line: tr.dataset.line, path: tr.dataset.path,
+    level: tr.getAttribute("aria-level"),
     cells: [...tr.cells].map((c) => c.textContent.trim()),
   })));
 }
@@ -128,7 +130,7 @@ async function main() {
   await page.screenshot({ path: path.join(outdir, `${shots}-flame.png`), fullPage: false });
   out.flat = await flat(page);
   await tab(page, "tree");
-  out.tree = (await rows(page, "#tree")).map((x) => ({ name: x.cells[2].replace(/^[▸▾]/, ""), total: num(x.cells[0]), self: num(x.cells[1]), path: x.path }));
+  out.tree = (await rows(page, "#tree")).map((x) => ({ name: x.cells[2].replace(/^[▸▾]/, ""), total: num(x.cells[0]), self: num(x.cells[1]), level: +x.level }));
   await page.screenshot({ path: path.join(outdir, `${shots}-tree.png`), fullPage: true });
   out.legend = await page.$$eval("#legend span", (s) => s.map((x) => x.textContent));
 
