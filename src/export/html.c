@@ -41,10 +41,24 @@ struct strtab {
 	struct nw_index ix;
 };
 
+/*
+ * The columns of a profile: the threads' arrays are written column by
+ * column (every thread's parents, then every thread's frames...), so that
+ * threads running the same code have their like arrays within gzip's
+ * window of each other.
+ */
+enum { COL_THREAD, COL_PARENT, COL_FRAME, COL_LINE, COL_SELF, COL_TRACE, NCOLS };
+
+static const char *const col_name[NCOLS] = { "threads", "parent", "frame", "line", "self",
+					       "trace" };
+
 struct ctx {
 	const struct nw_measurement *m;
 	const struct nw_stacks *s;
 	FILE *out;
+	FILE *col[NCOLS];          /* memory streams of the columns */
+	char *colbuf[NCOLS];
+	size_t collen[NCOLS];
 	struct strtab *st;
 	/* the current thread's nodes */
 	struct lnode *ln;
@@ -200,6 +214,7 @@ out:
  */
 static int write_trace(struct ctx *c, const struct nw_mthread *th)
 {
+	FILE *out = c->col[COL_TRACE];
 	const struct nw_measurement *m = c->m;
 	struct nw_trace_event *ev = NULL;
 	uint64_t origin = m->run.clock_start_ns;
@@ -211,8 +226,13 @@ static int write_trace(struct ctx *c, const struct nw_mthread *th)
 	int ret;
 
 	ret = nw_trace_decode(th->trace, &ev, &bad);
+	if (ret == -EBADMSG) {
+		/* A trace that does not decode: no timeline for the thread. */
+		fputs("null", out);
+		return 0;
+	}
 	if (ret)
-		return ret == -EBADMSG ? 0 : ret; /* a trace that does not decode: no timeline */
+		return ret;
 	n = th->trace->n;
 	node = malloc((n ? n : 1) * sizeof(*node));
 	if (!node) {
@@ -236,35 +256,35 @@ static int write_trace(struct ctx *c, const struct nw_mthread *th)
 			one_value = false;
 		kept++;
 	}
-	fputs(",\"trace\":{\"dt\":[", c->out);
+	fputs("{\"dt\":[", out);
 	for (size_t i = 0; i < kept; i++) {
 		int64_t us = (int64_t)((ev[i].time - origin) / 1000);
 
-		fprintf(c->out, i ? ",%lld" : "%lld", (long long)(us - prev_t));
+		fprintf(out, i ? ",%lld" : "%lld", (long long)(us - prev_t));
 		prev_t = us;
 	}
 	/* Nodes as they are: a loop's few nodes repeat, which gzip takes better than their steps. */
-	fputs("],\"node\":[", c->out);
+	fputs("],\"node\":[", out);
 	for (size_t i = 0; i < kept; i++)
-		fprintf(c->out, i ? ",%u" : "%u", node[i]);
-	fputc(']', c->out);
+		fprintf(out, i ? ",%u" : "%u", node[i]);
+	fputc(']', out);
 	if (kept && one_code)
-		fprintf(c->out, ",\"code1\":%u", ev[0].event * 2u + ev[0].kind);
+		fprintf(out, ",\"code1\":%u", ev[0].event * 2u + ev[0].kind);
 	else {
-		fputs(",\"code\":[", c->out);
+		fputs(",\"code\":[", out);
 		for (size_t i = 0; i < kept; i++)
-			fprintf(c->out, i ? ",%u" : "%u", ev[i].event * 2u + ev[i].kind);
-		fputc(']', c->out);
+			fprintf(out, i ? ",%u" : "%u", ev[i].event * 2u + ev[i].kind);
+		fputc(']', out);
 	}
 	if (kept && one_value)
-		fprintf(c->out, ",\"value1\":%llu", (unsigned long long)ev[0].value);
+		fprintf(out, ",\"value1\":%llu", (unsigned long long)ev[0].value);
 	else {
-		fputs(",\"value\":[", c->out);
+		fputs(",\"value\":[", out);
 		for (size_t i = 0; i < kept; i++)
-			fprintf(c->out, i ? ",%llu" : "%llu", (unsigned long long)ev[i].value);
-		fputc(']', c->out);
+			fprintf(out, i ? ",%llu" : "%llu", (unsigned long long)ev[i].value);
+		fputc(']', out);
 	}
-	fputc('}', c->out);
+	fputc('}', out);
 	free(ev);
 	free(node);
 	return 0;
@@ -320,35 +340,44 @@ static int write_thread(struct ctx *c, uint32_t ti, bool first, bool traces)
 	comm = str_of(c->st, th->comm ? th->comm : "");
 	if (ret || comm < 0)
 		goto out;
-	fprintf(c->out, "%s{\"tid\":%u,\"pid\":%u,\"comm\":%lld,\"samples\":%llu", first ? "" : ",",
+	for (int k = 0; k < NCOLS; k++)
+		if (!first)
+			fputc(',', c->col[k]);
+	fprintf(c->col[COL_THREAD], "{\"tid\":%u,\"pid\":%u,\"comm\":%lld,\"samples\":%llu",
 		th->tid, th->pid, (long long)comm, (unsigned long long)th->samples);
 	if (origin && th->first_ns >= origin && th->last_ns >= th->first_ns)
-		fprintf(c->out, ",\"first\":%llu,\"last\":%llu",
+		fprintf(c->col[COL_THREAD], ",\"first\":%llu,\"last\":%llu",
 			(unsigned long long)((th->first_ns - origin) / 1000),
 			(unsigned long long)((th->last_ns - origin) / 1000));
-	fputs(",\"parent\":[", c->out);
+	fputc('}', c->col[COL_THREAD]);
+	/* How far back the parent is: a chain of calls is a run of 1s. */
+	fputc('[', c->col[COL_PARENT]);
 	for (size_t i = 0; i < c->nln; i++)
-		fprintf(c->out, i ? ",%lld" : "%lld",
-			c->ln[i].parent == NW_CCT_NONE ? -1ll : (long long)c->ln[i].parent);
-	fputs("],\"frame\":[", c->out);
+		fprintf(c->col[COL_PARENT], i ? ",%lld" : "%lld",
+			c->ln[i].parent == NW_CCT_NONE ? 0ll : (long long)(i - c->ln[i].parent));
+	fputs("]", c->col[COL_PARENT]);
+	fputc('[', c->col[COL_FRAME]);
 	for (size_t i = 0; i < c->nln; i++)
-		fprintf(c->out, i ? ",%lld" : "%lld",
+		fprintf(c->col[COL_FRAME], i ? ",%lld" : "%lld",
 			c->ln[i].sym == top ? -1ll : (long long)st->nodes[c->ln[i].sym].ip);
-	fputs("],\"line\":[", c->out);
+	fputs("]", c->col[COL_FRAME]);
+	fputc('[', c->col[COL_LINE]);
 	for (size_t i = 0; i < c->nln; i++)
-		fprintf(c->out, i ? ",%u" : "%u", c->ln[i].line);
-	fputs("],\"self\":[", c->out);
+		fprintf(c->col[COL_LINE], i ? ",%u" : "%u", c->ln[i].line);
+	fputs("]", c->col[COL_LINE]);
+	fputc('[', c->col[COL_SELF]);
 	for (unsigned k = 0; k < nm; k++) {
-		fputs(k ? ",[" : "[", c->out);
+		fputs(k ? ",[" : "[", c->col[COL_SELF]);
 		for (size_t i = 0; i < c->nln; i++)
-			fprintf(c->out, i ? ",%llu" : "%llu",
+			fprintf(c->col[COL_SELF], i ? ",%llu" : "%llu",
 				(unsigned long long)c->self[i * nm + k]);
-		fputc(']', c->out);
+		fputc(']', c->col[COL_SELF]);
 	}
-	fputc(']', c->out);
+	fputc(']', c->col[COL_SELF]);
 	if (traces && th->trace)
 		ret = write_trace(c, th);
-	fputc('}', c->out);
+	else
+		fputs("null", c->col[COL_TRACE]);
 out:
 	for (uint32_t t = 0; t < th->ntrees; t++)
 		free(c->node_of[t]);
@@ -415,14 +444,32 @@ static int write_profile(struct ctx *c, const struct nw_filter *filter, bool tra
 	ret = write_frames(c);
 	if (ret)
 		return ret;
-	fputs("},\"threads\":[", c->out);
+	fputc('}', c->out);
+	for (int k = 0; k < NCOLS; k++) {
+		c->col[k] = open_memstream(&c->colbuf[k], &c->collen[k]);
+		if (!c->col[k])
+			ret = -ENOMEM;
+	}
 	for (uint32_t ti = 0; ti < m->nthreads && !ret; ti++) {
 		if (!nw_filter_thread(filter, &m->threads[ti]) || !c->s->node_map[ti])
 			continue;
 		ret = write_thread(c, ti, first, traces);
 		first = false;
 	}
-	fputs("]}", c->out);
+	for (int k = 0; k < NCOLS; k++) {
+		if (c->col[k] && fclose(c->col[k]) != 0)
+			ret = ret ? ret : -ENOMEM;
+		c->col[k] = NULL;
+		if (!ret)
+			fprintf(c->out, ",\"%s\":[", col_name[k]);
+		if (!ret && c->collen[k])
+			fwrite(c->colbuf[k], 1, c->collen[k], c->out);
+		if (!ret)
+			fputc(']', c->out);
+		free(c->colbuf[k]);
+		c->colbuf[k] = NULL;
+	}
+	fputc('}', c->out);
 	return ret;
 }
 

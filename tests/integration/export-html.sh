@@ -62,13 +62,16 @@ m = re.search(r'<script id="nw-data" type="application/octet-stream">\n(.*?)</sc
 raw = m.group(1)
 d = json.loads(gzip.decompress(base64.b64decode("".join(raw.split()))))
 assert d["format"] == "narwhal-html" and d["version"] == 1, "not a narwhal-html profile"
-th = d["profile"]["threads"]
-assert th and all(len(t["parent"]) == len(t["frame"]) == len(t["line"]) for t in th)
-assert all(p < i for t in th for i, p in enumerate(t["parent"])), "a parent after its child"
+pr = d["profile"]
+th = pr["threads"]
+assert th and all(len(pr[k]) == len(th) for k in ("parent", "frame", "line", "self", "trace"))
+assert all(len(p) == len(f) == len(l) for p, f, l in zip(pr["parent"], pr["frame"], pr["line"]))
+# Parents are steps back, 0 for the root: every parent comes before its child.
+assert all((d == 0) == (i == 0) and d <= i for p in pr["parent"] for i, d in enumerate(p)), \
+    "a parent after its child"
 # What pprof holds too: the trees (the traces and the source text are the page's own).
 trees = dict(d, sources=[])
-for t in trees["profile"]["threads"]:
-    t.pop("trace", None)
+trees["profile"]["trace"] = []
 small = len(base64.b64encode(gzip.compress(json.dumps(trees, separators=(",", ":")).encode(), 6)))
 print(len(raw), small, len(page) - len(raw), len(th), len(d["sources"]))
 PY
