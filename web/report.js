@@ -885,6 +885,8 @@
     canvas.height = Math.round(height * dpr);
     canvas.style.height = height + "px";
     const ctx = canvas.getContext("2d");
+    // Not laid out (hidden, or no room): nothing to draw.
+    if (!canvas.width || !canvas.height) return;
     let dur = r.duration;
     for (const th of threads) if (th.trace && th.trace.n) dur = Math.max(dur, th.trace.time[th.trace.n - 1]);
     dur = dur || 1;
