@@ -531,8 +531,7 @@
       const v = this.view();
       if (this.cache.baseKey === this.cache.viewKey) return this.cache.baseShares;
       const b = this.base;
-      const name = this.metrics[this.state.metric].name;
-      let bk = b.metrics.indexOf(name);
+      let bk = b.metrics.indexOf(this.metrics[this.state.metric].name);
       if (bk < 0) bk = 0;
       if (!this.cache.baseTree) {
         this.cache.baseTree = mergeThreads(b, b.threads.map((t) => t.index));
@@ -545,22 +544,45 @@
         btree = inv.tree;
         bw = inv.w;
       }
-      const child = new Map();
-      for (let i = 1; i < btree.n; i++) child.set(btree.parent[i] + "\u0001" + b.frames.name[btree.frame[i]], i);
+      // Frames match by name, as folded stacks do: nodes of one parent with
+      // the same name (the same function in two modules) count as one.
+      const name = (fr, f) => fr.name[f];
+      const bkey = new Map();
+      const bsum = new Float64Array(btree.n);
+      const bcanon = new Int32Array(btree.n);
+      for (let j = 1; j < btree.n; j++) {
+        const i = btree.pre[j];
+        const k = bcanon[btree.parent[i]] + "\u0001" + name(b.frames, btree.frame[i]);
+        let c = bkey.get(k);
+        if (c === undefined) { c = i; bkey.set(k, c); }
+        bcanon[i] = c;
+        bsum[c] += bw.total[i];
+      }
       const t = v.tree;
+      const total = v.w.total[0] || 1;
       const match = new Int32Array(t.n).fill(-1);
       match[0] = 0;
+      const nkey = new Map();
+      const ncanon = new Int32Array(t.n);
+      const nsum = new Float64Array(t.n);
       const share = new Float64Array(t.n);
+      const delta = new Float64Array(t.n);
       const btotal = bw.total[0] || 1;
       for (let j = 1; j < t.n; j++) {
         const i = t.pre[j];
+        const nm = name(this.prof.frames, t.frame[i]);
+        const k = ncanon[t.parent[i]] + "\u0001" + nm;
+        let c = nkey.get(k);
+        if (c === undefined) { c = i; nkey.set(k, c); }
+        ncanon[i] = c;
+        nsum[c] += v.w.total[i] / total;
         const mp = match[t.parent[i]];
-        if (mp < 0) continue;
-        const m = child.get(mp + "\u0001" + this.prof.frames.name[t.frame[i]]);
+        const m = mp < 0 ? undefined : bkey.get(mp + "\u0001" + nm);
         if (m === undefined) continue;
         match[i] = m;
-        share[i] = bw.total[m] / btotal;
+        share[i] = bsum[m] / btotal;
       }
+      for (let i = 1; i < t.n; i++) delta[i] = nsum[ncanon[i]] - share[i];
       share[0] = 1;
       const bflat = flatOf(bt, weigh(bt, b, b.threads.map((x) => x.index), bk, null, null), b.frames.n);
       const byName = new Map();
@@ -572,7 +594,7 @@
         e.total += bflat.total[f] / broot;
         byName.set(nm, e);
       }
-      this.cache.baseShares = { node: share, byName, total: btotal };
+      this.cache.baseShares = { node: share, delta, byName, total: btotal };
       this.cache.baseKey = this.cache.viewKey;
       return this.cache.baseShares;
     }
@@ -702,10 +724,9 @@
     const m = r.matches();
     const bs = r.baseShares();
     let maxAbs = 0;
-    const total = w.total[0] || 1;
     if (bs) {
       for (let i = 1; i < tree.n; i++) {
-        const d = Math.abs(w.total[i] / total - bs.node[i]);
+        const d = Math.abs(bs.delta[i]);
         if (d > maxAbs) maxAbs = d;
       }
     }
@@ -721,7 +742,7 @@
       const fi = tree.frame[node];
       let color;
       if (node === 0) color = "hsl(0,0%,85%)";
-      else if (bs) color = diffColor(w.total[node] / total - bs.node[node], maxAbs);
+      else if (bs) color = diffColor(bs.delta[node], maxAbs);
       else color = frameColor(fr, fi);
       const hit = m && node !== 0 && m.hit[fi];
       ctx.globalAlpha = faded ? 0.55 : 1;
@@ -740,7 +761,7 @@
       const label = node === 0 ? "all" : fr.name[fi];
       let prefix = "";
       if (bs && node !== 0) {
-        const change = 100 * (w.total[node] / total - bs.node[node]);
+        const change = 100 * bs.delta[node];
         prefix = (change >= 0 ? "+" : "−") + Math.abs(change).toFixed(1) + " ";
       }
       if (hit) prefix = "● " + prefix;
@@ -772,7 +793,9 @@
     }
     r.layout = layout;
     r.layoutRow = rowH;
-    drawLegend(r);
+    // In differential mode colours say the change, not the module.
+    if (bs) $("legend").innerHTML = "";
+    else drawLegend(r);
     const legend = $("diff-legend");
     if (bs) {
       legend.hidden = false;
@@ -823,8 +846,9 @@
       `total: ${fmtValue(w.total[node], metric)} (${pct(w.total[node], total)}), self: ${fmtValue(w.self[node], metric)} (${pct(w.self[node], total)})\n${where}`;
     const bs = r.baseShares();
     if (bs) {
-      const d = 100 * (w.total[node] / (total || 1) - bs.node[node]);
-      s += `\nbase: ${(100 * bs.node[node]).toFixed(2)}%  new: ${pct(w.total[node], total)}  change: ${d >= 0 ? "+" : ""}${d.toFixed(2)} points`;
+      const d = 100 * bs.delta[node];
+      s += `\nbase: ${(100 * bs.node[node]).toFixed(2)}%  new: ${(100 * (bs.node[node] + bs.delta[node])).toFixed(2)}%  change: ${d >= 0 ? "+" : ""}${d.toFixed(2)} points` +
+        (bs.node[node] ? "" : " (not in the base)");
     }
     return s;
   }
@@ -1088,7 +1112,7 @@
       if (bs) {
         const b = bs.byName.get(fr.name[f]) || { total: 0 };
         const n = total ? fl.total[f] / total : 0;
-        const d = 100 * (n - b.total);
+        const d = Math.round(10000 * (n - b.total)) / 100;
         extra = `<td class="num">${(100 * b.total).toFixed(2)}%</td><td class="num">${(100 * n).toFixed(2)}%</td><td class="num ${d > 0 ? "up" : d < 0 ? "down" : ""}">${d >= 0 ? "+" : "−"}${Math.abs(d).toFixed(2)}</td>`;
       }
       html.push(`<tr data-frame="${f}" class="${f === r.state.selected ? "sel" : ""}">` +
