@@ -125,16 +125,22 @@ for l in tree:
         continue
     depth = len(m.group(3)) // 2
     stack[depth:] = [m.group(4)]
-    tpaths.setdefault(";".join(stack), (float(m.group(1)), float(m.group(2))))
+    # One name can be two frames (a function and an address of another
+    # module, say): each path keeps every row it has.
+    tpaths.setdefault(";".join(stack), []).append((float(m.group(1)), float(m.group(2))))
 stack = []
 n = 0
 for r in pg["tree"]:
     stack[r["level"] - 1:] = [r["name"]]
     key = ";".join(stack)
-    if key in tpaths and tpaths[key][0] >= 0.5:
-        near(f"tree {key} total", r["total"], tpaths[key][0])
-        near(f"tree {key} self", r["self"], tpaths[key][1])
-        n += 1
+    rows = [t for t in tpaths.get(key, []) if t[0] >= 0.5]
+    if not rows:
+        continue
+    best = min(rows, key=lambda t: abs(t[0] - r["total"]) + abs(t[1] - r["self"]))
+    near(f"tree {key} total", r["total"], best[0])
+    near(f"tree {key} self", r["self"], best[1])
+    tpaths[key].remove(best)
+    n += 1
 if n < 5:
     bad.append(f"only {n} rows of the page's call tree found in --tree")
 # --callers: "ALL% FUNC% CALLER", the direct callers indented four spaces.
@@ -142,7 +148,8 @@ sw = pg["sandwich"]
 near("hot self (callers view)", sw["self"], text["hot"][0])
 near("hot total (callers view)", sw["total"], text["hot"][1])
 direct = {}
-for l in callers[:next(i for i, l in enumerate(callers) if l.startswith("Callees:"))]:
+# (up to "Callees:", a section --callers leaves out when there are none)
+for l in callers[:next((i for i, l in enumerate(callers) if l.startswith("Callees:")), len(callers))]:
     m = re.match(r"\s*([\d.]+)%\s+([\d.]+)%    (\S+)$", l)
     if m:
         direct[m.group(3)] = (float(m.group(1)), float(m.group(2)))
