@@ -276,7 +276,7 @@ async function main() {
       font: parseFloat(getComputedStyle(document.querySelector("#tree td")).fontSize),
       overflow: document.documentElement.scrollWidth > document.documentElement.clientWidth + 1,
     }));
-    await p2.screenshot({ path: path.join(outdir, `${shots}-200.png`) });
+    await p2.screenshot({ path: path.join(outdir, `${shots}-200.png`), fullPage: true });
     await c2.close();
   }
 }
