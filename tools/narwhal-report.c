@@ -180,7 +180,8 @@ static void usage(FILE *f)
 	      "  --diff BASE DIR      change in share per calling context from BASE to DIR\n"
 	      "                       (--diff repeated: the bases merged); with --folded:\n"
 	      "                       \"stack BASE NEW\" lines (difffolded), with --flamegraph\n"
-	      "                       FILE: a differential flame graph\n",
+	      "                       FILE: a differential flame graph, with --html FILE: a\n"
+	      "                       differential HTML report\n",
 	      f);
 }
 
