@@ -31,7 +31,6 @@ const url = "file://" + path.resolve(file);
 async function timeAction(page, name, act) {
   const ms = await page.evaluate(async (code) => {
     const t0 = performance.now();
-    // eslint-disable-next-line no-new-func
     new Function(code)();
     await new Promise((res) => requestAnimationFrame(() => setTimeout(res, 0)));
     return performance.now() - t0;

@@ -669,11 +669,26 @@
     if (all || what.flame) drawFlame(r);
     lap("flame");
     if (all || what.timeline) drawTimeline(r);
+    else if (what.later) timelineLater(r);
     lap("timeline");
     renderTab(r);
     lap("table");
     updateBar(r);
     timings.lastRender = performance.now() - t0;
+  }
+
+  // The timeline's marks of the selected function, after the frame that
+  // shows what a click asked for (the zoom, the tables): they take a pass
+  // over every sample, which the click should not wait for.
+  function timelineLater(r) {
+    if (r.timelinePending) return;
+    r.timelinePending = true;
+    requestAnimationFrame(() => setTimeout(() => {
+      r.timelinePending = false;
+      const t0 = performance.now();
+      drawTimeline(r);
+      timings.timelineLater = performance.now() - t0;
+    }, 0));
   }
 
   function updateBar(r) {
@@ -1331,7 +1346,7 @@
       const b = hitTest(r, e.clientX - rect.left, e.clientY - rect.top);
       if (!b) return;
       zoomTo(r, b.node);
-      render(r, { flame: true, timeline: true });
+      render(r, { flame: true, later: true });
     }));
 
     for (const b of document.querySelectorAll("#tabs button")) {
@@ -1347,13 +1362,13 @@
       st.cursor = tr.dataset.path;
       if (e.target.closest(".twisty") || tr.getAttribute("aria-expanded") !== null) toggle(r, tr.dataset.path);
       selectFunction(r, +tr.dataset.frame);
-      render(r, { flame: true, timeline: true });
+      render(r, { flame: true, later: true });
     }));
     $("tree").addEventListener("keydown", (e) => treeKey(r, e));
     const pick = (e) => {
       const tr = e.target.closest("tr[data-frame]");
       if (!tr || +tr.dataset.frame < 0) return;
-      timed("select", () => { selectFunction(r, +tr.dataset.frame); render(r, { flame: true, timeline: true }); });
+      timed("select", () => { selectFunction(r, +tr.dataset.frame); render(r, { flame: true, later: true }); });
     };
     $("flat").addEventListener("click", (e) => {
       const th = e.target.closest("th[data-sort]");

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The JavaScript of the project through ESLint (tests/js/eslint.config.mjs):
-# the HTML report's page (web/report.js, compiled into narwhal-report) and
-# the node checks of tests/js.  ESLint comes from tests/js/package.json
+# the HTML report's page (web/report.js, compiled into narwhal-report), the
+# node checks of tests/js and bench/html-timing.mjs.  ESLint comes from tests/js/package.json
 # (npm ci there, as scripts/setup.sh --tests does); missing, the test fails.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -12,13 +12,13 @@ nw_need_tool node
 eslint=$NW_JS/node_modules/.bin/eslint
 [[ -x $eslint ]] || fail "ESLint is missing: run scripts/setup.sh --tests (npm ci in tests/js)"
 
-check "eslint web/ tests/js/"
-(cd "$NW_SRC" && "$eslint" -c tests/js/eslint.config.mjs --max-warnings 0 web tests/js) \
+check "eslint web/ tests/js/ bench/"
+(cd "$NW_SRC" && "$eslint" -c tests/js/eslint.config.mjs --max-warnings 0 web tests/js bench) \
 	>"$NW_TMP/eslint.out" 2>&1 || {
 	nw_show "eslint" "$NW_TMP/eslint.out"
 	fail "ESLint finds problems in the project's JavaScript"
 }
-ok "$(find "$NW_SRC/web" "$NW_JS" -maxdepth 1 \( -name '*.js' -o -name '*.mjs' \) | wc -l) files clean"
+ok "$(find "$NW_SRC/web" "$NW_JS" "$NW_SRC/bench" -maxdepth 1 \( -name '*.js' -o -name '*.mjs' \) | wc -l) files clean"
 
 check "ESLint fails on a problem (the check can fail)"
 printf '(function () {\n  "use strict";\n  const unused = 1;\n})();\n' >"$NW_TMP/bad.js"
