@@ -210,32 +210,28 @@
       const i = sorted[j];
       kids[fill[t.parent[i]]++] = i;
     }
+    // Preorder without a stack: parents come before their children, so
+    // subtree sizes add up backwards, and each node's children take their
+    // places after it, in list order, going forwards.
+    const size = new Int32Array(n).fill(1);
+    for (let i = n - 1; i > 0; i--) size[t.parent[i]] += size[i];
     const pre = new Int32Array(n);
     const end = new Int32Array(n);
     const depth = new Int32Array(n);
     const pos = new Int32Array(n);
-    const stack = [0];
-    let k = 0;
-    while (stack.length) {
-      const v = stack.pop();
-      pos[v] = k;
-      pre[k++] = v;
-      for (let j = count[v + 1] - 1; j >= count[v]; j--) {
+    let maxDepth = 0;
+    for (let v = 0; v < n; v++) {
+      let at = pos[v] + 1;
+      pre[pos[v]] = v;
+      end[v] = pos[v] + size[v];
+      if (depth[v] > maxDepth) maxDepth = depth[v];
+      for (let j = count[v]; j < count[v + 1]; j++) {
         const c = kids[j];
+        pos[c] = at;
         depth[c] = depth[v] + 1;
-        stack.push(c);
+        at += size[c];
       }
     }
-    // A node's subtree is pre[pos[v] .. end[v]).
-    for (let j = n - 1; j >= 0; j--) {
-      const v = pre[j];
-      let e = j + 1;
-      const last = count[v + 1] - count[v] ? kids[count[v + 1] - 1] : -1;
-      if (last >= 0) e = end[last];
-      end[v] = e;
-    }
-    let maxDepth = 0;
-    for (let i = 0; i < n; i++) if (depth[i] > maxDepth) maxDepth = depth[i];
     Object.assign(t, { kidStart: count, kids, pre, pos, end, depth, maxDepth });
     return t;
   }
@@ -296,9 +292,11 @@
   // The tree turned bottom up: each node's self weight becomes a path from
   // its frame up to the root's child, the leaves' functions at the base.
   // Built level by level without hashing: the weighted nodes are cursors
-  // that climb to their parents; at each level the cursors are sorted by
-  // (inverted node they are under, frame they reach) with two counting
-  // sorts, and each run of equal keys is one new inverted node.
+  // that climb to their parents.  The cursors under one inverted node are
+  // contiguous; within such a run, the first cursor to reach a frame makes
+  // the child node for it (a stamp per frame says which run it was made
+  // in), and one counting sort by child node makes the runs of the next
+  // level.
   function invertTree(tree, w, frames) {
     const t0 = performance.now();
     const nf = frames.n;
@@ -316,50 +314,47 @@
     parent[0] = -1;
     frame[0] = -1;
     let n = 1;
-    let lo = 0;
-    let hi = 1;
-    const byFrame = new Int32Array(nf + 1);
+    const stamp = new Int32Array(nf).fill(-1);
+    const nodeOf = new Int32Array(nf);
+    let node = new Int32Array(m);
     while (m > 0) {
-      // Stable counting sort by the frame reached, then by the group.
-      byFrame.fill(0);
-      for (let i = 0; i < m; i++) byFrame[tree.frame[cu[i]] + 1]++;
-      for (let f = 1; f <= nf; f++) byFrame[f] += byFrame[f - 1];
-      const o1 = new Int32Array(m);
-      for (let i = 0; i < m; i++) o1[byFrame[tree.frame[cu[i]]]++] = i;
-      const byGroup = new Int32Array(hi - lo + 1);
-      for (let i = 0; i < m; i++) byGroup[cg[i] - lo + 1]++;
-      for (let g = 1; g <= hi - lo; g++) byGroup[g] += byGroup[g - 1];
-      const order = new Int32Array(m);
-      for (let j = 0; j < m; j++) { const i = o1[j]; order[byGroup[cg[i] - lo]++] = i; }
       if (n + m > cap) {
         while (n + m > cap) cap *= 2;
         const np = new Int32Array(cap); np.set(parent); parent = np;
         const nfr = new Int32Array(cap); nfr.set(frame); frame = nfr;
         const ns = new Float64Array(cap); ns.set(self); self = ns;
       }
-      const nu = new Int32Array(m);
-      const nw = new Float64Array(m);
-      const ng = new Int32Array(m);
-      let k = 0;
       const levelLo = n;
-      let prevG = -1;
-      let prevF = -1;
-      for (let j = 0; j < m; j++) {
-        const i = order[j];
+      let k = 0;
+      for (let i = 0; i < m; i++) {
         const f = tree.frame[cu[i]];
-        if (cg[i] !== prevG || f !== prevF) {
+        if (stamp[f] !== cg[i]) {
+          stamp[f] = cg[i];
+          nodeOf[f] = n;
           parent[n] = cg[i];
           frame[n] = f;
           n++;
-          prevG = cg[i];
-          prevF = f;
         }
+        const id = nodeOf[f];
         const up = tree.parent[cu[i]];
-        if (up > 0) { nu[k] = up; nw[k] = cw[i]; ng[k] = n - 1; k++; } else self[n - 1] += cw[i];
+        if (up > 0) { cu[k] = up; cw[k] = cw[i]; node[k] = id; k++; } else self[id] += cw[i];
+      }
+      // The next level's runs: the cursors by the node they are under.
+      const width = n - levelLo;
+      const runAt = new Int32Array(width + 1);
+      for (let i = 0; i < k; i++) runAt[node[i] - levelLo + 1]++;
+      for (let g = 1; g <= width; g++) runAt[g] += runAt[g - 1];
+      const nu = new Int32Array(k);
+      const nw = new Float64Array(k);
+      const ng = new Int32Array(k);
+      for (let i = 0; i < k; i++) {
+        const at = runAt[node[i] - levelLo]++;
+        nu[at] = cu[i];
+        nw[at] = cw[i];
+        ng[at] = node[i];
       }
       cu = nu; cw = nw; cg = ng; m = k;
-      lo = levelLo;
-      hi = n;
+      node = new Int32Array(m);
     }
     timings.invertPaths = performance.now() - t0;
     const t = finishTree({ n, parent: parent.subarray(0, n), frame: frame.subarray(0, n) }, frames);

@@ -86,6 +86,7 @@ ok "profile $data_size bytes ($trees_size without the trace and the source text;
 
 nw_report "$NW_TMP/flat" "$d" --flat
 nw_report "$NW_TMP/tree" "$d" --tree --percent-limit 0
+nw_report "$NW_TMP/itree" "$d" --tree --inverted --percent-limit 0
 nw_report "$NW_TMP/callers" "$d" --callers '^hot$'
 nw_report "$NW_TMP/lines" "$d" --lines '^hot$'
 
@@ -93,10 +94,10 @@ check "in Chromium, network blocked: the numbers of --flat, --tree, --callers, -
 page "$NW_TMP/callers.html" \
 	'{"fn":"hot","search":"^hot$","zoom":"caller_a","full":true,"shots":"callers"}'
 py "$NW_TMP/callers.html.chromium.json" "$NW_TMP/flat" "$NW_TMP/tree" "$NW_TMP/callers" \
-	"$NW_TMP/lines" <<'PY'
+	"$NW_TMP/lines" "$NW_TMP/itree" <<'PY'
 import json, re, sys
 pg = json.load(open(sys.argv[1]))
-flat, tree, callers, lines = (open(f).read().splitlines() for f in sys.argv[2:6])
+flat, tree, callers, lines, itree = (open(f).read().splitlines() for f in sys.argv[2:7])
 bad = []
 def near(what, a, b, tol=0.051):
     if abs(a - b) > tol:
@@ -117,32 +118,35 @@ for name in ["hot", "main", "caller_a", "caller_b"]:
     near(f"{name} self", page[name]["self"], text[name][0])
     near(f"{name} total", page[name]["total"], text[name][1])
 # --tree rows: INCL% SELF% then the name indented two spaces a level.
-tpaths = {}
-stack = []
-for l in tree:
-    m = re.match(r"\s*([\d.]+)%\s+([\d.]+)%  ( *)(\S.*)$", l)
-    if not m:
-        continue
-    depth = len(m.group(3)) // 2
-    stack[depth:] = [m.group(4)]
-    # One name can be two frames (a function and an address of another
-    # module, say): each path keeps every row it has.
-    tpaths.setdefault(";".join(stack), []).append((float(m.group(1)), float(m.group(2))))
-stack = []
-n = 0
-for r in pg["tree"]:
-    stack[r["level"] - 1:] = [r["name"]]
-    key = ";".join(stack)
-    rows = [t for t in tpaths.get(key, []) if t[0] >= 0.5]
-    if not rows:
-        continue
-    best = min(rows, key=lambda t: abs(t[0] - r["total"]) + abs(t[1] - r["self"]))
-    near(f"tree {key} total", r["total"], best[0])
-    near(f"tree {key} self", r["self"], best[1])
-    tpaths[key].remove(best)
-    n += 1
-if n < 5:
-    bad.append(f"only {n} rows of the page's call tree found in --tree")
+def compare_tree(label, tree, page_rows):
+    tpaths = {}
+    stack = []
+    for l in tree:
+        m = re.match(r"\s*([\d.]+)%\s+([\d.]+)%  ( *)(\S.*)$", l)
+        if not m:
+            continue
+        depth = len(m.group(3)) // 2
+        stack[depth:] = [m.group(4)]
+        # One name can be two frames (a function and an address of another
+        # module, say): each path keeps every row it has.
+        tpaths.setdefault(";".join(stack), []).append((float(m.group(1)), float(m.group(2))))
+    stack = []
+    n = 0
+    for r in page_rows:
+        stack[r["level"] - 1:] = [r["name"]]
+        key = ";".join(stack)
+        rows = [t for t in tpaths.get(key, []) if t[0] >= 0.5]
+        if not rows:
+            continue
+        best = min(rows, key=lambda t: abs(t[0] - r["total"]) + abs(t[1] - r["self"]))
+        near(f"{label} {key} total", r["total"], best[0])
+        near(f"{label} {key} self", r["self"], best[1])
+        tpaths[key].remove(best)
+        n += 1
+    if n < 5:
+        bad.append(f"only {n} rows of the page's {label} found in the text view")
+compare_tree("tree", tree, pg["tree"])
+compare_tree("inverted tree", itree, pg["invertedTree"])
 # --callers: "ALL% FUNC% CALLER", the direct callers indented four spaces.
 sw = pg["sandwich"]
 near("hot self (callers view)", sw["self"], text["hot"][0])

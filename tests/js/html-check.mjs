@@ -209,6 +209,8 @@ async function main() {
         .map((l) => ({ name: r.prof.frames.name[tree.frame[l.node]], share: 100 * w.total[l.node] / w.total[0] }))
         .sort((a, b) => b.share - a.share).slice(0, 5);
     });
+    await tab(page, "tree");
+    out.invertedTree = (await rows(page, "#tree")).map((x) => ({ name: x.cells[2].replace(/^[▸▾]/, ""), total: num(x.cells[0]), self: num(x.cells[1]), level: +x.level }));
     await page.screenshot({ path: path.join(outdir, `${shots}-inverted.png`) });
     await page.uncheck("#inverted");
     await page.check("#icicle");
