@@ -936,7 +936,7 @@
     const counts = timelineCounts(r, cols, dur, src, r.state.selected);
     timings.tlCounts = performance.now() - tc0;
     const W = canvas.width;
-    const bgKey = `${W}x${canvas.height}|${r.state.threads.join(",")}`;
+    const bgKey = `${W}x${canvas.height}`;
     if (r.cache.tlBgKey !== bgKey) {
       // The empty tracks, drawn once per size and choice of threads, copied in at each draw.
       r.cache.tlImg = ctx.createImageData(W, canvas.height);
