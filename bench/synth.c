@@ -3,7 +3,7 @@
  * bench-synth: writes a measurement of a known, large shape, for timing
  * the reports where recording one would take minutes (doc/PERFORMANCE.md).
  *
- *   bench-synth DIR [LEAVES [STEM [BRANCH [TAIL [THREADS]]]]]
+ *   bench-synth DIR [LEAVES [STEM [BRANCH [TAIL [THREADS [SAMPLES]]]]]]
  *
  * Each thread's tree: a stem of STEM frames (default 20), then a full tree
  * of fan-out BRANCH (default 4) deep enough for LEAVES leaves (default
@@ -13,6 +13,12 @@
  * the physical one: about LEAVES * (TAIL + 1.33) nodes per thread, 48
  * bytes each on disk.  The defaults give 1 M distinct deep paths in a
  * measurement of about 220 MB.
+ *
+ * With SAMPLES (>= 1, for the HTML report's benchmark, bench/html.py),
+ * each thread calls its own functions below the stem (so the threads'
+ * trees merge into one as large as all of them), each leaf holds SAMPLES
+ * samples, and each thread has a trace: its leaves' samples one
+ * millisecond apart, leaf after leaf, as if each ran in turn.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -50,6 +56,8 @@ static int add_symbols(struct nw_measurement *m)
 }
 
 /* Adds the subtree of @node at @level; returns -ENOMEM. */
+static unsigned leaf_samples = 1; /* samples per leaf */
+
 static int grow(struct nw_cct *t, uint32_t node, uint32_t fn, unsigned level, unsigned levels,
 		unsigned branch, unsigned tail, uint32_t *leaf)
 {
@@ -59,8 +67,8 @@ static int grow(struct nw_cct *t, uint32_t node, uint32_t fn, unsigned level, un
 			if (node == NW_CCT_NONE)
 				return -ENOMEM;
 		}
-		nw_cct_metrics(t, node)[0] = 1;
-		nw_cct_metrics(t, node)[1] = 50000;
+		nw_cct_metrics(t, node)[0] = leaf_samples;
+		nw_cct_metrics(t, node)[1] = 50000ull * leaf_samples;
 		(*leaf)++;
 		return 0;
 	}
@@ -75,6 +83,36 @@ static int grow(struct nw_cct *t, uint32_t node, uint32_t fn, unsigned level, un
 	return 0;
 }
 
+/* A trace of @th: each sample of each leaf of @t, 1 ms apart from @t0. */
+static int add_trace(struct nw_measurement *m, struct nw_mthread *th, const struct nw_cct *t,
+		     uint64_t t0, uint64_t *span)
+{
+	uint64_t at = t0;
+	char name[64];
+
+	th->trace = malloc(sizeof(*th->trace));
+	snprintf(name, sizeof(name), "synth-1-%u.trace", th->tid);
+	th->trace_file = strdup(name);
+	if (!th->trace || !th->trace_file)
+		return -ENOMEM;
+	nw_trace_init(th->trace, t0, 1000);
+	for (uint32_t i = 1; i < t->n; i++) {
+		for (uint64_t k = 0; k < nw_cct_metrics(t, i)[0]; k++) {
+			struct nw_trace_event ev = { .time = at, .value = 50000, .node = i };
+
+			if (nw_trace_add(th->trace, &ev))
+				return -ENOMEM;
+			at += 1000000;
+		}
+	}
+	th->first_ns = t0;
+	th->last_ns = at;
+	if (at - t0 > *span)
+		*span = at - t0;
+	(void)m;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long leaves = argc > 2 ? strtoul(argv[2], NULL, 0) : 1ul << 20;
@@ -82,6 +120,8 @@ int main(int argc, char **argv)
 	unsigned branch = argc > 4 ? (unsigned)strtoul(argv[4], NULL, 0) : 4;
 	unsigned tail = argc > 5 ? (unsigned)strtoul(argv[5], NULL, 0) : 3;
 	unsigned threads = argc > 6 ? (unsigned)strtoul(argv[6], NULL, 0) : 1;
+	unsigned samples = argc > 7 ? (unsigned)strtoul(argv[7], NULL, 0) : 0;
+	uint64_t t0 = 1000000000ull, span = 0;
 	struct nw_map map = { .start = BASE, .end = BASE + 0x100000 };
 	struct nw_measurement *m = nw_measurement_new();
 	char *argv0[] = { "bench-synth" }, err[512];
@@ -90,11 +130,14 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (argc < 2 || !m || branch < 2 || branch > 16) {
-		fprintf(stderr, "usage: bench-synth DIR [LEAVES [STEM [BRANCH [TAIL [THREADS]]]]]\n");
+		fprintf(stderr, "usage: bench-synth DIR [LEAVES [STEM [BRANCH [TAIL [THREADS "
+				"[SAMPLES]]]]]]\n");
 		return 2;
 	}
 	for (unsigned long n = 1; n < leaves; n *= branch)
 		levels++;
+	if (samples)
+		leaf_samples = samples;
 	m->run.narwhal_version = strdup(NW_VERSION);
 	m->run.arch = strdup("x86_64");
 	m->run.call_graph = strdup("fp");
@@ -119,11 +162,28 @@ int main(int argc, char **argv)
 		th->nepochs = 1;
 		for (unsigned k = 0; k < stem && node != NW_CCT_NONE; k++)
 			node = nw_cct_append(t, node, ip_of(k % NFUNCS), 0);
-		if (node == NW_CCT_NONE || grow(t, node, 0, 0, levels, branch, tail, &leaf) ||
+		/* A thread of its own functions below the stem: fn 0 + i * 37 at the first level. */
+		if (node == NW_CCT_NONE ||
+		    grow(t, node, samples ? i * 37 : 0, 0, levels, branch, tail, &leaf) ||
 		    nw_mthread_add_tree(th, 0, t))
 			goto oom;
-		th->samples = leaf;
-		m->run.samples += leaf;
+		th->samples = (uint64_t)leaf * leaf_samples;
+		m->run.samples += th->samples;
+		if (samples && add_trace(m, th, t, t0, &span))
+			goto oom;
+	}
+	if (samples) {
+		m->run.clock_start_ns = t0;
+		m->run.clock_end_ns = t0 + span;
+		m->run.start_ns = 1700000000ull * 1000000000ull;
+		m->run.end_ns = m->run.start_ns + span;
+		m->run.traced = true;
+		/* Trace events name the perf event they sampled. */
+		m->run.events = calloc(1, sizeof(*m->run.events));
+		if (!m->run.events || !(m->run.events[0].name = strdup("cpu-clock")))
+			goto oom;
+		m->run.events[0].value = 50000;
+		m->run.nevents = 1;
 	}
 	ret = nw_measurement_write(m, NULL, 0, argv[1], NW_WRITE_NEW, err, sizeof(err));
 	if (ret)

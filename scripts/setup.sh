@@ -66,9 +66,11 @@ test_packages+=(rustc)
 # ---- Exports (doc/EXPORTS.md): the tools the export tests check them with ----
 # protoc and Debian's profile.proto decode the pprof export, Go's pprof reads
 # it, xmllint and Chromium check the SVG flame graph, and node runs the npm
-# packages of tests/js (speedscope's schema and app, ajv, playwright-core).
+# packages of tests/js (speedscope's schema and app, ajv, playwright-core,
+# ESLint).  The HTML report is opened in Chromium and in Firefox (Debian's
+# firefox-esr, driven over WebDriver BiDi: no browser download).
 test_packages+=(protobuf-compiler golang-go golang-github-google-pprof-dev libxml2-utils
-	chromium)
+	chromium firefox-esr)
 # Debian's node and npm, unless a node with its own npm is there already
 # (NodeSource's nodejs provides npm and conflicts with Debian's npm package).
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then

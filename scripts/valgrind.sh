@@ -85,8 +85,10 @@ run tid-metric --tree --tid "${tid:-0}" --metric cpu-clock:period -o "$tmp/tid.t
 run pprof --pprof "$tmp/a.pb.gz" "$a"
 run speedscope --speedscope "$tmp/a.speedscope.json" "$a"
 run flamegraph --flamegraph "$tmp/a.svg" --per-thread "$a"
+run html --html "$tmp/a.html" "$a"
 run diff --diff "$b" "$a"
 run diff-folded --diff "$b" "$a" --folded
 run diff-flamegraph --diff "$b" "$a" --flamegraph "$tmp/diff.svg"
+run diff-html --diff "$b" "$a" --html "$tmp/diff.html"
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

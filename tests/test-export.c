@@ -222,10 +222,10 @@ static void test_measurement(void **state)
 	snprintf(svg, sizeof(svg), "%s/out.svg", dir);
 
 	/* Nothing asked for: nothing written. */
-	assert_int_equal(nw_export_measurement(m, NULL, NULL, err, sizeof(err)), 0);
+	assert_int_equal(nw_export_measurement(m, NULL, NULL, NULL, err, sizeof(err)), 0);
 	assert_int_not_equal(access(pb, F_OK), 0);
 
-	assert_int_equal(nw_export_measurement(m, pb, svg, err, sizeof(err)), 0);
+	assert_int_equal(nw_export_measurement(m, pb, svg, NULL, err, sizeof(err)), 0);
 	buf = slurp_gzip(pb, &len);
 	pr = perftools__profiles__profile__unpack(NULL, len, (const uint8_t *)buf);
 	free(buf);
@@ -249,11 +249,11 @@ static void test_measurement(void **state)
 	free(buf);
 
 	/* An export that cannot be written: an error naming the file. */
-	assert_int_equal(nw_export_measurement(m, NULL, "/nonexistent-nw/x.svg", err,
+	assert_int_equal(nw_export_measurement(m, NULL, "/nonexistent-nw/x.svg", NULL, err,
 					       sizeof(err)),
 			 -ENOENT);
 	assert_non_null(strstr(err, "/nonexistent-nw/x.svg"));
-	assert_int_equal(nw_export_measurement(m, "/nonexistent-nw/x.pb.gz", NULL, err,
+	assert_int_equal(nw_export_measurement(m, "/nonexistent-nw/x.pb.gz", NULL, NULL, err,
 					       sizeof(err)),
 			 -ENOENT);
 	assert_non_null(strstr(err, "/nonexistent-nw/x.pb.gz"));

@@ -61,7 +61,7 @@ struct opts {
 	uint32_t stack_size;
 	unsigned mmap_pages;
 	bool quiet;
-	const char *pprof, *flamegraph;  /* exports written at the end of the run */
+	const char *pprof, *flamegraph, *html; /* exports written at the end of the run */
 	struct nw_targets targets;          /* -p / -t: attach instead of launching */
 	double duration;                 /* --duration: seconds, 0: until the end */
 	bool off_cpu;
@@ -125,6 +125,7 @@ static void usage(FILE *f)
 		"                          (as SIGUSR2 does), then exit\n"
 		"      --pprof FILE        also write a pprof profile (gzipped protobuf) at the end\n"
 		"      --flamegraph FILE   also write an SVG flame graph at the end\n"
+		"      --html FILE         also write the HTML report (one file, opens anywhere) at the end\n"
 		"      --list-events       list the event names this machine knows\n"
 		"  -q, --quiet             no summary line\n"
 		"  -v, --verbose           debug messages\n"
@@ -291,6 +292,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "snapshot", required_argument, NULL, 'S' },
 		{ "pprof", required_argument, NULL, 'P' },
 		{ "flamegraph", required_argument, NULL, 'G' },
+		{ "html", required_argument, NULL, 'H' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -448,6 +450,9 @@ bad_mode:
 			break;
 		case 'G':
 			o->flamegraph = optarg;
+			break;
+		case 'H':
+			o->html = optarg;
 			break;
 		case 'q':
 			o->quiet = true;
@@ -869,7 +874,7 @@ static int write_now(struct run *r, enum nw_run_written w, int exit_status)
 	if (!ret && r->o.rotate_pprof && (w == NW_RUN_ROTATION || w == NW_RUN_END)) {
 		char *pb = nw_strdup_printf("%s.pb.gz", r->out.last);
 
-		ret = pb ? nw_export_measurement(m, pb, NULL, err, sizeof(err)) : -ENOMEM;
+		ret = pb ? nw_export_measurement(m, pb, NULL, NULL, err, sizeof(err)) : -ENOMEM;
 		if (ret < 0)
 			fprintf(stderr, "narwhal-record: %s\n", pb ? err : strerror(ENOMEM));
 		free(pb);
@@ -1340,17 +1345,18 @@ static int finish(struct run *r)
 		fprintf(stderr, "narwhal-record: instrumented sections in %s/%s (narwhal-report "
 				"--sections, --by-section)\n",
 			r->out.last, NW_SECLOG_SUBDIR);
-	if (r->o.pprof || r->o.flamegraph) {
-		ret = nw_export_measurement(r->model, r->o.pprof, r->o.flamegraph, err,
+	if (r->o.pprof || r->o.flamegraph || r->o.html) {
+		ret = nw_export_measurement(r->model, r->o.pprof, r->o.flamegraph, r->o.html, err,
 					    sizeof(err));
 		if (ret < 0) {
 			fprintf(stderr, "narwhal-record: %s\n", err);
 			return write_failed(exit_status);
 		}
 		if (!r->o.quiet)
-			fprintf(stderr, "narwhal-record: wrote%s%s%s%s\n", r->o.pprof ? " " : "",
+			fprintf(stderr, "narwhal-record: wrote%s%s%s%s%s%s\n", r->o.pprof ? " " : "",
 				r->o.pprof ? r->o.pprof : "", r->o.flamegraph ? " " : "",
-				r->o.flamegraph ? r->o.flamegraph : "");
+				r->o.flamegraph ? r->o.flamegraph : "", r->o.html ? " " : "",
+				r->o.html ? r->o.html : "");
 	}
 	return exit_status;
 }

@@ -10,6 +10,7 @@
 #include "export/chrometrace.h"
 #include "export/export.h"
 #include "export/flamegraph.h"
+#include "export/html.h"
 #include "export/pprof.h"
 #include "export/speedscope.h"
 #include "format/reader.h"
@@ -55,7 +56,7 @@ struct report_opts {
 	bool per_thread;        /* --folded, --flamegraph: each thread a root frame */
 	bool inverted;          /* --tree, --folded, --flamegraph bottom-up */
 	bool sort;              /* --lines, --addresses: hottest first */
-	const char *pprof, *speedscope, *flamegraph, *chrome_trace; /* export files */
+	const char *pprof, *speedscope, *flamegraph, *chrome_trace, *html; /* export files */
 	const char *time;       /* --time START,END */
 	struct nw_timeline_opts timeline;
 	struct nw_filter filter;
@@ -78,7 +79,7 @@ enum { OPT_TREE = 256, OPT_FLAT, OPT_THREADS, OPT_FOLDED, OPT_TID, OPT_PID, OPT_
        OPT_SPEEDSCOPE, OPT_FLAMEGRAPH, OPT_PER_THREAD, OPT_DIFF, OPT_SECTIONS,
        OPT_BY_SECTION, OPT_BY, OPT_CALLERS, OPT_INVERTED, OPT_FOCUS, OPT_IGNORE, OPT_HIDE,
        OPT_ROOT, OPT_FOCUS_MODULE, OPT_IGNORE_MODULE, OPT_LINES, OPT_ADDRESSES, OPT_SORT,
-       OPT_FULL_NAMES, OPT_TIME, OPT_TIMELINE, OPT_WIDTH, OPT_CHROME_TRACE };
+       OPT_FULL_NAMES, OPT_TIME, OPT_TIMELINE, OPT_WIDTH, OPT_CHROME_TRACE, OPT_HTML };
 
 static const struct option long_opts[] = {
 	{ "tree", no_argument, NULL, OPT_TREE },
@@ -108,6 +109,7 @@ static const struct option long_opts[] = {
 	{ "pprof", required_argument, NULL, OPT_PPROF },
 	{ "speedscope", required_argument, NULL, OPT_SPEEDSCOPE },
 	{ "flamegraph", required_argument, NULL, OPT_FLAMEGRAPH },
+	{ "html", required_argument, NULL, OPT_HTML },
 	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
 	{ "diff", required_argument, NULL, OPT_DIFF },
 	{ "sections", no_argument, NULL, OPT_SECTIONS },
@@ -171,12 +173,15 @@ static void usage(FILE *f)
 	      "  --chrome-trace FILE  Trace Event JSON (Perfetto, chrome://tracing): each\n"
 	      "                       thread's stacks over time, off-CPU intervals\n"
 	      "  --flamegraph FILE    SVG flame graph (click to zoom, search box)\n"
+	      "  --html FILE          interactive HTML report in one file: flame graph, call\n"
+	      "                       tree, callers, flat, source lines, timeline\n"
 	      "  --per-thread         each thread a root frame, name-tid (--folded, --flamegraph)\n"
 	      "Comparing measurements:\n"
 	      "  --diff BASE DIR      change in share per calling context from BASE to DIR\n"
 	      "                       (--diff repeated: the bases merged); with --folded:\n"
 	      "                       \"stack BASE NEW\" lines (difffolded), with --flamegraph\n"
-	      "                       FILE: a differential flame graph\n",
+	      "                       FILE: a differential flame graph, with --html FILE: a\n"
+	      "                       differential HTML report\n",
 	      f);
 }
 
@@ -336,6 +341,9 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 		case OPT_SPEEDSCOPE:
 			o->speedscope = optarg;
 			break;
+		case OPT_HTML:
+			o->html = optarg;
+			break;
 		case OPT_FLAMEGRAPH:
 			o->flamegraph = optarg;
 			break;
@@ -420,7 +428,7 @@ static void opts_fini(struct report_opts *o)
 static bool needs_traces(const struct report_opts *o)
 {
 	return o->view == VIEW_SECTIONS || o->by_section || o->time || o->view == VIEW_TIMELINE ||
-	       o->chrome_trace || o->speedscope;
+	       o->chrome_trace || o->speedscope || o->html;
 }
 
 /* One end of --time: seconds ("2.5", "2.5s") or a percentage ("40%") of @span ns after @base. */
@@ -735,7 +743,7 @@ static int run_view(FILE *out, const struct report_opts *o, const struct loaded 
 
 static bool wants_export(const struct report_opts *o)
 {
-	return o->pprof || o->speedscope || o->flamegraph || o->chrome_trace;
+	return o->pprof || o->speedscope || o->flamegraph || o->chrome_trace || o->html;
 }
 
 /* Opens @path for writing; NULL after telling the user. */
@@ -757,6 +765,22 @@ static int close_out(FILE *f, const char *path, int ret)
 		return 0;
 	fprintf(stderr, "narwhal-report: %s: %s\n", path, strerror(-ret));
 	return 1;
+}
+
+/*
+ * --html FILE: the report of @l (the threads the filter selects), and
+ * the change from @base with --diff.  0, or 1 after telling the user.
+ */
+static int write_html(const struct report_opts *o, const struct loaded *l, const char *label,
+		      const struct loaded *base, const char *base_label)
+{
+	struct nw_html_opts ho = { .filter = &o->filter, .metric = l->metric, .label = label,
+				   .base = base ? base->m : NULL, .base_label = base_label };
+	FILE *f = open_out(o->html);
+
+	if (!f)
+		return 1;
+	return close_out(f, o->html, nw_html_write(f, l->m, &ho));
 }
 
 static int write_flamegraph(const char *path, const struct nw_stacks *s,
@@ -808,6 +832,9 @@ static int run_exports(const struct report_opts *o, const struct loaded *l)
 	struct nw_stacks *s;
 	int ret;
 
+	/* First: the page reads the model's trees, which the exports below may free. */
+	if (o->html && write_html(o, l, l->dir, NULL, NULL))
+		return 1;
 	if (o->pprof &&
 	    write_pprof(o, l, !o->speedscope && !o->flamegraph && !o->chrome_trace && !view))
 		return 1;
@@ -909,7 +936,8 @@ static int run_diff(const struct report_opts *o)
 	if (o->pprof || o->speedscope || o->per_thread ||
 	    (o->view != VIEW_NONE && o->view != VIEW_FOLDED)) {
 		fputs("narwhal-report: --diff shows the change per calling context, as text, "
-		      "--folded or --flamegraph FILE; other views and exports do not apply\n",
+		      "--folded, --flamegraph FILE or --html FILE; other views and exports do "
+		      "not apply\n",
 		      stderr);
 		return 2;
 	}
@@ -921,6 +949,15 @@ static int run_diff(const struct report_opts *o)
 	if (ret)
 		goto out;
 	ret = 1;
+	if (o->html) {
+		/* Before the stacks below free the models' trees. */
+		if (write_html(o, &new, nname, &base, bname))
+			goto out;
+		if (o->view == VIEW_NONE && !o->flamegraph) {
+			ret = 0;
+			goto out;
+		}
+	}
 	bs = report_stacks(o, &base, false, false, true);
 	ns = bs ? report_stacks(o, &new, false, false, true) : NULL;
 	if (!bs || !ns)
@@ -1038,6 +1075,13 @@ int main(int argc, char **argv)
 	if (o.by_section && (o.view == VIEW_SECTIONS || o.view == VIEW_HEALTH)) {
 		fprintf(stderr, "narwhal-report: --by-section does not apply to %s\n",
 			o.view == VIEW_SECTIONS ? "--sections" : "--stack-health");
+		ret = 2;
+		goto out;
+	}
+	if (o.html && shaped(&o)) {
+		fputs("narwhal-report: --html holds the recorded stacks (the page inverts and "
+		      "zooms by itself): --focus, --ignore, --hide, --root, --inverted, "
+		      "--fold-recursion and --by-section do not apply\n", stderr);
 		ret = 2;
 		goto out;
 	}

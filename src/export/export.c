@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "export/flamegraph.h"
+#include "export/html.h"
 #include "export/pprof.h"
 #include "util/log.h"
 #include "util/strbuf.h"
@@ -158,7 +159,7 @@ out:
 }
 
 int nw_export_measurement(const struct nw_measurement *m, const char *pprof_path,
-			  const char *svg_path, char *err, size_t errlen)
+			  const char *svg_path, const char *html_path, char *err, size_t errlen)
 {
 	int ret = 0;
 
@@ -172,6 +173,15 @@ int nw_export_measurement(const struct nw_measurement *m, const char *pprof_path
 		ret = write_svg(svg_path, m);
 		if (ret)
 			nw_set_err(err, errlen, "%s: %s", svg_path,
+				   ret == -ENOENT ? "the measurement has no metric" : strerror(-ret));
+	}
+	if (!ret && html_path) {
+		int metric = nw_measurement_find_metric(m, NULL);
+		struct nw_html_opts o = { .metric = metric < 0 ? 0 : (unsigned)metric };
+
+		ret = metric < 0 ? metric : nw_html_export(html_path, m, &o);
+		if (ret)
+			nw_set_err(err, errlen, "%s: %s", html_path,
 				   ret == -ENOENT ? "the measurement has no metric" : strerror(-ret));
 	}
 	return ret;

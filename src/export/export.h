@@ -40,12 +40,13 @@ char *nw_export_subtitle(const struct nw_stacks *s, unsigned metric);
 
 /*
  * Writes the exports of @m whose path is not NULL: @pprof_path (gzipped
- * pprof, every thread) and @svg_path (flame graph of every thread merged,
- * weighed by samples).  For narwhal-record at the end of a run, from the
+ * pprof, every thread), @svg_path (flame graph of every thread merged,
+ * weighed by samples) and @html_path (the HTML report, every thread,
+ * opening on samples).  For narwhal-record at the end of a run, from the
  * model it has just written.  0, or -errno with a message for the user in
  * @err naming the file that failed.
  */
 int nw_export_measurement(const struct nw_measurement *m, const char *pprof_path,
-			  const char *svg_path, char *err, size_t errlen);
+			  const char *svg_path, const char *html_path, char *err, size_t errlen);
 
 #endif

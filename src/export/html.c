@@ -1,0 +1,825 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The HTML report.  The profile is written as JSON into memory, gzipped
+ * and base64-encoded between the two halves of the page (export/webpage.h):
+ * base64 holds no '<', so nothing in the data can end the <script> element
+ * that carries it, and gzip keeps the file near the size of the gzipped
+ * pprof export of the same profile (the page's own code aside).
+ *
+ * Each thread's tree is written from the symbolic stacks (report/stacks.h,
+ * per thread, with the map from physical to symbolic nodes), each
+ * symbolic node split by the source line its frame was at: the page merges
+ * them back by frame for every view but the source lines, and the same
+ * node numbers name the samples of the thread's trace, so a time range
+ * re-weighs every view.
+ */
+#include "export/html.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "export/export.h"
+#include "export/webpage.h"
+#include "util/file.h"
+#include "util/hash.h"
+#include "util/strbuf.h"
+
+/* A node of a thread's tree as the page gets it: a symbolic node at one source line. */
+struct lnode {
+	uint32_t parent;           /* NW_CCT_NONE for the thread's root */
+	uint32_t sym;              /* node of the symbolic tree */
+	uint32_t line;             /* 0: unknown */
+};
+
+/* The strings of the page, each written once. */
+struct strtab {
+	const char **v;
+	size_t n, cap;
+	struct nw_index ix;
+};
+
+/*
+ * The columns of a profile: the threads' arrays are written column by
+ * column (every thread's parents, then every thread's frames...), so that
+ * threads running the same code have their like arrays within gzip's
+ * window of each other.
+ */
+enum { COL_THREAD, COL_PARENT, COL_FRAME, COL_LINE, COL_SELF, COL_TRACE, NCOLS };
+
+static const char *const col_name[NCOLS] = { "threads", "parent", "frame", "line", "self",
+					       "trace" };
+
+struct ctx {
+	const struct nw_measurement *m;
+	const struct nw_stacks *s;
+	FILE *out;
+	FILE *col[NCOLS];          /* memory streams of the columns */
+	char *colbuf[NCOLS];
+	size_t collen[NCOLS];
+	struct strtab *st;
+	/* the current thread's nodes */
+	struct lnode *ln;
+	size_t nln, cap_ln;
+	uint64_t *self;            /* nln * nmetrics */
+	size_t cap_self;
+	struct nw_index ix;
+	uint32_t **node_of;        /* per tree of the thread: physical node -> its lnode */
+	uint32_t *path;
+	size_t cap_path;
+	uint64_t *file_weight;     /* per string: the default metric's self weight in that file */
+	size_t nfw, cap_fw;
+	unsigned metric;
+};
+
+/* ---- strings ---- */
+
+static uint64_t str_hash(const void *ctx, uint32_t i)
+{
+	return nw_hash_str(NW_HASH_SEED, ((const struct strtab *)ctx)->v[i]);
+}
+
+static bool str_eq(const void *ctx, uint32_t i, const void *key)
+{
+	return !strcmp(((const struct strtab *)ctx)->v[i], key);
+}
+
+/* The number of string @s (borrowed: it must live until the table is written), or -ENOMEM. */
+static int64_t str_of(struct strtab *st, const char *s)
+{
+	uint32_t *slot = nw_index_slot(&st->ix, nw_hash_str(NW_HASH_SEED, s), str_eq, str_hash, st,
+				       s);
+
+	if (!slot || nw_grow(&st->v, &st->cap, st->n + 1, sizeof(*st->v)))
+		return -ENOMEM;
+	if (*slot != NW_INDEX_NONE)
+		return *slot;
+	st->v[st->n] = s;
+	nw_index_fill(&st->ix, slot, (uint32_t)st->n);
+	return (int64_t)st->n++;
+}
+
+/* ---- one thread's nodes ---- */
+
+static uint64_t ln_key(uint32_t parent, uint32_t sym, uint32_t line)
+{
+	return nw_hash_add(nw_hash_add(nw_hash_u64(parent), sym), line);
+}
+
+static uint64_t ln_hash(const void *ctx, uint32_t i)
+{
+	const struct lnode *n = &((const struct ctx *)ctx)->ln[i];
+
+	return ln_key(n->parent, n->sym, n->line);
+}
+
+static bool ln_eq(const void *ctx, uint32_t i, const void *key)
+{
+	const struct lnode *a = &((const struct ctx *)ctx)->ln[i], *b = key;
+
+	return a->parent == b->parent && a->sym == b->sym && a->line == b->line;
+}
+
+/* The node (@parent, @sym, @line) of the current thread, added when new; NW_CCT_NONE on ENOMEM. */
+static uint32_t ln_of(struct ctx *c, uint32_t parent, uint32_t sym, uint32_t line)
+{
+	struct lnode key = { parent, sym, line };
+	unsigned nm = c->m->nmetrics;
+	uint32_t *slot = nw_index_slot(&c->ix, ln_key(parent, sym, line), ln_eq, ln_hash, c, &key);
+
+	if (!slot || nw_grow(&c->ln, &c->cap_ln, c->nln + 1, sizeof(*c->ln)) ||
+	    nw_grow(&c->self, &c->cap_self, (c->nln + 1) * nm, sizeof(*c->self)))
+		return NW_CCT_NONE;
+	if (*slot != NW_INDEX_NONE)
+		return *slot;
+	c->ln[c->nln] = key;
+	memset(c->self + c->nln * nm, 0, nm * sizeof(*c->self));
+	nw_index_fill(&c->ix, slot, (uint32_t)c->nln);
+	return (uint32_t)c->nln++;
+}
+
+static void add_self(struct ctx *c, uint32_t ln, const struct nw_cct *t, uint32_t node)
+{
+	unsigned nm = c->m->nmetrics < t->nmetrics ? c->m->nmetrics : t->nmetrics;
+
+	for (unsigned k = 0; k < nm; k++)
+		c->self[(size_t)ln * c->m->nmetrics + k] += nw_cct_metrics(t, node)[k];
+}
+
+/*
+ * The nodes of tree @t of thread @ti, below the thread's root node @root:
+ * each physical node becomes the symbolic nodes of its inline chain, each
+ * at the line of its frame.  c->node_of[t] maps them.  -ENOMEM.
+ */
+static int add_tree(struct ctx *c, uint32_t ti, uint32_t t, uint32_t root, uint32_t stop)
+{
+	const struct nw_mthread *th = &c->m->threads[ti];
+	const struct nw_tree *tr = &th->trees[t];
+	const struct nw_cct *cct = tr->cct;
+	const uint32_t *map = c->s->node_map[ti][t];
+	const struct nw_cct *st = c->s->tree;
+	uint32_t *order = malloc((size_t)cct->n * sizeof(*order));
+	uint32_t *to = malloc((size_t)cct->n * sizeof(*to));
+	int ret = -ENOMEM;
+
+	if (!order || !to)
+		goto out;
+	nw_cct_preorder(cct, order);
+	to[NW_CCT_ROOT] = root;
+	add_self(c, root, cct, NW_CCT_ROOT);
+	for (uint32_t k = 1; k < cct->n; k++) {
+		uint32_t p = order[k], q = cct->nodes[p].parent, end, at = to[q], npath = 0;
+		const struct nw_cct_node *nd = &cct->nodes[p];
+		const struct nw_symentry *e;
+		struct nw_resolved r;
+
+		/* The symbolic nodes between the parent's and this one: the inline chain. */
+		end = q == NW_CCT_ROOT ? stop : map[q];
+		for (uint32_t v = map[p]; v != end && v != NW_CCT_ROOT && v != NW_CCT_NONE;
+		     v = st->nodes[v].parent) {
+			if (nw_grow(&c->path, &c->cap_path, npath + 1, sizeof(*c->path)))
+				goto out;
+			c->path[npath++] = v;
+		}
+		/* Caller frames are looked up inside their call, as the stacks were built. */
+		nw_measurement_resolve(c->m, tr->epoch, nd->ip, nd->first_child != NW_CCT_NONE, &r);
+		e = r.sym && r.sym->nframes == npath ? r.sym : NULL;
+		for (uint32_t j = npath; j-- > 0;) {
+			at = ln_of(c, at, c->path[j], e ? e->frames[j].line : 0);
+			if (at == NW_CCT_NONE)
+				goto out;
+		}
+		to[p] = at;
+		add_self(c, at, cct, p);
+	}
+	c->node_of[t] = to;
+	to = NULL;
+	ret = 0;
+out:
+	free(order);
+	free(to);
+	return ret;
+}
+
+/* ---- writing ---- */
+
+/*
+ * The thread's samples and off-CPU intervals from its trace, in the
+ * range the model keeps: time (microseconds after the run's start, as
+ * the difference from the event before), node, the event's code (perf
+ * event * 2 + kind) and its value, the last two left out when always the
+ * same.
+ */
+static int write_trace(struct ctx *c, const struct nw_mthread *th)
+{
+	FILE *out = c->col[COL_TRACE];
+	const struct nw_measurement *m = c->m;
+	struct nw_trace_event *ev = NULL;
+	uint64_t origin = m->run.clock_start_ns;
+	size_t n = 0, bad;
+	bool one_code = true, one_value = true;
+	int64_t prev_t = 0;
+	uint32_t *node = NULL;
+	size_t kept = 0;
+	int ret;
+
+	ret = nw_trace_decode(th->trace, &ev, &bad);
+	if (ret == -EBADMSG) {
+		/* A trace that does not decode: no timeline for the thread. */
+		fputs("null", out);
+		return 0;
+	}
+	if (ret)
+		return ret;
+	n = th->trace->n;
+	node = malloc((n ? n : 1) * sizeof(*node));
+	if (!node) {
+		free(ev);
+		return -ENOMEM;
+	}
+	if (!origin && n)
+		origin = ev[0].time;
+	for (size_t i = 0; i < n; i++) {
+		int t = nw_mthread_tree_of(m, th, ev[i].epoch);
+
+		if (t < 0 || !c->node_of[t] || ev[i].node >= th->trees[t].cct->n ||
+		    ev[i].time < origin ||
+		    (m->time_hi && (ev[i].time < m->time_lo || ev[i].time >= m->time_hi)))
+			continue;
+		ev[kept] = ev[i];
+		node[kept] = c->node_of[t][ev[i].node];
+		if (ev[kept].event != ev[0].event || ev[kept].kind != ev[0].kind)
+			one_code = false;
+		if (ev[kept].value != ev[0].value)
+			one_value = false;
+		kept++;
+	}
+	fputs("{\"dt\":[", out);
+	for (size_t i = 0; i < kept; i++) {
+		int64_t us = (int64_t)((ev[i].time - origin) / 1000);
+
+		fprintf(out, i ? ",%lld" : "%lld", (long long)(us - prev_t));
+		prev_t = us;
+	}
+	/* Nodes as they are: a loop's few nodes repeat, which gzip takes better than their steps. */
+	fputs("],\"node\":[", out);
+	for (size_t i = 0; i < kept; i++)
+		fprintf(out, i ? ",%u" : "%u", node[i]);
+	fputc(']', out);
+	if (kept && one_code)
+		fprintf(out, ",\"code1\":%u", ev[0].event * 2u + ev[0].kind);
+	else {
+		fputs(",\"code\":[", out);
+		for (size_t i = 0; i < kept; i++)
+			fprintf(out, i ? ",%u" : "%u", ev[i].event * 2u + ev[i].kind);
+		fputc(']', out);
+	}
+	if (kept && one_value)
+		fprintf(out, ",\"value1\":%llu", (unsigned long long)ev[0].value);
+	else {
+		fputs(",\"value\":[", out);
+		for (size_t i = 0; i < kept; i++)
+			fprintf(out, i ? ",%llu" : "%llu", (unsigned long long)ev[i].value);
+		fputc(']', out);
+	}
+	fputc('}', out);
+	free(ev);
+	free(node);
+	return 0;
+}
+
+/* Adds the self weight of the thread's nodes to the weight of their frames' files. */
+static int weigh_files(struct ctx *c)
+{
+	for (size_t i = 0; i < c->nln; i++) {
+		const struct nw_func *fn;
+		uint64_t w = c->self[i * c->m->nmetrics + c->metric];
+		int64_t f;
+
+		if (!w || !c->ln[i].line || c->ln[i].sym >= c->s->tree->n)
+			continue;
+		fn = &c->s->frames.v[c->s->tree->nodes[c->ln[i].sym].ip];
+		if (!fn->file)
+			continue;
+		f = str_of(c->st, fn->file);
+		if (f < 0 || nw_grow(&c->file_weight, &c->cap_fw, (size_t)f + 1, sizeof(uint64_t)))
+			return -ENOMEM;
+		for (; c->nfw <= (size_t)f; c->nfw++)
+			c->file_weight[c->nfw] = 0;
+		c->file_weight[f] += w;
+	}
+	return 0;
+}
+
+static int write_thread(struct ctx *c, uint32_t ti, bool first, bool traces)
+{
+	const struct nw_mthread *th = &c->m->threads[ti];
+	const struct nw_cct *st = c->s->tree;
+	uint32_t top = c->s->thread_node ? c->s->thread_node[ti] : NW_CCT_ROOT, root;
+	unsigned nm = c->m->nmetrics;
+	uint64_t origin = c->m->run.clock_start_ns;
+	int ret = -ENOMEM;
+	int64_t comm;
+
+	c->nln = 0;
+	nw_index_clear(&c->ix);
+	c->node_of = calloc(th->ntrees ? th->ntrees : 1, sizeof(*c->node_of));
+	if (!c->node_of)
+		return -ENOMEM;
+	root = ln_of(c, NW_CCT_NONE, top, 0);
+	if (root == NW_CCT_NONE)
+		goto out;
+	for (uint32_t t = 0; t < th->ntrees; t++) {
+		ret = add_tree(c, ti, t, root, top);
+		if (ret)
+			goto out;
+	}
+	ret = weigh_files(c);
+	comm = str_of(c->st, th->comm ? th->comm : "");
+	if (ret || comm < 0)
+		goto out;
+	for (int k = 0; k < NCOLS; k++)
+		if (!first)
+			fputc(',', c->col[k]);
+	fprintf(c->col[COL_THREAD], "{\"tid\":%u,\"pid\":%u,\"comm\":%lld,\"samples\":%llu",
+		th->tid, th->pid, (long long)comm, (unsigned long long)th->samples);
+	if (origin && th->first_ns >= origin && th->last_ns >= th->first_ns)
+		fprintf(c->col[COL_THREAD], ",\"first\":%llu,\"last\":%llu",
+			(unsigned long long)((th->first_ns - origin) / 1000),
+			(unsigned long long)((th->last_ns - origin) / 1000));
+	fputc('}', c->col[COL_THREAD]);
+	/* How far back the parent is: a chain of calls is a run of 1s. */
+	fputc('[', c->col[COL_PARENT]);
+	for (size_t i = 0; i < c->nln; i++)
+		fprintf(c->col[COL_PARENT], i ? ",%lld" : "%lld",
+			c->ln[i].parent == NW_CCT_NONE ? 0ll : (long long)(i - c->ln[i].parent));
+	fputs("]", c->col[COL_PARENT]);
+	fputc('[', c->col[COL_FRAME]);
+	for (size_t i = 0; i < c->nln; i++)
+		fprintf(c->col[COL_FRAME], i ? ",%lld" : "%lld",
+			c->ln[i].sym == top ? -1ll : (long long)st->nodes[c->ln[i].sym].ip);
+	fputs("]", c->col[COL_FRAME]);
+	fputc('[', c->col[COL_LINE]);
+	for (size_t i = 0; i < c->nln; i++)
+		fprintf(c->col[COL_LINE], i ? ",%u" : "%u", c->ln[i].line);
+	fputs("]", c->col[COL_LINE]);
+	fputc('[', c->col[COL_SELF]);
+	for (unsigned k = 0; k < nm; k++) {
+		fputs(k ? ",[" : "[", c->col[COL_SELF]);
+		for (size_t i = 0; i < c->nln; i++)
+			fprintf(c->col[COL_SELF], i ? ",%llu" : "%llu",
+				(unsigned long long)c->self[i * nm + k]);
+		fputc(']', c->col[COL_SELF]);
+	}
+	fputc(']', c->col[COL_SELF]);
+	if (traces && th->trace)
+		ret = write_trace(c, th);
+	else
+		fputs("null", c->col[COL_TRACE]);
+out:
+	for (uint32_t t = 0; t < th->ntrees; t++)
+		free(c->node_of[t]);
+	free(c->node_of);
+	c->node_of = NULL;
+	return ret;
+}
+
+static int write_frames(struct ctx *c)
+{
+	const struct nw_frames *f = &c->s->frames;
+	int64_t *idx = malloc((f->n ? f->n : 1) * 3 * sizeof(*idx));
+
+	if (!idx)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < f->n; i++) {
+		const struct nw_func *fn = &f->v[i];
+
+		idx[3 * i] = str_of(c->st, fn->name);
+		idx[3 * i + 1] = fn->module ? str_of(c->st, fn->module) : -1;
+		idx[3 * i + 2] = fn->file ? str_of(c->st, fn->file) : -1;
+		if (idx[3 * i] < -1 || idx[3 * i + 1] < -1 || idx[3 * i + 2] < -1) {
+			free(idx);
+			return -ENOMEM;
+		}
+	}
+	for (int k = 0; k < 3; k++) {
+		static const char *const key[] = { "name", "module", "file" };
+
+		fprintf(c->out, "%s\"%s\":[", k ? "," : "", key[k]);
+		for (uint32_t i = 0; i < f->n; i++)
+			fprintf(c->out, i ? ",%lld" : "%lld", (long long)idx[3 * i + k]);
+		fputc(']', c->out);
+	}
+	fputs(",\"line\":[", c->out);
+	for (uint32_t i = 0; i < f->n; i++)
+		fprintf(c->out, i ? ",%u" : "%u", f->v[i].line);
+	fputs("],\"kind\":[", c->out);
+	for (uint32_t i = 0; i < f->n; i++)
+		fprintf(c->out, i ? ",%d" : "%d", (int)f->v[i].kind);
+	fputc(']', c->out);
+	free(idx);
+	return 0;
+}
+
+/*
+ * One measurement: its metrics, frames and threads (those @filter
+ * selects that have trees).  The stacks @s stay alive until the string
+ * table is written: it borrows their names.
+ */
+static int write_profile(struct ctx *c, const struct nw_filter *filter, bool traces)
+{
+	const struct nw_measurement *m = c->m;
+	bool first = true;
+	int ret;
+
+	fputs("{\"metrics\":[", c->out);
+	for (unsigned k = 0; k < m->nmetrics; k++) {
+		fputs(k ? "," : "", c->out);
+		if (nw_export_json_str(c->out, m->metrics[k].name))
+			return -ENOMEM;
+	}
+	fputs("],\"frames\":{", c->out);
+	ret = write_frames(c);
+	if (ret)
+		return ret;
+	fputc('}', c->out);
+	for (int k = 0; k < NCOLS; k++) {
+		c->col[k] = open_memstream(&c->colbuf[k], &c->collen[k]);
+		if (!c->col[k])
+			ret = -ENOMEM;
+	}
+	for (uint32_t ti = 0; ti < m->nthreads && !ret; ti++) {
+		if (!nw_filter_thread(filter, &m->threads[ti]) || !c->s->node_map[ti])
+			continue;
+		ret = write_thread(c, ti, first, traces);
+		first = false;
+	}
+	for (int k = 0; k < NCOLS; k++) {
+		if (c->col[k] && fclose(c->col[k]) != 0)
+			ret = ret ? ret : -ENOMEM;
+		c->col[k] = NULL;
+		if (!ret)
+			fprintf(c->out, ",\"%s\":[", col_name[k]);
+		if (!ret && c->collen[k])
+			fwrite(c->colbuf[k], 1, c->collen[k], c->out);
+		if (!ret)
+			fputc(']', c->out);
+		free(c->colbuf[k]);
+		c->colbuf[k] = NULL;
+	}
+	fputc('}', c->out);
+	return ret;
+}
+
+/* A line of source text for JSON: tabs expanded to 8 columns, then made valid UTF-8. */
+static int put_source_line(FILE *out, const char *s, size_t len)
+{
+	struct nw_strbuf b = { 0 };
+	size_t col = 0;
+	char *clean;
+	int failed = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '\t') {
+			do
+				nw_sb_putc(&b, ' ');
+			while (++col % 8);
+		} else if (s[i] != '\r') {
+			nw_sb_putc(&b, s[i]);
+			col++;
+		}
+	}
+	if (b.failed) {
+		nw_sb_fini(&b);
+		return -ENOMEM;
+	}
+	clean = nw_export_clean(nw_sb_str(&b), &failed);
+	nw_sb_fini(&b);
+	if (!clean)
+		return -ENOMEM;
+	fputc('"', out);
+	for (const char *p = clean; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fputc('\\', out);
+		fputc(*p, out);
+	}
+	fputc('"', out);
+	free(clean);
+	return 0;
+}
+
+struct file_rank {
+	uint32_t str;
+	uint64_t w;
+};
+
+static int cmp_rank(const void *a, const void *b)
+{
+	const struct file_rank *x = a, *y = b;
+
+	if (x->w != y->w)
+		return x->w < y->w ? 1 : -1;
+	return x->str < y->str ? -1 : x->str > y->str;
+}
+
+/*
+ * The text of the hottest source files this machine can read, heaviest
+ * first, while they fit in @cap bytes together: "sources" is a list of
+ * {file, lines}; "sourcesLeft" counts the files with weight left out.
+ */
+static int write_sources(struct ctx *c, size_t cap)
+{
+	struct file_rank *rank = NULL;
+	size_t nrank = 0, used = 0, left = 0;
+	bool first = true;
+	int ret = 0;
+
+	rank = malloc((c->st->n ? c->st->n : 1) * sizeof(*rank));
+	if (!rank)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nfw; i++)
+		if (c->file_weight[i])
+			rank[nrank++] = (struct file_rank){ (uint32_t)i, c->file_weight[i] };
+	qsort(rank, nrank, sizeof(*rank), cmp_rank);
+	fputs(",\"sources\":[", c->out);
+	for (size_t i = 0; i < nrank && !ret; i++) {
+		char *text = NULL;
+		size_t len = 0;
+
+		if (nw_read_file(c->st->v[rank[i].str], &text, &len) || used + len > cap ||
+		    memchr(text, 0, len)) {
+			free(text);
+			left++;
+			continue;
+		}
+		used += len;
+		fprintf(c->out, "%s{\"file\":%u,\"lines\":[", first ? "" : ",", rank[i].str);
+		first = false;
+		for (size_t at = 0, k = 0; at < len && !ret; k++) {
+			const char *nl = memchr(text + at, '\n', len - at);
+			size_t n = nl ? (size_t)(nl - text) - at : len - at;
+
+			if (k)
+				fputc(',', c->out);
+			ret = put_source_line(c->out, text + at, n);
+			at += n + 1;
+		}
+		fputs("]}", c->out);
+		free(text);
+	}
+	fprintf(c->out, "],\"sourcesLeft\":%zu", left);
+	free(rank);
+	return ret;
+}
+
+static int write_strings(struct ctx *c)
+{
+	fputs(",\"strings\":[", c->out);
+	for (size_t i = 0; i < c->st->n; i++) {
+		if (i)
+			fputc(',', c->out);
+		if (nw_export_json_str(c->out, c->st->v[i]))
+			return -ENOMEM;
+	}
+	fputc(']', c->out);
+	return 0;
+}
+
+/* What the run was: command, times, events (which metric counts each), metrics. */
+static int write_run(struct ctx *c, const struct nw_html_opts *o)
+{
+	const struct nw_measurement *m = c->m;
+	const struct nw_run *r = &m->run;
+	struct nw_strbuf cmd = { 0 };
+	int ret;
+
+	for (uint32_t i = 0; i < r->argc; i++)
+		nw_sb_printf(&cmd, "%s%s", i ? " " : "", r->argv[i] ? r->argv[i] : "");
+	fputs("{\"format\":\"narwhal-html\",\"version\":1,\"narwhal\":\"" NW_VERSION "\",\"title\":",
+	      c->out);
+	ret = cmd.failed ? -ENOMEM : nw_export_json_str(c->out, cmd.len ? nw_sb_str(&cmd)
+								      : "narwhal measurement");
+	nw_sb_fini(&cmd);
+	if (ret)
+		return ret;
+	fputs(",\"label\":", c->out);
+	if (nw_export_json_str(c->out, o->label ? o->label : ""))
+		return -ENOMEM;
+	fprintf(c->out, ",\"start\":%llu", (unsigned long long)(r->start_ns / 1000000));
+	if (r->clock_start_ns && r->clock_end_ns > r->clock_start_ns)
+		fprintf(c->out, ",\"duration\":%llu",
+			(unsigned long long)((r->clock_end_ns - r->clock_start_ns) / 1000));
+	if (m->time_hi && r->clock_start_ns && m->time_lo >= r->clock_start_ns)
+		fprintf(c->out, ",\"range\":[%llu,%llu]",
+			(unsigned long long)((m->time_lo - r->clock_start_ns) / 1000),
+			(unsigned long long)((m->time_hi - r->clock_start_ns) / 1000));
+	fputs(",\"events\":[", c->out);
+	for (uint32_t e = 0; e < r->nevents; e++) {
+		int count, sum;
+
+		nw_measurement_event_metrics(m, e, &count, &sum);
+		fputs(e ? ",{\"name\":" : "{\"name\":", c->out);
+		if (nw_export_json_str(c->out, r->events[e].name ? r->events[e].name : ""))
+			return -ENOMEM;
+		fprintf(c->out, ",\"count\":%d,\"sum\":%d}", count, sum);
+	}
+	fputs("],\"metrics\":[", c->out);
+	for (unsigned k = 0; k < m->nmetrics; k++) {
+		const struct nw_metric *d = &m->metrics[k];
+
+		fputs(k ? ",{\"name\":" : "{\"name\":", c->out);
+		if (nw_export_json_str(c->out, d->name))
+			return -ENOMEM;
+		fputs(",\"event\":", c->out);
+		if (nw_export_json_str(c->out, d->event ? d->event : ""))
+			return -ENOMEM;
+		fprintf(c->out, ",\"kind\":\"%s\",\"unit\":\"%s\",\"short\":\"%s\",\"period\":%llu}",
+			nw_metric_kind_name(d->kind), nw_metric_unit_name(d->unit),
+			nw_export_unit(d), (unsigned long long)d->period);
+	}
+	fprintf(c->out, "],\"metric\":%u", o->metric);
+	return 0;
+}
+
+/* Builds the per-thread stacks of @m with the map from physical nodes; NULL on ENOMEM. */
+static struct nw_stacks *stacks_of(const struct nw_measurement *m, const struct nw_filter *f,
+				   int *ret)
+{
+	struct nw_stacks_opts so = { .filter = f, .per_thread = true, .node_map = true };
+	struct nw_stacks *s = nw_stacks_new(m, m->nmetrics);
+
+	*ret = s ? nw_stacks_build(s, &so) : -ENOMEM;
+	if (*ret) {
+		nw_stacks_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void ctx_reset(struct ctx *c)
+{
+	free(c->ln);
+	free(c->self);
+	free(c->path);
+	nw_index_fini(&c->ix);
+	c->ln = NULL;
+	c->self = NULL;
+	c->path = NULL;
+	c->nln = c->cap_ln = c->cap_self = c->cap_path = 0;
+}
+
+/* The JSON of the report into @out (memory). */
+static int write_json(FILE *out, const struct nw_measurement *m, const struct nw_html_opts *o,
+		      struct strtab *st, struct nw_stacks **ss, struct nw_stacks **bs)
+{
+	struct ctx c = { .m = m, .out = out, .st = st, .metric = o->metric };
+	int ret;
+
+	*ss = stacks_of(m, o->filter, &ret);
+	if (!*ss)
+		return ret;
+	c.s = *ss;
+	ret = write_run(&c, o);
+	if (!ret) {
+		fputs(",\"profile\":", out);
+		ret = write_profile(&c, o->filter, true);
+	}
+	if (!ret && o->base) {
+		struct ctx b = { .m = o->base, .out = out, .st = st };
+		int bm = nw_measurement_find_metric(o->base, m->metrics[o->metric].name);
+
+		b.metric = bm < 0 ? 0 : (unsigned)bm;
+		*bs = stacks_of(o->base, NULL, &ret);
+		if (*bs) {
+			b.s = *bs;
+			fputs(",\"baseLabel\":", out);
+			ret = nw_export_json_str(out, o->base_label ? o->base_label : "base");
+			if (!ret) {
+				fputs(",\"base\":", out);
+				ret = write_profile(&b, NULL, false);
+			}
+		}
+		ctx_reset(&b);
+		free(b.file_weight);
+	}
+	if (!ret)
+		ret = write_sources(&c, o->source_cap ? o->source_cap : NW_HTML_SOURCE_CAP);
+	if (!ret)
+		ret = write_strings(&c);
+	fputs("}", out);
+	ctx_reset(&c);
+	free(c.file_weight);
+	return ret;
+}
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* Writes @n bytes of @p as base64, in lines of 76 characters (the page strips whitespace). */
+static void put_base64(FILE *out, const unsigned char *p, size_t n)
+{
+	char line[80];
+	size_t at = 0;
+
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16;
+		size_t left = n - i;
+
+		if (left > 1)
+			v |= (uint32_t)p[i + 1] << 8;
+		if (left > 2)
+			v |= p[i + 2];
+		line[at++] = b64[v >> 18 & 63];
+		line[at++] = b64[v >> 12 & 63];
+		line[at++] = left > 1 ? b64[v >> 6 & 63] : '=';
+		line[at++] = left > 2 ? b64[v & 63] : '=';
+		if (at == 76 || i + 3 >= n) {
+			line[at++] = '\n';
+			fwrite(line, 1, at, out);
+			at = 0;
+		}
+	}
+}
+
+/* @json, gzipped, base64-encoded into @out.  -ENOMEM. */
+static int put_gzip64(FILE *out, const char *json, size_t len)
+{
+	z_stream z = { 0 };
+	unsigned char *buf;
+	uLong cap;
+	int ret;
+
+	/* windowBits 15 + 16: a gzip stream, which DecompressionStream("gzip") reads. */
+	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	cap = deflateBound(&z, len) + 32;
+	buf = malloc(cap);
+	if (!buf) {
+		deflateEnd(&z);
+		return -ENOMEM;
+	}
+	z.next_in = (Bytef *)json;
+	z.avail_in = (uInt)len;
+	z.next_out = buf;
+	z.avail_out = (uInt)cap;
+	ret = deflate(&z, Z_FINISH);
+	deflateEnd(&z);
+	if (ret != Z_STREAM_END) {
+		free(buf);
+		return -ENOMEM;
+	}
+	put_base64(out, buf, cap - z.avail_out);
+	free(buf);
+	return 0;
+}
+
+int nw_html_write(FILE *out, const struct nw_measurement *m, const struct nw_html_opts *o)
+{
+	struct strtab st = { 0 };
+	struct nw_stacks *ss = NULL, *bs = NULL;
+	char *json = NULL;
+	size_t len = 0;
+	FILE *mem;
+	int ret;
+
+	if (!m || o->metric >= m->nmetrics || m->trees_dropped ||
+	    (o->base && o->base->trees_dropped))
+		return -EINVAL;
+	/* More than 4 GiB of JSON is beyond zlib's one-shot lengths (and any browser). */
+	mem = open_memstream(&json, &len);
+	if (!mem)
+		return -ENOMEM;
+	ret = write_json(mem, m, o, &st, &ss, &bs);
+	if (fclose(mem) != 0 && !ret)
+		ret = -ENOMEM;
+	if (!ret && len > UINT32_MAX)
+		ret = -EFBIG;
+	if (!ret) {
+		fputs(nw_webpage_before, out);
+		ret = put_gzip64(out, json, len);
+		fputs(nw_webpage_after, out);
+	}
+	free(json);
+	free(st.v);
+	nw_index_fini(&st.ix);
+	nw_stacks_free(ss);
+	nw_stacks_free(bs);
+	if (!ret && (fflush(out) != 0 || ferror(out)))
+		ret = -EIO;
+	return ret;
+}
+
+int nw_html_export(const char *path, const struct nw_measurement *m,
+		   const struct nw_html_opts *o)
+{
+	FILE *f = fopen(path, "w");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = nw_html_write(f, m, o);
+	if (fclose(f) != 0 && !ret)
+		ret = -EIO;
+	return ret;
+}

@@ -1,0 +1,321 @@
+#!/bin/bash
+# --html FILE: one self-contained page (nothing outside it is referred to,
+# the profile inside decodes), opened in headless Chromium and Firefox with
+# the network blocked (tests/js/html-check.mjs): nothing is fetched, no
+# script error, and the numbers the page shows equal narwhal-report's text
+# views: a function's self and total (--flat), the call tree (--tree), a
+# caller's share (--callers), a line's share (--lines), a thread alone
+# (--tid), another metric (--metric), a time range's top function
+# (--time), the search's matched share; zoom, Esc, "/", the arrows,
+# inversion and the icicle work; --diff BASE gives base and new shares;
+# narwhal-record --html writes the same page at the end of a run; the
+# profile is no more than twice the pprof export.  Screenshots of every
+# view are kept in meson-logs/html/.
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=export-lib.sh
+. "$(dirname "$0")/export-lib.sh"
+
+nw_need_js
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+[[ -x $CHROMIUM ]] || fail "$CHROMIUM is missing: run scripts/setup.sh --tests"
+FIREFOX=${FIREFOX:-/usr/bin/firefox-esr}
+[[ -x $FIREFOX ]] || fail "$FIREFOX is missing: run scripts/setup.sh --tests"
+SHOTS=$NW_BUILD/meson-logs/html
+mkdir -p "$SHOTS"
+
+# page HTML JSON [BROWSER] : html-check.mjs's readings of the page into HTML.json.
+page() {
+	local html=$1 opts=$2 browser=${3:-chromium}
+
+	BROWSER=$browser node "$NW_JS/html-check.mjs" "$html" "$SHOTS" "$opts" \
+		>"$html.$browser.json" 2>"$html.$browser.err" || {
+		nw_show "html-check.mjs ($browser)" "$html.$browser.err"
+		fail "the page $html did not pass in $browser"
+	}
+}
+
+# py SCRIPT ARGS... : runs the Python check SCRIPT (from stdin) with ARGS.
+py() {
+	python3 - "$@" || fail "$(basename "$1"): the page's numbers differ from the text views (above)"
+}
+
+d=$NW_TMP/callers.data
+nw_record_ok "$d" "$P/callers"
+nw_report "$NW_TMP/out" "$d" --html "$NW_TMP/callers.html" --pprof "$NW_TMP/callers.pb.gz"
+[[ -s $NW_TMP/callers.html ]] || fail "--html wrote nothing"
+[[ ! -s $NW_TMP/out ]] || fail "--html alone also printed a view"
+
+check "self-contained: nothing outside the file is referred to; the profile decodes"
+if grep -Eiq '(src|href|action)=|https?://|url\(|@import' "$NW_TMP/callers.html"; then
+	grep -Eion '(src|href|action)=|https?://|url\(|@import' "$NW_TMP/callers.html" | head >&2
+	fail "the page refers to something outside itself"
+fi
+grep -q "Content-Security-Policy\" content=\"default-src 'none'" "$NW_TMP/callers.html" ||
+	fail "the page does not forbid loading anything"
+# The data between the markers: base64 of gzipped JSON; the rest is the page's code.
+html_data() {
+	python3 - "$1" <<'PY'
+import base64, gzip, json, re, sys
+page = open(sys.argv[1], encoding="utf-8").read()
+m = re.search(r'<script id="nw-data" type="application/octet-stream">\n(.*?)</script>', page, re.S)
+raw = m.group(1)
+d = json.loads(gzip.decompress(base64.b64decode("".join(raw.split()))))
+assert d["format"] == "narwhal-html" and d["version"] == 1, "not a narwhal-html profile"
+pr = d["profile"]
+th = pr["threads"]
+assert th and all(len(pr[k]) == len(th) for k in ("parent", "frame", "line", "self", "trace"))
+assert all(len(p) == len(f) == len(l) for p, f, l in zip(pr["parent"], pr["frame"], pr["line"]))
+# Parents are steps back, 0 for the root: every parent comes before its child.
+assert all((d == 0) == (i == 0) and d <= i for p in pr["parent"] for i, d in enumerate(p)), \
+    "a parent after its child"
+# What pprof holds too: the trees (the traces and the source text are the page's own).
+trees = dict(d, sources=[])
+trees["profile"]["trace"] = []
+small = len(base64.b64encode(gzip.compress(json.dumps(trees, separators=(",", ":")).encode(), 6)))
+print(len(raw), small, len(page) - len(raw), len(th), len(d["sources"]))
+PY
+}
+read -r data_size trees_size code_size nthreads nsources < <(html_data "$NW_TMP/callers.html") ||
+	fail "the profile in the page does not decode"
+pb_size=$(stat -c %s "$NW_TMP/callers.pb.gz")
+ok "profile $data_size bytes ($trees_size without the trace and the source text; pprof $pb_size), page code $code_size bytes, $nthreads thread(s), $nsources source file(s)"
+[[ $nsources -ge 1 ]] || fail "the source of callers.c is not in the page"
+((trees_size <= 2 * pb_size)) ||
+	fail "the trees take $trees_size bytes, over twice the pprof export ($pb_size)"
+
+nw_report "$NW_TMP/flat" "$d" --flat
+nw_report "$NW_TMP/tree" "$d" --tree --percent-limit 0
+nw_report "$NW_TMP/itree" "$d" --tree --inverted --percent-limit 0
+nw_report "$NW_TMP/callers" "$d" --callers '^hot$'
+nw_report "$NW_TMP/lines" "$d" --lines '^hot$'
+
+check "in Chromium, network blocked: the numbers of --flat, --tree, --callers, --lines; search, zoom, keys"
+page "$NW_TMP/callers.html" \
+	'{"fn":"hot","search":"^hot$","zoom":"caller_a","full":true,"shots":"callers"}'
+py "$NW_TMP/callers.html.chromium.json" "$NW_TMP/flat" "$NW_TMP/tree" "$NW_TMP/callers" \
+	"$NW_TMP/lines" "$NW_TMP/itree" <<'PY'
+import json, re, sys
+pg = json.load(open(sys.argv[1]))
+flat, tree, callers, lines, itree = (open(f).read().splitlines() for f in sys.argv[2:7])
+bad = []
+def near(what, a, b, tol=0.051):
+    if abs(a - b) > tol:
+        bad.append(f"{what}: page {a}, text {b}")
+    else:
+        print(f"  ok: {what}: page {a}, text {b}")
+assert not pg["requests"], f"the page made requests: {pg['requests']}"
+assert not pg["errors"], f"script errors: {pg['errors']}"
+print(f"  ok: no request, no script error; ready in {pg['timings']['ready']:.0f} ms")
+# --flat rows: SELF% CUMUL% FUNCTION (file:line)
+text = {}
+for l in flat:
+    m = re.match(r"\s*([\d.]+)%\s+([\d.]+)%\s+(\S+)", l)
+    if m:
+        text.setdefault(m.group(3), (float(m.group(1)), float(m.group(2))))
+page = {r["name"]: r for r in pg["flat"]}
+for name in ["hot", "main", "caller_a", "caller_b"]:
+    near(f"{name} self", page[name]["self"], text[name][0])
+    near(f"{name} total", page[name]["total"], text[name][1])
+# --tree rows: INCL% SELF% then the name indented two spaces a level.
+def compare_tree(label, tree, page_rows):
+    tpaths = {}
+    stack = []
+    for l in tree:
+        m = re.match(r"\s*([\d.]+)%\s+([\d.]+)%  ( *)(\S.*)$", l)
+        if not m:
+            continue
+        depth = len(m.group(3)) // 2
+        stack[depth:] = [m.group(4)]
+        # One name can be two frames (a function and an address of another
+        # module, say): each path keeps every row it has.
+        tpaths.setdefault(";".join(stack), []).append((float(m.group(1)), float(m.group(2))))
+    stack = []
+    n = 0
+    for r in page_rows:
+        stack[r["level"] - 1:] = [r["name"]]
+        key = ";".join(stack)
+        rows = [t for t in tpaths.get(key, []) if t[0] >= 0.5]
+        if not rows:
+            continue
+        best = min(rows, key=lambda t: abs(t[0] - r["total"]) + abs(t[1] - r["self"]))
+        near(f"{label} {key} total", r["total"], best[0])
+        near(f"{label} {key} self", r["self"], best[1])
+        tpaths[key].remove(best)
+        n += 1
+    if n < 5:
+        bad.append(f"only {n} rows of the page's {label} found in the text view")
+compare_tree("tree", tree, pg["tree"])
+compare_tree("inverted tree", itree, pg["invertedTree"])
+# --callers: "ALL% FUNC% CALLER", the direct callers indented four spaces.
+sw = pg["sandwich"]
+near("hot self (callers view)", sw["self"], text["hot"][0])
+near("hot total (callers view)", sw["total"], text["hot"][1])
+direct = {}
+# (up to "Callees:", a section --callers leaves out when there are none)
+for l in callers[:next((i for i, l in enumerate(callers) if l.startswith("Callees:")), len(callers))]:
+    m = re.match(r"\s*([\d.]+)%\s+([\d.]+)%    (\S+)$", l)
+    if m:
+        direct[m.group(3)] = (float(m.group(1)), float(m.group(2)))
+for c in sw["callers"]:
+    if c["name"] in direct:
+        near(f"caller {c['name']} share of all", c["all"], direct[c["name"]][0])
+        near(f"caller {c['name']} share of hot", c["func"], direct[c["name"]][1])
+if {c["name"] for c in sw["callers"]} != set(direct):
+    bad.append(f"callers differ: page {[c['name'] for c in sw['callers']]}, text {list(direct)}")
+# --lines: SELF% TOTAL% LINE SOURCE
+tl = {}
+for l in lines:
+    m = re.match(r"\s*([\d.]+)%\s+([\d.]+)%\s+(\d+)\s", l)
+    if m:
+        tl[int(m.group(3))] = (float(m.group(1)), float(m.group(2)))
+src = {r["line"]: r for r in pg["source"]}
+hot_line = [r["line"] for r in pg["source"] if "HOT_LINE" in r["text"]]
+if not hot_line:
+    bad.append("the page's source view does not show the HOT_LINE text")
+for ln, (s, t) in tl.items():
+    if ln not in src:
+        bad.append(f"line {ln} is not in the page's source view")
+        continue
+    near(f"line {ln} self", src[ln]["self"], s)
+    near(f"line {ln} total", src[ln]["total"], t)
+near("search ^hot$ matched", pg["matchedShare"], text["hot"][1])
+z = pg["zoom"]
+if not (abs(z["after"] - z["canvas"]) < 1.5 and z["reset"] and not z["resetAfterEsc"] and abs(z["afterEsc"] - z["before"]) < 0.5):
+    bad.append(f"zoom: {z}")
+else:
+    print(f"  ok: click zooms caller_a from {z['before']:.0f} px to the full {z['canvas']:.0f} px; Esc resets")
+if "caller_a" not in z["hover"] or "module:" not in z["hover"] or "callers.c:" not in z["hover"]:
+    bad.append(f"hover: {z['hover']!r}")
+if pg["slashFocus"] != "search":
+    bad.append(f"'/' focused {pg['slashFocus']}, not the search box")
+if pg["keys"]["c1"] == pg["keys"]["c0"]:
+    bad.append(f"the arrows did not move in the tree: {pg['keys']}")
+inv = pg["inverted"]
+if inv[0]["name"] != "hot":
+    bad.append(f"inverted: {inv[0]['name']} at the base, not hot")
+else:
+    near("inverted: hot at the base, as wide as its self", inv[0]["share"], text["hot"][0])
+if pg["icicle"] != 0:
+    bad.append(f"icicle: the root is at y={pg['icicle']}, not on top")
+for k in ("read100", "read200"):
+    if pg[k]["font"] < 12 or pg[k]["overflow"]:
+        bad.append(f"{k}: {pg[k]}")
+if not pg["legend"]:
+    bad.append("no module legend")
+if bad:
+    print("\n".join("  BAD: " + b for b in bad), file=sys.stderr)
+    sys.exit(1)
+PY
+
+check "in Firefox (firefox-esr over WebDriver BiDi): the same numbers, nothing fetched"
+page "$NW_TMP/callers.html" '{"fn":"hot","search":"^hot$","zoom":"caller_a","shots":"firefox"}' firefox
+py "$NW_TMP/callers.html.chromium.json" "$NW_TMP/callers.html.firefox.json" <<'PY'
+import json, sys
+c, f = (json.load(open(p)) for p in sys.argv[1:3])
+assert not f["requests"] and not f["errors"], f"firefox: {f['requests']} {f['errors']}"
+for k in ("flat", "sandwich", "source", "matchedShare"):
+    assert c[k] == f[k], f"{k} differs: chromium {c[k]!r} firefox {f[k]!r}"
+z = f["zoom"]
+assert abs(z["after"] - z["canvas"]) < 1.5 and not z["resetAfterEsc"], f"firefox zoom: {z}"
+print(f"  ok: flat, callers, lines and search as in Chromium; ready in {f['timings']['ready']:.0f} ms")
+PY
+
+check "threads and metrics: one thread alone equals --tid, cpu-clock:period equals --metric"
+d=$NW_TMP/threads.data
+nw_record_ok "$d" "$P/threads"
+nw_report "$NW_TMP/out" "$d" --html "$NW_TMP/threads.html"
+nw_report "$NW_TMP/threads" "$d" --threads
+tid=$(nw_threads_rows "$NW_TMP/threads" | awk '$5 == "worker-b" { print $2 }')
+[[ -n $tid ]] || fail "no worker-b in --threads"
+nw_report "$NW_TMP/tflat" "$d" --flat --tid "$tid"
+nw_report "$NW_TMP/mflat" "$d" --flat --metric cpu-clock:period
+page "$NW_TMP/threads.html" "{\"tid\":$tid,\"metric\":\"cpu-clock:period\",\"shots\":\"threads\"}"
+py "$NW_TMP/threads.html.chromium.json" "$NW_TMP/tflat" "$NW_TMP/mflat" <<'PY'
+import json, re, sys
+pg = json.load(open(sys.argv[1]))
+def rows(f):
+    out = []
+    for l in open(f):
+        m = re.match(r"\s*([\d.]+)%\s+([\d.]+)%\s+(\S+)", l)
+        if m:
+            out.append((m.group(3), float(m.group(1)), float(m.group(2))))
+    return out
+assert not pg["requests"] and not pg["errors"], f"{pg['requests']} {pg['errors']}"
+for what, page_rows, text in (("--tid", pg["threadFlat"], rows(sys.argv[2])),
+                              ("--metric cpu-clock:period", pg["metricFlat"], rows(sys.argv[3]))):
+    top = text[0]
+    p = next((r for r in page_rows if r["name"] == top[0]), None)
+    assert p and page_rows[0]["name"] == top[0], f"{what}: page's top {page_rows[0]['name']}, text's {top[0]}"
+    assert abs(p["self"] - top[1]) <= 0.051 and abs(p["total"] - top[2]) <= 0.051, f"{what}: {p} vs {top}"
+    print(f"  ok: {what}: top {top[0]} self {p['self']}% total {p['total']}% (text {top[1]}%, {top[2]}%)")
+assert "1 of 3 threads" in pg["threadSummary"], pg["threadSummary"]
+assert re.search(r"\d (ms|s)$", pg["metricTitle"]), f"the period is not shown as time: {pg['metricTitle']}"
+PY
+
+check "a time range dragged on the timeline equals --time over the same range"
+d=$NW_TMP/phases.data
+nw_record_ok "$d" "$P/phases"
+nw_report "$NW_TMP/out" "$d" --html "$NW_TMP/phases.html"
+page "$NW_TMP/phases.html" '{"range":[0.05,0.4],"shots":"phases"}'
+range=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["range"]; print("%.6f,%.6f" % (r[0]/1e6, r[1]/1e6))' \
+	"$NW_TMP/phases.html.chromium.json")
+nw_report "$NW_TMP/rflat" "$d" --flat --time "$range"
+py "$NW_TMP/phases.html.chromium.json" "$NW_TMP/rflat" "$range" <<'PY'
+import json, re, sys
+pg = json.load(open(sys.argv[1]))
+text = []
+for l in open(sys.argv[2]):
+    m = re.match(r"\s*([\d.]+)%\s+([\d.]+)%\s+(\S+)", l)
+    if m:
+        text.append((m.group(3), float(m.group(1)), float(m.group(2))))
+top = pg["rangeFlat"][0]
+assert top["name"] == text[0][0], f"range {sys.argv[3]}: page's top {top['name']}, --time's {text[0][0]}"
+assert abs(top["self"] - text[0][1]) <= 0.051, f"{top} vs {text[0]}"
+assert top["name"] == "phase_a", f"the first 40% of phases should be phase_a, not {top['name']}"
+print(f"  ok: range {sys.argv[3]} s: top {top['name']} {top['self']}% (--time: {text[0][1]}%)")
+PY
+
+check "--diff BASE: base and new shares side by side, coloured by change"
+nw_record_ok "$NW_TMP/callers2.data" "$P/callers"
+nw_report "$NW_TMP/out" "$NW_TMP/callers2.data" --html "$NW_TMP/diff.html" --diff "$NW_TMP/callers.data"
+nw_report "$NW_TMP/flat2" "$NW_TMP/callers2.data" --flat
+page "$NW_TMP/diff.html" '{"diff":true,"shots":"diff"}'
+py "$NW_TMP/diff.html.chromium.json" "$NW_TMP/flat" "$NW_TMP/flat2" <<'PY'
+import json, re, sys
+pg = json.load(open(sys.argv[1]))
+def cumul(f, fn):
+    for l in open(f):
+        m = re.match(r"\s*([\d.]+)%\s+([\d.]+)%\s+(\S+)", l)
+        if m and m.group(3) == fn:
+            return float(m.group(2))
+assert "red grew, blue shrank" in pg["diffLegend"], pg["diffLegend"]
+row = next(r for r in pg["diffFlat"] if r["name"] == "hot")
+b, n = cumul(sys.argv[2], "hot"), cumul(sys.argv[3], "hot")
+assert abs(row["base"] - b) <= 0.051 and abs(row["now"] - n) <= 0.051, f"{row} vs base {b} new {n}"
+assert abs(row["change"] - (row["now"] - row["base"])) <= 0.011, row
+print(f"  ok: hot base {row['base']}% new {row['now']}% change {row['change']} (text: {b}%, {n}%)")
+PY
+
+check "narwhal-record --html: the page at the end of the run"
+d=$NW_TMP/rec.data
+nw_record_ok "$d" --html "$NW_TMP/rec.html" "$P/callers"
+[[ -s $NW_TMP/rec.html ]] || fail "narwhal-record --html wrote nothing"
+grep -q "rec.html" "$d.err" || fail "narwhal-record does not say it wrote the page"
+nw_report "$NW_TMP/rflat" "$d" --flat
+page "$NW_TMP/rec.html" '{"shots":"record"}'
+py "$NW_TMP/rec.html.chromium.json" "$NW_TMP/rflat" <<'PY'
+import json, re, sys
+pg = json.load(open(sys.argv[1]))
+hot = next(r for r in pg["flat"] if r["name"] == "hot")
+for l in open(sys.argv[2]):
+    m = re.match(r"\s*([\d.]+)%\s+([\d.]+)%\s+hot\b", l)
+    if m:
+        assert abs(hot["self"] - float(m.group(1))) <= 0.051, (hot, l)
+        print(f"  ok: hot self {hot['self']}% as narwhal-report --flat says")
+        break
+else:
+    sys.exit("no hot in --flat")
+PY
+
+pass
