@@ -2,7 +2,7 @@
 """Durable recording: what checkpoints cost, how long one write takes, and
 the flight recorder's memory over a long run.
 
-    bench/durable.py [--build DIR] [--seconds N] [--runs N] [--doc FILE]
+    bench/durable.py [--build DIR] [--seconds N] [--runs N] [--doc FILE] [--no-flight]
 
 - checkpoints: bench/workloads/paths (8 threads, many call paths) for
   --seconds (default 60) under narwhal-record (fp, cpu-clock at 999 Hz)
@@ -141,6 +141,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=60)
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--doc", default=os.path.join(ROOT, "doc", "PERFORMANCE.md"))
+    ap.add_argument("--no-flight", action="store_true",
+                    help="keep the flight recorder's numbers of doc/performance/durable.json")
     a = ap.parse_args()
 
     rec = os.path.join(a.build, "tools", "narwhal-record")
@@ -171,10 +173,15 @@ def main():
         if wl.startswith("paths"):
             r["writes"] = res["on"][0]["writes"]
 
+    old_json = os.path.join(ROOT, "doc", "performance", "durable.json")
+    if a.no_flight:
+        with open(old_json) as f:
+            r["flight"] = json.load(f)["flight"]
     fl_units = units_for(exes["paths"], 3 * a.seconds)
     fprog = [exes["paths"], "8", str(fl_units)]
-    r["flight"] = {"seconds": 3 * a.seconds}
-    for name, args in (("flight", ["--flight-recorder", "5"]), ("all", [])):
+    if not a.no_flight:
+        r["flight"] = {"seconds": 3 * a.seconds}
+    for name, args in () if a.no_flight else (("flight", ["--flight-recorder", "5"]), ("all", [])):
         data = os.path.join(tmp, "f.data")
         shutil.rmtree(data, ignore_errors=True)
         r["flight"][name] = rss_series([rec, "-q", "-e", "cpu-clock", "-F", "5000", "-g", "fp"] +
