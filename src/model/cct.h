@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Calling context tree.  Node 0 is the root (ip 0).  A node's children are
- * keyed by ip; one hash table over (parent, ip) finds a child without
- * scanning its siblings.  Each node carries an sp tag (the first non-zero sp
- * seen for it, 0 where unknown) and nmetrics u64 metrics.  Nodes live in
- * one growing array, so memory grows with distinct paths, not with samples.
+ * keyed by ip; one hash table over (parent, ip), hashed by the node's path
+ * from the root (so a stack's slots are known before any node is read),
+ * finds a child without scanning its siblings.  Each node carries an sp
+ * tag (the first non-zero sp seen for it, 0 where unknown) and nmetrics
+ * u64 metrics.  Nodes live in one growing array, so memory grows with
+ * distinct paths, not with samples.
  */
 #ifndef NW_CCT_H
 #define NW_CCT_H
