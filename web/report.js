@@ -1413,6 +1413,13 @@
       }
     });
     window.addEventListener("resize", () => render(r));
+    // The flame graph's width also changes when a scroll bar comes or goes
+    // (the page grew or shrank after a zoom): draw it again at the new width.
+    let flameWidth = $("flame-wrap").clientWidth;
+    new ResizeObserver(() => {
+      const w = $("flame-wrap").clientWidth;
+      if (w !== flameWidth) { flameWidth = w; render(r, { flame: true }); }
+    }).observe($("flame-wrap"));
   }
 
   function syncThreadBoxes(r) {

@@ -9,6 +9,7 @@ import js from "@eslint/js";
 const browser = {
   window: "readonly", document: "readonly", performance: "readonly", getComputedStyle: "readonly",
   atob: "readonly", Blob: "readonly", requestAnimationFrame: "readonly", setTimeout: "readonly", Response: "readonly", DecompressionStream: "readonly",
+  ResizeObserver: "readonly",
   console: "readonly",
 };
 const node = { process: "readonly", console: "readonly", URL: "readonly" };
