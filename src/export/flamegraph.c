@@ -179,8 +179,12 @@ static struct rgb module_colour(const struct nw_func *f)
 	if (!strcmp(f->module, NW_KERNEL_MODULE))
 		return hsl(28, 0.9, 0.6 + ((double)(hf % 9) - 4) * 0.012);
 	hm = hash_str(base_name(f->module));
-	/* Light enough for black text to read on every hue; the kernel's hue its own. */
-	return hsl((double)(hm % 360 >= 13 && hm % 360 < 43 ? hm % 360 + 30 : hm % 360), 0.55 + (double)(hm / 360 % 4) * 0.08,
+	/*
+	 * Light enough for black text to read on every hue.  Hues from yellow
+	 * on round to magenta: the reds and oranges below 60 degrees, which a
+	 * reader takes for the kernel's, are left to it.
+	 */
+	return hsl(60 + (double)(hm % 300), 0.55 + (double)(hm / 300 % 4) * 0.08,
 		   0.68 + ((double)(hf % 9) - 4) * 0.012);
 }
 
