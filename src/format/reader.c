@@ -117,6 +117,22 @@ static char *shown_name(const struct source *src, const struct nw_measurement *m
 			   : nw_strdup_printf("%s/%s", src->dir, name);
 }
 
+/* Opens the pack @m's manifest names, where it names one (once).  -errno with a message. */
+static int open_pack(struct source *src, const struct nw_measurement *m, char *err,
+		     size_t errlen)
+{
+	char *path;
+	int rc;
+
+	if (!m->run.pack || src->packed)
+		return 0;
+	path = nw_strdup_printf("%s/%s", src->dir, m->run.pack);
+	rc = path ? nw_pack_open(path, &src->pack, err, errlen) : -ENOMEM;
+	free(path);
+	src->packed = !rc;
+	return rc;
+}
+
 /* The pack's entry @name, or NULL with a message. */
 static const struct nw_pack_entry *entry_of(const struct source *src, const char *shown,
 					    const char *name, char *err, size_t errlen)
@@ -228,15 +244,9 @@ int nw_measurement_read(const char *dir, struct nw_measurement **ret, char *err,
 	free(path);
 	path = NULL;
 
-	if (m->run.pack) {
-		char *pp = nw_strdup_printf("%s/%s", dir, m->run.pack);
-
-		rc = pp ? nw_pack_open(pp, &src.pack, err, errlen) : -ENOMEM;
-		free(pp);
-		if (rc)
-			goto out_free;
-		src.packed = true;
-	}
+	rc = open_pack(&src, m, err, errlen);
+	if (rc)
+		goto out_free;
 	rc = -ENOMEM;
 	path = shown_name(&src, m, "symbols.json");
 	if (!path)
@@ -298,15 +308,9 @@ int nw_measurement_read_traces(struct nw_measurement *m, const char *dir, char *
 
 		if (th->trace || !th->trace_file)
 			continue;
-		if (m->run.pack && !src.packed) {
-			char *pp = nw_strdup_printf("%s/%s", dir, m->run.pack);
-
-			rc = pp ? nw_pack_open(pp, &src.pack, err, errlen) : -ENOMEM;
-			free(pp);
-			if (rc)
-				break;
-			src.packed = true;
-		}
+		rc = open_pack(&src, m, err, errlen);
+		if (rc)
+			break;
 		path = shown_name(&src, m, th->trace_file);
 		if (!path) {
 			rc = -ENOMEM;

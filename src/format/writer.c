@@ -223,6 +223,15 @@ out:
 	return ret;
 }
 
+/* The process's umask (read by setting it, so set back at once). */
+static mode_t creation_mask(void)
+{
+	mode_t mask = umask(0);
+
+	umask(mask);
+	return mask;
+}
+
 /* Writes every file of @m into the empty directory @tmp.  -errno with a message. */
 static int write_files(const struct nw_measurement *m, const struct nw_extra_file *extra,
 		       size_t nextra, const char *tmp, const char *dir, char *err, size_t errlen)
@@ -356,7 +365,6 @@ int nw_measurement_write(const struct nw_measurement *m, const struct nw_extra_f
 			 size_t errlen)
 {
 	char tmp[PATH_MAX], old[PATH_MAX];
-	mode_t mask;
 	int ret;
 
 	nw_set_err(err, errlen, "%s", "");
@@ -371,9 +379,7 @@ int nw_measurement_write(const struct nw_measurement *m, const struct nw_extra_f
 		return ret;
 	}
 	/* mkdtemp makes it private; a measurement directory is made as mkdir(2) would. */
-	mask = umask(0);
-	umask(mask);
-	chmod(tmp, 0777 & ~mask);
+	chmod(tmp, 0777 & ~creation_mask());
 	ret = write_files(m, extra, nextra, tmp, dir, err, errlen);
 	if (!ret)
 		ret = publish(tmp, dir, old, mode, err, errlen);
@@ -522,8 +528,7 @@ int nw_measurement_write_pack(const struct nw_measurement *m, const struct nw_ex
 		return ret;
 	}
 	/* mkstemps makes it private; a measurement's files are made as creat(2) would. */
-	mask = umask(0);
-	umask(mask);
+	mask = creation_mask();
 	fchmod(fd, 0666 & ~mask);
 	close(fd);
 	ret = nw_pack_create(&w, pack);
