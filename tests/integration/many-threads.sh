@@ -30,7 +30,10 @@ for mode in fp dwarf; do
 	((files == 64)) || fail "$files worker .csprof files, expected 64"
 	for i in 0 31 63; do
 		s=$(awk -v n="w-$i" '$3 == n { print $4 }' "$NW_TMP/threads-$mode")
-		((s >= 20 && s <= 70)) || fail "w-$i has $s samples, expected about 40"
+		# cpu-clock's timer starts again at each switch-in: a thread
+		# preempted often (a loaded machine) gets fewer samples than its
+		# 40 ms, never more.  The point is that its samples are its own.
+		((s >= 10 && s <= 70)) || fail "w-$i has $s samples, expected about 40"
 		nw_report "$NW_TMP/w$i" "$d" --comm "w-$i" --flat
 		self=$(nw_flat_self "$NW_TMP/w$i" thread_work)
 		cumul=$(nw_flat_cumul "$NW_TMP/w$i" thread_work)
