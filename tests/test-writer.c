@@ -74,6 +74,8 @@ static void add_path(struct nw_cct *t, const uint64_t *ips, size_t n, uint64_t s
 	assert_int_not_equal(leaf, NW_CCT_NONE);
 	for (unsigned k = 0; k < t->nmetrics; k++)
 		nw_cct_metrics(t, leaf)[k] += v[k];
+	/* As the recorder's session does: a checkpoint's journal writes what changed. */
+	nw_cct_mark_changed(t, leaf);
 }
 
 static struct nw_mthread *add_thread(struct nw_measurement *m, uint32_t pid, uint32_t tid,
@@ -882,7 +884,7 @@ static void test_pack(void **state)
 	write_dir(m, dir, NW_WRITE_NEW);
 	m->run.written = NW_RUN_CHECKPOINT;
 	m->run.exit_status = -1;
-	if (nw_measurement_write_pack(m, &x, 1, dir, NW_WRITE_NEW, err, sizeof(err)))
+	if (nw_measurement_write_pack(m, &x, 1, dir, NW_WRITE_NEW, NULL, err, sizeof(err)))
 		fail_msg("nw_measurement_write_pack: %s", err);
 	assert_int_equal(access(old, F_OK), 0);
 	assert_int_equal(count_entries(dir, "checkpoint-"), 1);
@@ -902,7 +904,7 @@ static void test_pack(void **state)
 		 (uint64_t[]){ 1, 1, 0, 0 });
 	m->threads[1].samples++;
 	m->run.samples++;
-	if (nw_measurement_write_pack(m, &x, 1, dir, NW_WRITE_REPLACE, err, sizeof(err)))
+	if (nw_measurement_write_pack(m, &x, 1, dir, NW_WRITE_REPLACE, NULL, err, sizeof(err)))
 		fail_msg("nw_measurement_write_pack: %s", err);
 	assert_int_equal(count_entries(dir, "checkpoint-"), 1);
 	assert_int_equal(count_entries(dir, ".manifest"), 0);
@@ -947,6 +949,172 @@ static void test_pack(void **state)
 	remove_tree(base);
 }
 
+/* Every tree of @m tracks its changes, none so far (after a write). */
+static void clear_changes(struct nw_measurement *m)
+{
+	for (uint32_t i = 0; i < m->nthreads; i++)
+		for (uint32_t t = 0; t < m->threads[i].ntrees; t++) {
+			assert_int_equal(nw_cct_track_changes(m->threads[i].trees[t].cct), 0);
+			nw_cct_clear_changes(m->threads[i].trees[t].cct);
+		}
+}
+
+/* @n more samples of app's tree of epoch 0, node @node, in its trace. */
+static void trace_samples(struct nw_mthread *th, uint32_t node, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct nw_trace_event ev = { .time = th->trace->t0 + 1000 * (th->trace->n + 1),
+					     .value = 1000, .node = node, .epoch = 0 };
+
+		assert_int_equal(nw_trace_add(th->trace, &ev), 0);
+	}
+}
+
+static void write_checkpoint(const struct nw_measurement *m, const char *dir,
+			     enum nw_write_mode mode, struct nw_journal *j)
+{
+	char err[512] = "";
+
+	if (nw_measurement_write_pack(m, NULL, 0, dir, mode, j, err, sizeof(err)))
+		fail_msg("nw_measurement_write_pack: %s", err);
+}
+
+/* @dir read back equals @m, trees and traces. */
+static void assert_reads_back(const struct nw_measurement *m, const char *dir)
+{
+	struct nw_measurement *r = read_dir(dir);
+	char err[512] = "";
+
+	assert_same_model(m, r);
+	assert_int_equal(nw_measurement_read_traces(r, dir, err, sizeof(err)), 1);
+	assert_int_equal(r->threads[0].trace->n, m->threads[0].trace->n);
+	assert_int_equal(r->threads[0].trace->size, m->threads[0].trace->size);
+	assert_memory_equal(r->threads[0].trace->bytes, m->threads[0].trace->bytes,
+			    m->threads[0].trace->size);
+	nw_measurement_free(r);
+}
+
+/*
+ * Checkpoints after the first append to a journal what changed (nodes
+ * added, metrics changed, trace events added, a new thread) and read back
+ * as the model; bytes a failed append left are not read, a journal cut
+ * short is refused, and a journal that outgrows the pack gives way to a
+ * new pack.
+ */
+static void test_journal(void **state)
+{
+	char base[PATH_MAX], dir[PATH_MAX], err[512] = "";
+	struct nw_measurement *m = sample_model(), *r;
+	struct nw_mthread *app = &m->threads[0], *th;
+	struct nw_journal j;
+	uint32_t leaf, segments;
+	int fd;
+
+	tmp_dirs(base, dir);
+	index_order = true;
+	m->run.written = NW_RUN_CHECKPOINT;
+	m->run.exit_status = -1;
+	clear_changes(m);
+	app->trace = calloc(1, sizeof(*app->trace));
+	assert_non_null(app->trace);
+	nw_trace_init(app->trace, 1000000, 1000);
+	app->trace_file = xstrdup("app-10-10.trace");
+	trace_samples(app, 2, 5);
+	nw_journal_init(&j, true);
+	write_checkpoint(m, dir, NW_WRITE_NEW, &j);
+	assert_int_equal(count_entries(dir, "checkpoint-"), 1);
+	assert_int_equal(j.nsegments, 0);
+	clear_changes(m);
+
+	/* New nodes, a node's metrics changed, events, a thread: one segment. */
+	add_path(app->trees[1].cct, (uint64_t[]){ IP_MAIN, IP_A, IP_F }, 3, 0,
+		 (uint64_t[]){ 1, 1000, 0, 0 });
+	add_path(app->trees[0].cct, (uint64_t[]){ IP_MAIN }, 1, 0, (uint64_t[]){ 2, 2000, 0, 0 });
+	trace_samples(app, 1, 3);
+	th = add_thread(m, 20, 21, "late", 2, 1);
+	add_path(tree_of(th, 2), (uint64_t[]){ IP_MAIN }, 1, 0, (uint64_t[]){ 1, 10, 0, 0 });
+	m->run.samples = 0;
+	for (uint32_t i = 0; i < m->nthreads; i++)
+		if (m->threads[i].file)
+			count_samples(m, &m->threads[i]);
+	write_checkpoint(m, dir, NW_WRITE_REPLACE, &j);
+	assert_int_equal(count_entries(dir, "checkpoint-"), 2);
+	assert_int_equal(j.nsegments, 1);
+	r = read_dir(dir);
+	assert_non_null(r->run.journal);
+	assert_int_equal(r->run.nsegments, 1);
+	nw_measurement_free(r);
+	assert_reads_back(m, dir);
+	clear_changes(m);
+
+	/* Bytes of an append that did not finish are not read, and go at the next. */
+	fd = open(dir, O_RDONLY);
+	assert_true(fd >= 0);
+	close(fd);
+	{
+		char path[2 * PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/%s", dir, j.file);
+		fd = open(path, O_WRONLY | O_APPEND);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, "NWPACK01 and no more", 20), 20);
+		close(fd);
+		assert_reads_back(m, dir);
+		leaf = nw_cct_find(app->trees[0].cct, NW_CCT_ROOT, IP_MAIN);
+		assert_int_not_equal(leaf, NW_CCT_NONE);
+		nw_cct_metrics(app->trees[0].cct, leaf)[0] += 5;
+		nw_cct_mark_changed(app->trees[0].cct, leaf);
+		app->samples += 5;
+		m->run.samples += 5;
+		write_checkpoint(m, dir, NW_WRITE_REPLACE, &j);
+		assert_int_equal(j.nsegments, 2);
+		assert_reads_back(m, dir);
+		clear_changes(m);
+
+		/* A journal cut short of its segments is refused, naming it. */
+		fd = open(path, O_WRONLY);
+		assert_true(fd >= 0);
+		assert_int_equal(ftruncate(fd, (off_t)j.segments[0] + 10), 0);
+		close(fd);
+		r = NULL;
+		assert_int_equal(nw_measurement_read(dir, &r, err, sizeof(err)), -EBADMSG);
+		assert_non_null(strstr(err, "cut short"));
+		assert_non_null(strstr(err, j.file));
+		assert_null(r);
+	}
+
+	/* The journal refused, the next write is a whole pack again and reads back. */
+	nw_journal_fini(&j);
+	write_checkpoint(m, dir, NW_WRITE_REPLACE, &j);
+	assert_int_equal(count_entries(dir, "checkpoint-"), 1);
+	assert_reads_back(m, dir);
+	clear_changes(m);
+
+	/* Segments until the journal outgrows the pack: then a pack alone. */
+	segments = 0;
+	for (int i = 0; i < 64 && (i == 0 || j.nsegments); i++) {
+		add_path(app->trees[0].cct, (uint64_t[]){ IP_MAIN, IP_F, 0x1000 + i }, 3, 0,
+			 (uint64_t[]){ 1, 1, 0, 0 });
+		app->samples++;
+		m->run.samples++;
+		trace_samples(app, 1, 1);
+		write_checkpoint(m, dir, NW_WRITE_REPLACE, &j);
+		if (j.nsegments > segments)
+			segments = j.nsegments;
+		clear_changes(m);
+	}
+	assert_true(segments >= 1);
+	assert_int_equal(j.nsegments, 0);
+	assert_true(j.pack_bytes > 0);
+	assert_int_equal(count_entries(dir, "checkpoint-"), 1);
+	assert_reads_back(m, dir);
+
+	nw_journal_fini(&j);
+	index_order = false;
+	nw_measurement_free(m);
+	remove_tree(base);
+}
+
 static void test_thread_file_name(void **state)
 {
 	char buf[64];
@@ -979,6 +1147,7 @@ int main(void)
 		cmocka_unit_test(test_write_fails),
 		cmocka_unit_test(test_write_read_only),
 		cmocka_unit_test(test_pack),
+		cmocka_unit_test(test_journal),
 		cmocka_unit_test(test_thread_file_name),
 	};
 

@@ -846,6 +846,9 @@ static int write_now(struct run *r, enum nw_run_written w, int exit_status)
 		return ret;
 	}
 	ret = nw_output_write(&r->out, m, r->ms.files, r->ms.nfiles, now, err, sizeof(err));
+	/* What the trees hold is written: the next checkpoint writes what changes after. */
+	if (!ret)
+		nw_session_clear_changes(&r->s);
 	if (nw_log_level >= NW_LOG_DEBUG) {
 		uint64_t nodes = 0, trace_bytes = 0, trace_events = 0;
 
@@ -854,11 +857,20 @@ static int write_now(struct run *r, enum nw_run_written w, int exit_status)
 				nodes += m->threads[i].trees[t].cct->n;
 		if (r->tracing)
 			nw_tracer_size(&r->tracer, &trace_bytes, &trace_events);
+		const struct nw_journal *j = &r->out.journal;
+		char how[96] = "";
+
+		/* A checkpoint is a pack, or a segment of its journal (what changed). */
+		if (!ret && (w == NW_RUN_CHECKPOINT || w == NW_RUN_SNAPSHOT))
+			snprintf(how, sizeof(how), ", as %s of %llu bytes",
+				 j->nsegments ? "a journal segment" : "a pack",
+				 (unsigned long long)(j->nsegments ? j->segments[j->nsegments - 1]
+								   : j->pack_bytes));
 		fprintf(stderr, "narwhal-record: %s %s in %.1f ms: %llu nodes, %llu trace events "
-				"(%llu bytes)\n",
+				"(%llu bytes)%s\n",
 			nw_run_written_name(w), ret ? "failed" : "written",
 			(double)(now_ns(CLOCK_MONOTONIC) - now) / 1e6, (unsigned long long)nodes,
-			(unsigned long long)trace_events, (unsigned long long)trace_bytes);
+			(unsigned long long)trace_events, (unsigned long long)trace_bytes, how);
 	}
 	/* Said once while recording (the next checkpoint tries again), and at the end. */
 	if (ret < 0 && (w == NW_RUN_END || strcmp(err, r->last_err))) {
@@ -929,6 +941,7 @@ static void run_fini(struct run *r)
 	if (r->stage[0])
 		nw_seclog_stage_remove(r->stage);
 	nw_measurement_free(r->model);
+	nw_output_fini(&r->out);
 	if (r->tracing)
 		nw_tracer_fini(&r->tracer);
 	if (r->measure_ready)
@@ -1108,6 +1121,8 @@ static int start(struct run *r)
 			.rotate_ns = (uint64_t)(r->o.rotate * 1e9),
 			.max_bytes = r->o.max_size,
 			.max_files = r->o.max_files,
+			/* The flight recorder's traces are cut, not extended: whole packs. */
+			.journal = !r->o.flight,
 		};
 		char err[PATH_MAX + 128];
 

@@ -834,3 +834,202 @@ void nw_csprof_free(struct nw_csprof *p)
 	free(p->trees);
 	free(p);
 }
+
+/* ---- deltas: what a checkpoint adds to a file written before ---- */
+
+#define DELTA_MAGIC "NWCSDLT1"
+#define DELTA_TREE_HEADER 16 /* epoch, base nodes, added, changed */
+#define DELTA_ADDED_FIXED 20 /* parent, ip, sp */
+#define DELTA_CHANGED_FIXED 4 /* id */
+
+static uint32_t count_changed(const struct nw_cct *cct, uint32_t base)
+{
+	uint32_t n = 0, words = base / 64;
+
+	for (uint32_t w = 0; w < words; w++)
+		n += (uint32_t)__builtin_popcountll(cct->changed[w]);
+	for (uint32_t i = words * 64; i < base; i++)
+		n += nw_cct_is_changed(cct, i);
+	return n;
+}
+
+/* The metrics of @node at @r. */
+static void put_metrics(uint8_t *r, const struct nw_cct *cct, uint32_t node)
+{
+	const uint64_t *met = nw_cct_metrics(cct, node);
+
+	for (unsigned m = 0; m < cct->nmetrics; m++)
+		put_u64(r + 8 * m, met[m]);
+}
+
+static int write_tree_delta(struct csprof_out *o, const struct nw_cct *cct, uint32_t epoch,
+			    uint32_t base)
+{
+	size_t msize = 8 * (size_t)cct->nmetrics, fill = 0;
+	size_t rsize = DELTA_ADDED_FIXED + msize;
+	uint8_t *rec = malloc(rsize * NODE_BATCH);
+	uint32_t changed = count_changed(cct, base);
+
+	if (!rec)
+		return -ENOMEM;
+	out_u32(o, epoch);
+	out_u32(o, base);
+	out_u32(o, cct->n - base);
+	out_u32(o, changed);
+	for (uint32_t i = base; i < cct->n; i++) {
+		const struct nw_cct_node *node = &cct->nodes[i];
+		uint8_t *r = rec + fill;
+
+		put_u32(r, node->parent);
+		put_u64(r + 4, node->ip);
+		put_u64(r + 12, node->sp);
+		put_metrics(r + DELTA_ADDED_FIXED, cct, i);
+		fill += rsize;
+		if (fill == rsize * NODE_BATCH) {
+			out_bytes(o, rec, fill);
+			fill = 0;
+		}
+	}
+	out_bytes(o, rec, fill);
+	fill = 0;
+	rsize = DELTA_CHANGED_FIXED + msize;
+	for (uint32_t w = 0; w * 64 < base; w++) {
+		for (uint64_t bits = cct->changed[w]; bits; bits &= bits - 1) {
+			uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(bits);
+			uint8_t *r = rec + fill;
+
+			if (i >= base)
+				break;
+			put_u32(r, i);
+			put_metrics(r + DELTA_CHANGED_FIXED, cct, i);
+			fill += rsize;
+			if (fill == rsize * NODE_BATCH) {
+				out_bytes(o, rec, fill);
+				fill = 0;
+			}
+		}
+	}
+	out_bytes(o, rec, fill);
+	free(rec);
+	return 0;
+}
+
+int nw_csprof_write_delta(FILE *f, const struct nw_csprof *p, const uint32_t *base)
+{
+	struct csprof_out o = { .f = f };
+	int err = csprof_check(p);
+
+	if (err)
+		return err;
+	for (uint32_t t = 0; t < p->ntrees; t++)
+		if (!p->trees[t].cct->changed || base[t] == 0 || base[t] > p->trees[t].cct->n)
+			return -EINVAL;
+	out_bytes(&o, DELTA_MAGIC, 8);
+	out_u32(&o, p->nmetrics);
+	out_u32(&o, p->ntrees);
+	for (uint32_t i = 0; i < p->nmetrics; i++)
+		out_u64(&o, p->metrics[i].period);
+	for (uint32_t t = 0; t < p->ntrees && !err; t++)
+		err = write_tree_delta(&o, p->trees[t].cct, p->trees[t].epoch, base[t]);
+	if (err)
+		return err;
+	if (!o.failed && fflush(f) != 0) {
+		o.failed = true;
+		o.err = errno;
+	}
+	if (o.failed || ferror(f))
+		return o.err ? -o.err : -EIO;
+	return 0;
+}
+
+static void set_metrics(uint64_t *dst, const uint8_t *src, unsigned n)
+{
+	for (unsigned k = 0; k < n; k++)
+		dst[k] = peek_u64(src + 8 * k);
+}
+
+static int apply_tree_delta(struct csprof_in *in, struct nw_csprof *p, uint32_t t)
+{
+	struct nw_cct *cct = p->trees[t].cct;
+	size_t msize = 8 * (size_t)p->nmetrics, at = in->pos;
+	uint32_t epoch, base, added, changed;
+	int err;
+
+	err = in_need(in, DELTA_TREE_HEADER, "delta tree header");
+	if (err)
+		return err;
+	in_u32(in, &epoch, "epoch");
+	in_u32(in, &base, "base nodes");
+	in_u32(in, &added, "added nodes");
+	in_u32(in, &changed, "changed nodes");
+	if (epoch != p->trees[t].epoch || base != cct->n)
+		return in_fail(in, at, "delta tree %u: epoch %u with %u nodes, but the file's "
+				       "tree has epoch %u and %u nodes", t, epoch, base,
+			       p->trees[t].epoch, cct->n);
+	if ((uint64_t)added > in_left(in) / (DELTA_ADDED_FIXED + msize) ||
+	    (uint64_t)base + added >= NW_CCT_NONE)
+		return in_fail(in, in->pos, "delta tree %u: %u added nodes do not fit in the %zu "
+					    "bytes left", t, added, in_left(in));
+	if (nw_cct_reserve(cct, base + added))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < added; i++) {
+		const uint8_t *b = in->buf + in->pos;
+		uint32_t parent = peek_u32(b), node;
+
+		if (parent >= base + i)
+			return in_fail(in, in->pos, "delta tree %u node %u: parent %u is not an "
+						    "earlier node", t, base + i, parent);
+		node = nw_cct_append(cct, parent, peek_u64(b + 4), peek_u64(b + 12));
+		if (node == NW_CCT_NONE)
+			return -ENOMEM;
+		set_metrics(nw_cct_metrics(cct, node), b + DELTA_ADDED_FIXED, p->nmetrics);
+		in->pos += DELTA_ADDED_FIXED + msize;
+	}
+	if ((uint64_t)changed > in_left(in) / (DELTA_CHANGED_FIXED + msize))
+		return in_fail(in, in->pos, "delta tree %u: %u changed nodes do not fit in the %zu "
+					    "bytes left", t, changed, in_left(in));
+	for (uint32_t i = 0; i < changed; i++) {
+		const uint8_t *b = in->buf + in->pos;
+		uint32_t id = peek_u32(b);
+
+		if (id >= base)
+			return in_fail(in, in->pos, "delta tree %u: changed node %u is not one of "
+						    "the %u before", t, id, base);
+		set_metrics(nw_cct_metrics(cct, id), b + DELTA_CHANGED_FIXED, p->nmetrics);
+		in->pos += DELTA_CHANGED_FIXED + msize;
+	}
+	if (added)
+		keep_file_order(cct);
+	return 0;
+}
+
+int nw_csprof_apply_delta(struct nw_csprof *p, const void *buf, size_t size,
+			  struct nw_csprof_error *err)
+{
+	struct csprof_in in = { .buf = buf, .size = size, .err = err };
+	uint32_t nmetrics, ntrees;
+	int rc;
+
+	if (err) {
+		err->offset = 0;
+		err->msg[0] = 0;
+	}
+	rc = in_expect(&in, DELTA_MAGIC, 8, "delta magic");
+	if (!rc)
+		rc = in_u32(&in, &nmetrics, "metrics");
+	if (!rc)
+		rc = in_u32(&in, &ntrees, "trees");
+	if (rc)
+		return rc;
+	if (nmetrics != p->nmetrics || ntrees != p->ntrees)
+		return in_fail(&in, 8, "delta of %u metrics and %u trees, but the file has %u and %u",
+			       nmetrics, ntrees, p->nmetrics, p->ntrees);
+	rc = in_need(&in, 8 * (uint64_t)nmetrics, "periods");
+	for (uint32_t i = 0; i < nmetrics && !rc; i++)
+		in_u64(&in, &p->metrics[i].period, "period");
+	for (uint32_t t = 0; t < ntrees && !rc; t++)
+		rc = apply_tree_delta(&in, p, t);
+	if (!rc && in_left(&in))
+		rc = in_fail(&in, in.pos, "%zu bytes after the last tree", in_left(&in));
+	return rc;
+}

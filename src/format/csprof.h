@@ -69,8 +69,27 @@ struct nw_csprof_error {
  * -EIO on a write error.
  */
 int nw_csprof_write(FILE *f, const struct nw_csprof *p);
+/*
+ * A checkpoint's delta of a file written before (doc/FORMATS.md,
+ * "Checkpoint journal"): for each tree of @p (as nw_csprof_write() takes
+ * it, with index_order), the nodes from @base[t] on, and the metrics of
+ * the nodes before @base[t] that changed (cct->changed, which every tree
+ * must track).  The file it extends had the same trees in the same order
+ * with @base[t] nodes each.  -EINVAL for an untracked tree or a base
+ * beyond a tree, -EIO.
+ */
+int nw_csprof_write_delta(FILE *f, const struct nw_csprof *p, const uint32_t *base);
 /* Writes @p to @path (created or truncated). */
 int nw_csprof_write_file(const char *path, const struct nw_csprof *p);
+
+/*
+ * Applies a delta of nw_csprof_write_delta() to @p, as read from the file
+ * (or the delta) it extends: the nodes added, the metrics changed, the
+ * metrics' periods.  Checked against @p before use: -EBADMSG with @err,
+ * -ENOMEM (@p may then hold part of the delta).
+ */
+int nw_csprof_apply_delta(struct nw_csprof *p, const void *buf, size_t size,
+			  struct nw_csprof_error *err);
 
 /*
  * Parses @size bytes at @buf.  Every count and offset is checked against

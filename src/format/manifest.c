@@ -92,6 +92,19 @@ static void add_run(struct json_object *root, const struct nw_run *r, bool *ok)
 		nw_json_add(root, "window_ns", json_object_new_uint64(r->window_ns), ok);
 	if (r->pack)
 		nw_json_add(root, "pack", nw_json_str(r->pack), ok);
+	if (r->journal) {
+		struct json_object *segs = json_object_new_array();
+
+		nw_json_add(root, "journal", nw_json_str(r->journal), ok);
+		for (uint32_t i = 0; segs && i < r->nsegments; i++) {
+			struct json_object *o = json_object_new_object();
+
+			if (o)
+				nw_json_add(o, "bytes", json_object_new_uint64(r->segments[i]), ok);
+			nw_json_append(segs, o, ok);
+		}
+		nw_json_add(root, "segments", segs, ok);
+	}
 	if (r->clock_start_ns) {
 		nw_json_add(root, "clock_start_ns", json_object_new_uint64(r->clock_start_ns), ok);
 		nw_json_add(root, "clock_end_ns", json_object_new_uint64(r->clock_end_ns), ok);
@@ -548,6 +561,32 @@ static int read_exit_status(struct nw_json_in *in, struct json_object *root, int
 	return 0;
 }
 
+
+/* The journal's segments: "segments": [{"bytes": N}, ...], none empty.  -EBADMSG, -ENOMEM. */
+static int read_segments(struct nw_json_in *in, struct json_object *root, struct nw_run *r)
+{
+	struct json_object *arr, *o;
+	char where[64];
+	uint32_t n;
+	int err;
+
+	err = nw_json_get_array(in, root, NULL, "segments", &arr, &n);
+	if (err)
+		return err;
+	r->segments = calloc(n ? n : 1, sizeof(*r->segments));
+	if (!r->segments)
+		return -ENOMEM;
+	r->nsegments = n;
+	for (uint32_t i = 0; i < n && !err; i++) {
+		err = nw_json_get_item(in, arr, "segments", i, &o, where, sizeof(where));
+		if (!err)
+			err = nw_json_get_u64(in, o, where, "bytes", UINT64_MAX, &r->segments[i]);
+		if (!err && !r->segments[i])
+			err = nw_json_fail(in, "%s: an empty segment", where);
+	}
+	return err;
+}
+
 static int read_manifest(struct nw_json_in *in, struct json_object *root,
 			 struct nw_measurement *m)
 {
@@ -606,6 +645,14 @@ static int read_manifest(struct nw_json_in *in, struct json_object *root,
 	if (!err && r->pack && (!r->pack[0] || strchr(r->pack, '/') || r->pack[0] == '.'))
 		err = nw_json_fail(in, "\"pack\" must name a file of the directory, not \"%s\"",
 				   r->pack);
+	if (!err && r->pack)
+		err = nw_json_get_opt_str(in, root, NULL, "journal", &r->journal);
+	if (!err && r->journal &&
+	    (!r->journal[0] || strchr(r->journal, '/') || r->journal[0] == '.'))
+		err = nw_json_fail(in, "\"journal\" must name a file of the directory, not \"%s\"",
+				   r->journal);
+	if (!err && r->journal)
+		err = read_segments(in, root, r);
 	if (!err && json_object_object_get_ex(root, "clock_start_ns", NULL))
 		err = nw_json_get_u64(in, root, NULL, "clock_start_ns", UINT64_MAX,
 				      &r->clock_start_ns);

@@ -94,13 +94,23 @@ static off_t position(struct nw_pack_writer *w)
 
 int nw_pack_create(struct nw_pack_writer *w, const char *path)
 {
+	int fd;
+
+	errno = 0;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		memset(w, 0, sizeof(*w));
+		return -errno;
+	}
+	return nw_pack_create_fd(w, fd);
+}
+
+int nw_pack_create_fd(struct nw_pack_writer *w, int fd)
+{
 	int e;
 
 	memset(w, 0, sizeof(*w));
-	errno = 0;
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	if (w->fd < 0)
-		return -errno;
+	w->fd = fd;
 	w->buf = malloc(OUT_BUF);
 	w->f = w->buf ? fopencookie(w, "w", (cookie_io_functions_t){ .write = out }) : NULL;
 	if (!w->f) {
@@ -235,16 +245,68 @@ static int bad(char *err, size_t errlen, const char *path, size_t off, const cha
 	return -EBADMSG;
 }
 
-int nw_pack_open(const char *path, struct nw_pack *p, char *err, size_t errlen)
+/*
+ * The index of the pack in @size bytes at @b (@at bytes into the file
+ * @path, for messages) into p->v.  -EBADMSG, -ENOMEM, with a message.
+ */
+static int parse(struct nw_pack *p, const uint8_t *b, size_t size, const char *path, size_t at,
+		 char *err, size_t errlen)
 {
 	const size_t tail = 16 + MAGIC_LEN;
-	const uint8_t *b;
 	uint64_t index, count;
-	struct stat st;
 	size_t off;
+
+	if (size < MAGIC_LEN + tail)
+		return bad(err, errlen, path, at, "too short for a pack");
+	if (memcmp(b, PACK_MAGIC, MAGIC_LEN))
+		return bad(err, errlen, path, at, "no NWPACK01 magic");
+	if (memcmp(b + size - MAGIC_LEN, PACK_END, MAGIC_LEN))
+		return bad(err, errlen, path, at + size - MAGIC_LEN, "no trailer (cut short?)");
+	index = get_le(b + size - tail, 8);
+	count = get_le(b + size - tail + 8, 8);
+	if (index < MAGIC_LEN || index > size - tail || count > (size - tail - index) / 20)
+		return bad(err, errlen, path, at + size - tail,
+			   "the trailer points outside the pack");
+	p->v = calloc(count ? count : 1, sizeof(*p->v));
+	if (!p->v) {
+		nw_set_err(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	for (off = index; p->n < count;) {
+		uint64_t nlen, data, len;
+		char *name;
+
+		if (size - tail - off < 4 || (nlen = get_le(b + off, 4)) > size - tail - off - 4 ||
+		    size - tail - off - 4 - nlen < 16)
+			return bad(err, errlen, path, at + off, "an index entry runs past the index");
+		data = get_le(b + off + 4 + nlen, 8);
+		len = get_le(b + off + 12 + nlen, 8);
+		if (data < MAGIC_LEN || data > index || len > index - data)
+			return bad(err, errlen, path, at + off,
+				   "an entry's data lies outside the pack");
+		if (!nlen || memchr(b + off + 4, '\0', nlen))
+			return bad(err, errlen, path, at + off, "an entry without a name");
+		name = strndup((const char *)b + off + 4, nlen);
+		if (!name) {
+			nw_set_err(err, errlen, "%s: out of memory", path);
+			return -ENOMEM;
+		}
+		p->v[p->n++] = (struct nw_pack_entry){ name, b + data, len };
+		off += 20 + nlen;
+	}
+	if (off != size - tail)
+		return bad(err, errlen, path, at + off, "the index does not end at the trailer");
+	return 0;
+}
+
+/* Maps the file @path read-only into *@map (*@size bytes).  -errno with a message. */
+static int map_file(const char *path, void **map, size_t *size, char *err, size_t errlen)
+{
+	struct stat st;
 	int fd, rc;
 
-	memset(p, 0, sizeof(*p));
+	*map = NULL;
+	*size = 0;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		rc = -errno;
@@ -253,77 +315,70 @@ int nw_pack_open(const char *path, struct nw_pack *p, char *err, size_t errlen)
 		nw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
-	p->size = (size_t)st.st_size;
-	if (p->size < MAGIC_LEN + tail) {
+	if (st.st_size == 0) {
 		close(fd);
-		return bad(err, errlen, path, 0, "too short for a pack");
+		return 0;
 	}
-	p->map = mmap(NULL, p->size, PROT_READ, MAP_PRIVATE, fd, 0);
+	*map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	rc = -errno;
 	close(fd);
-	if (p->map == MAP_FAILED) {
-		p->map = NULL;
+	if (*map == MAP_FAILED) {
+		*map = NULL;
 		nw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
-	b = p->map;
-	if (memcmp(b, PACK_MAGIC, MAGIC_LEN)) {
-		rc = bad(err, errlen, path, 0, "no NWPACK01 magic");
-		goto fail;
-	}
-	if (memcmp(b + p->size - MAGIC_LEN, PACK_END, MAGIC_LEN)) {
-		rc = bad(err, errlen, path, p->size - MAGIC_LEN, "no trailer (cut short?)");
-		goto fail;
-	}
-	index = get_le(b + p->size - tail, 8);
-	count = get_le(b + p->size - tail + 8, 8);
-	if (index < MAGIC_LEN || index > p->size - tail || count > (p->size - tail - index) / 20) {
-		rc = bad(err, errlen, path, p->size - tail, "the trailer points outside the pack");
-		goto fail;
-	}
-	p->v = calloc(count ? count : 1, sizeof(*p->v));
-	if (!p->v) {
-		rc = -ENOMEM;
-		nw_set_err(err, errlen, "%s: out of memory", path);
-		goto fail;
-	}
-	for (off = index; p->n < count;) {
-		uint64_t nlen, at, size;
-		char *name;
-
-		if (p->size - tail - off < 4 ||
-		    (nlen = get_le(b + off, 4)) > p->size - tail - off - 4 ||
-		    p->size - tail - off - 4 - nlen < 16) {
-			rc = bad(err, errlen, path, off, "an index entry runs past the index");
-			goto fail;
-		}
-		at = get_le(b + off + 4 + nlen, 8);
-		size = get_le(b + off + 12 + nlen, 8);
-		if (at < MAGIC_LEN || at > index || size > index - at) {
-			rc = bad(err, errlen, path, off, "an entry's data lies outside the pack");
-			goto fail;
-		}
-		if (!nlen || memchr(b + off + 4, '\0', nlen)) {
-			rc = bad(err, errlen, path, off, "an entry without a name");
-			goto fail;
-		}
-		name = strndup((const char *)b + off + 4, nlen);
-		if (!name) {
-			rc = -ENOMEM;
-			nw_set_err(err, errlen, "%s: out of memory", path);
-			goto fail;
-		}
-		p->v[p->n++] = (struct nw_pack_entry){ name, b + at, size };
-		off += 20 + nlen;
-	}
-	if (off != p->size - tail) {
-		rc = bad(err, errlen, path, off, "the index does not end at the trailer");
-		goto fail;
-	}
+	*size = (size_t)st.st_size;
 	return 0;
-fail:
-	nw_pack_close(p);
+}
+
+int nw_pack_open(const char *path, struct nw_pack *p, char *err, size_t errlen)
+{
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	rc = map_file(path, &p->map, &p->size, err, errlen);
+	if (!rc)
+		rc = parse(p, p->map, p->size, path, 0, err, errlen);
+	if (rc)
+		nw_pack_close(p);
 	return rc;
+}
+
+int nw_pack_open_segments(const char *path, const uint64_t *sizes, uint32_t n,
+			  struct nw_pack_segments *s, char *err, size_t errlen)
+{
+	uint64_t at = 0;
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	rc = map_file(path, &s->map, &s->size, err, errlen);
+	if (!rc && !(s->v = calloc(n ? n : 1, sizeof(*s->v)))) {
+		nw_set_err(err, errlen, "%s: out of memory", path);
+		rc = -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n && !rc; i++) {
+		if (sizes[i] > s->size - at) {
+			rc = bad(err, errlen, path, s->size,
+				 "cut short: the manifest names more segments than it holds");
+			break;
+		}
+		s->n++;
+		rc = parse(&s->v[i], (const uint8_t *)s->map + at, sizes[i], path, at, err, errlen);
+		at += sizes[i];
+	}
+	if (rc)
+		nw_pack_close_segments(s);
+	return rc;
+}
+
+void nw_pack_close_segments(struct nw_pack_segments *s)
+{
+	for (uint32_t i = 0; i < s->n; i++)
+		nw_pack_close(&s->v[i]);
+	free(s->v);
+	if (s->map)
+		munmap(s->map, s->size);
+	memset(s, 0, sizeof(*s));
 }
 
 const struct nw_pack_entry *nw_pack_find(const struct nw_pack *p, const char *name)

@@ -21,6 +21,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/*
+ * In a journal's segment, the entry "NAME+" holds what a checkpoint added
+ * to the file NAME (a csprof or trace delta), "NAME" a whole new one.
+ */
+#define NW_PACK_DELTA_SUFFIX "+"
+
 struct nw_pack_index;
 
 struct nw_pack_writer {
@@ -37,6 +43,11 @@ struct nw_pack_writer {
 
 /* Creates @path (truncated).  -errno. */
 int nw_pack_create(struct nw_pack_writer *w, const char *path);
+/*
+ * Writes a pack at @fd's position (a journal's next segment: offsets in it
+ * count from its start); @fd is the writer's, closed by nw_pack_finish().
+ */
+int nw_pack_create_fd(struct nw_pack_writer *w, int fd);
 /* Starts entry @name; its data is what is written to the returned stream.  NULL on error. */
 FILE *nw_pack_begin(struct nw_pack_writer *w, const char *name);
 /* Ends the open entry.  -errno (the first error of the pack so far). */
@@ -67,5 +78,22 @@ int nw_pack_open(const char *path, struct nw_pack *p, char *err, size_t errlen);
 /* The entry called @name, or NULL. */
 const struct nw_pack_entry *nw_pack_find(const struct nw_pack *p, const char *name);
 void nw_pack_close(struct nw_pack *p);
+
+/*
+ * A checkpoint's journal: packs back to back (segments), of the sizes its
+ * manifest lists; bytes after them (a write that did not finish) are not
+ * read.  The segments' entries point into the one mapping.
+ */
+struct nw_pack_segments {
+	void *map;
+	size_t size;
+	struct nw_pack *v;     /* map NULL: the mapping is the journal's */
+	uint32_t n;
+};
+
+/* -errno, -EBADMSG with a message naming @path and the byte. */
+int nw_pack_open_segments(const char *path, const uint64_t *sizes, uint32_t n,
+			  struct nw_pack_segments *s, char *err, size_t errlen);
+void nw_pack_close_segments(struct nw_pack_segments *s);
 
 #endif

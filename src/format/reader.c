@@ -3,6 +3,7 @@
 #include "format/reader.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,11 +102,13 @@ out:
 
 /*
  * Where a measurement's files are: its directory, or the pack its
- * manifest names (a checkpoint).  Names of files for messages.
+ * manifest names and the segments of its journal (a checkpoint), where a
+ * file is the newest whole one and the deltas after it.
  */
 struct source {
 	const char *dir;
 	struct nw_pack pack;
+	struct nw_pack_segments journal;
 	bool packed;
 };
 
@@ -113,11 +116,15 @@ struct source {
 static char *shown_name(const struct source *src, const struct nw_measurement *m,
 			const char *name)
 {
-	return src->packed ? nw_strdup_printf("%s/%s:%s", src->dir, m->run.pack, name)
-			   : nw_strdup_printf("%s/%s", src->dir, name);
+	if (!src->packed)
+		return nw_strdup_printf("%s/%s", src->dir, name);
+	if (m->run.journal)
+		return nw_strdup_printf("%s/%s+%s:%s", src->dir, m->run.pack, m->run.journal,
+					name);
+	return nw_strdup_printf("%s/%s:%s", src->dir, m->run.pack, name);
 }
 
-/* Opens the pack @m's manifest names, where it names one (once).  -errno with a message. */
+/* Opens the pack @m's manifest names and its journal, where it names one (once).  -errno with a message. */
 static int open_pack(struct source *src, const struct nw_measurement *m, char *err,
 		     size_t errlen)
 {
@@ -129,19 +136,83 @@ static int open_pack(struct source *src, const struct nw_measurement *m, char *e
 	path = nw_strdup_printf("%s/%s", src->dir, m->run.pack);
 	rc = path ? nw_pack_open(path, &src->pack, err, errlen) : -ENOMEM;
 	free(path);
+	if (!rc && m->run.journal) {
+		path = nw_strdup_printf("%s/%s", src->dir, m->run.journal);
+		rc = path ? nw_pack_open_segments(path, m->run.segments, m->run.nsegments,
+						  &src->journal, err, errlen)
+			  : -ENOMEM;
+		free(path);
+		if (rc)
+			nw_pack_close(&src->pack);
+	}
 	src->packed = !rc;
 	return rc;
 }
 
-/* The pack's entry @name, or NULL with a message. */
-static const struct nw_pack_entry *entry_of(const struct source *src, const char *shown,
-					    const char *name, char *err, size_t errlen)
+static void close_pack(struct source *src)
 {
-	const struct nw_pack_entry *e = nw_pack_find(&src->pack, name);
+	nw_pack_close(&src->pack);
+	nw_pack_close_segments(&src->journal);
+	src->packed = false;
+}
 
+/*
+ * The newest whole entry @name: in the journal's last segment that has
+ * one, else in the pack.  *@seg is that segment's index (-1 the pack).
+ * NULL with a message when there is none.
+ */
+static const struct nw_pack_entry *entry_of(const struct source *src, const char *shown,
+					    const char *name, int *seg, char *err, size_t errlen)
+{
+	const struct nw_pack_entry *e = NULL;
+	int i;
+
+	for (i = (int)src->journal.n - 1; i >= 0 && !e; i--)
+		e = nw_pack_find(&src->journal.v[i], name);
+	if (!e)
+		e = nw_pack_find(&src->pack, name);
+	if (seg)
+		*seg = e ? i : -1;
 	if (!e)
 		nw_set_err(err, errlen, "%s: not in the pack", shown);
 	return e;
+}
+
+/* Segment @seg's delta of the file @name, or NULL. */
+static const struct nw_pack_entry *delta_of(const struct source *src, uint32_t seg,
+					    const char *name)
+{
+	char buf[NAME_MAX + 2];
+
+	if (snprintf(buf, sizeof(buf), "%s" NW_PACK_DELTA_SUFFIX, name) >= (int)sizeof(buf))
+		return NULL;
+	return nw_pack_find(&src->journal.v[seg], buf);
+}
+
+/* Reads @th's csprof: the newest whole file and the deltas after it.  -errno. */
+static int read_csprof(const struct source *src, const struct nw_mthread *th, const char *path,
+		       struct nw_csprof **cp, struct nw_csprof_error *cerr, char *err,
+		       size_t errlen)
+{
+	const struct nw_pack_entry *e;
+	int seg, ret;
+
+	if (!src->packed)
+		return nw_csprof_read_file(path, cp, cerr);
+	e = entry_of(src, path, th->file, &seg, err, errlen);
+	if (!e)
+		return -ENOENT;
+	ret = nw_csprof_read(e->data, e->size, cp, cerr);
+	for (uint32_t i = (uint32_t)(seg + 1); !ret && i < src->journal.n; i++) {
+		const struct nw_pack_entry *d = delta_of(src, i, th->file);
+
+		if (d)
+			ret = nw_csprof_apply_delta(*cp, d->data, d->size, cerr);
+		if (ret == -EBADMSG)
+			snprintf(cerr->msg + strlen(cerr->msg), sizeof(cerr->msg) - strlen(cerr->msg),
+				 " (journal segment %u)", i + 1);
+	}
+	return ret;
 }
 
 static int load_thread(struct nw_measurement *m, const struct source *src, struct nw_mthread *th,
@@ -154,15 +225,9 @@ static int load_thread(struct nw_measurement *m, const struct source *src, struc
 
 	if (!path)
 		return -ENOMEM;
-	if (src->packed) {
-		const struct nw_pack_entry *e = entry_of(src, path, th->file, err, errlen);
-
-		ret = e ? nw_csprof_read(e->data, e->size, &cp, &cerr) : -ENOENT;
-		if (!e)
-			goto out;
-	} else {
-		ret = nw_csprof_read_file(path, &cp, &cerr);
-	}
+	ret = read_csprof(src, th, path, &cp, &cerr, err, errlen);
+	if (ret == -ENOENT && src->packed)
+		goto out;
 	if (ret == -EBADMSG) {
 		nw_set_err(err, errlen, "%s: %s at offset %llu", path, cerr.msg,
 			   (unsigned long long)cerr.offset);
@@ -253,7 +318,7 @@ int nw_measurement_read(const char *dir, struct nw_measurement **ret, char *err,
 		goto out_free;
 	nw_set_err(err, errlen, "%s", "");
 	if (src.packed) {
-		const struct nw_pack_entry *e = nw_pack_find(&src.pack, "symbols.json");
+		const struct nw_pack_entry *e = entry_of(&src, path, "symbols.json", NULL, NULL, 0);
 		char *text = e ? strndup(e->data, e->size) : NULL;
 
 		/* The JSON reader wants the text NUL-terminated. */
@@ -283,7 +348,7 @@ int nw_measurement_read(const char *dir, struct nw_measurement **ret, char *err,
 	}
 	nw_set_err(err, errlen, "%s", "");
 	free(path);
-	nw_pack_close(&src.pack);
+	close_pack(&src);
 	*ret = m;
 	return 0;
 
@@ -291,8 +356,41 @@ out_free:
 	if (rc == -ENOMEM && err && !err[0])
 		nw_set_err(err, errlen, "%s: out of memory", dir);
 	free(path);
-	nw_pack_close(&src.pack);
+	close_pack(&src);
 	nw_measurement_free(m);
+	return rc;
+}
+
+/* Reads @th's trace from the pack: the newest whole file and the deltas after it.  -errno. */
+static int read_trace(const struct source *src, struct nw_mthread *th, const char *path,
+		      const struct nw_measurement *m, char *err, size_t errlen)
+{
+	const struct nw_pack_entry *e;
+	uint8_t *file;
+	size_t size;
+	int seg, rc = 0;
+
+	e = entry_of(src, path, th->trace_file, &seg, err, errlen);
+	if (!e)
+		return -ENOENT;
+	if (seg + 1 == (int)src->journal.n)
+		return nw_tracefile_parse(e->data, e->size, path, m, th, &th->trace, err, errlen);
+	/* Deltas after it: the events of all, back to back, in one copy. */
+	size = e->size;
+	file = malloc(size ? size : 1);
+	if (!file)
+		return -ENOMEM;
+	memcpy(file, e->data, size);
+	for (uint32_t i = (uint32_t)(seg + 1); !rc && i < src->journal.n; i++) {
+		const struct nw_pack_entry *d = delta_of(src, i, th->trace_file);
+
+		if (d)
+			rc = nw_tracefile_apply_delta(&file, &size, d->data, d->size, path, err,
+						      errlen);
+	}
+	if (!rc)
+		rc = nw_tracefile_parse(file, size, path, m, th, &th->trace, err, errlen);
+	free(file);
 	return rc;
 }
 
@@ -316,19 +414,13 @@ int nw_measurement_read_traces(struct nw_measurement *m, const char *dir, char *
 			rc = -ENOMEM;
 			break;
 		}
-		if (src.packed) {
-			const struct nw_pack_entry *e = entry_of(&src, path, th->trace_file, err,
-								 errlen);
-
-			rc = e ? nw_tracefile_parse(e->data, e->size, path, m, th, &th->trace, err,
-						    errlen)
-			       : -ENOENT;
-		} else {
+		if (src.packed)
+			rc = read_trace(&src, th, path, m, err, errlen);
+		else
 			rc = nw_tracefile_read(path, m, th, &th->trace, err, errlen);
-		}
 		free(path);
 		n += !rc;
 	}
-	nw_pack_close(&src.pack);
+	close_pack(&src);
 	return rc ? rc : n;
 }

@@ -152,11 +152,70 @@ int nw_tracefile_write(const char *path, const struct nw_measurement *m,
 	return rc;
 }
 
+/* ---- deltas: a checkpoint's events after those written before ---- */
+
+#define TRACE_DELTA_MAGIC "NWTRDLT1"
+#define TRACE_DELTA_HEADER 40
+
+int nw_tracefile_write_delta(FILE *f, const struct nw_mthread *th, uint64_t base_events,
+			     uint64_t base_bytes)
+{
+	const struct nw_trace *t = th->trace;
+	uint8_t head[TRACE_DELTA_HEADER];
+	int rc;
+
+	if (base_events > t->n || base_bytes > t->size)
+		return -EINVAL;
+	memcpy(head, TRACE_DELTA_MAGIC, 8);
+	put_u64(head + 8, base_events);
+	put_u64(head + 16, base_bytes);
+	put_u64(head + 24, t->n);
+	put_u64(head + 32, t->size);
+	errno = 0;
+	rc = write_all(f, head, sizeof(head));
+	if (!rc)
+		rc = write_all(f, t->bytes + base_bytes, t->size - base_bytes);
+	return rc;
+}
+
 static int bad(char *err, size_t errlen, const char *name, size_t off, const char *why)
 {
 	nw_set_err(err, errlen, "%s: corrupt trace at byte %zu: %s", name, off, why);
 	return -EBADMSG;
 }
+
+int nw_tracefile_apply_delta(uint8_t **file, size_t *size, const void *delta, size_t n,
+			     const char *name, char *err, size_t errlen)
+{
+	const uint8_t *d = delta;
+	uint64_t base_events, base_bytes, events, bytes;
+	uint8_t *grown;
+
+	if (*size < NW_TRACE_HEADER)
+		return bad(err, errlen, name, 0, "the trace it extends has no header");
+	if (n < TRACE_DELTA_HEADER || memcmp(d, TRACE_DELTA_MAGIC, 8))
+		return bad(err, errlen, name, 0, "no " TRACE_DELTA_MAGIC " delta header");
+	base_events = get_u64(d + 8);
+	base_bytes = get_u64(d + 16);
+	events = get_u64(d + 24);
+	bytes = get_u64(d + 32);
+	if (base_events != get_u64(*file + 32) || base_bytes != get_u64(*file + 40) ||
+	    *size - NW_TRACE_HEADER != base_bytes)
+		return bad(err, errlen, name, 8, "the delta extends another trace than the one before");
+	if (events < base_events || bytes < base_bytes ||
+	    bytes - base_bytes != n - TRACE_DELTA_HEADER)
+		return bad(err, errlen, name, 24, "event or byte counts do not match the delta's size");
+	grown = realloc(*file, *size + (n - TRACE_DELTA_HEADER));
+	if (!grown)
+		return -ENOMEM;
+	memcpy(grown + *size, d + TRACE_DELTA_HEADER, n - TRACE_DELTA_HEADER);
+	put_u64(grown + 32, events);
+	put_u64(grown + 40, bytes);
+	*file = grown;
+	*size += n - TRACE_DELTA_HEADER;
+	return 0;
+}
+
 
 int nw_tracefile_parse(const void *buf, size_t size, const char *name,
 		       const struct nw_measurement *m, const struct nw_mthread *th,

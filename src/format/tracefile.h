@@ -39,6 +39,23 @@ int nw_tracefile_write_fp(FILE *f, const struct nw_measurement *m, const struct 
 			  bool preorder);
 
 /*
+ * A checkpoint's delta of the trace file written before from @th's trace
+ * in index order (doc/FORMATS.md, "Checkpoint journal"): the events after
+ * the first @base_events, which took @base_bytes.  -EINVAL when the trace
+ * holds fewer, -errno.
+ */
+int nw_tracefile_write_delta(FILE *f, const struct nw_mthread *th, uint64_t base_events,
+			     uint64_t base_bytes);
+/*
+ * Appends such a delta (@n bytes at @delta) to the trace file in *@file
+ * (*@size bytes, malloc'd; grown in place), whose header then counts the
+ * events of both.  -EBADMSG with a message naming @name when the delta
+ * does not extend that file, -ENOMEM.
+ */
+int nw_tracefile_apply_delta(uint8_t **file, size_t *size, const void *delta, size_t n,
+			     const char *name, char *err, size_t errlen);
+
+/*
  * Reads the trace of @th from @buf (@size bytes of the file @name) into
  * *@ret (the caller's), checking every event against @m: the thread's
  * pid and tid, its epochs and the size of each tree, the events recorded.

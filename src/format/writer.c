@@ -18,6 +18,7 @@
 #include "format/pack.h"
 #include "format/symbols.h"
 #include "format/tracefile.h"
+#include "util/hash.h"
 #include "util/log.h"
 #include "util/strbuf.h"
 
@@ -118,41 +119,48 @@ static int cmp_tree_newest_first(const void *a, const void *b)
 	return x->epoch < y->epoch ? -1 : x->epoch > y->epoch;
 }
 
+/* What thread_csprof() made for a file. */
+static void thread_csprof_fini(struct nw_csprof *p)
+{
+	for (uint32_t e = 0; p->epochs && e < p->nepochs; e++)
+		free(p->epochs[e].modules);
+	free(p->epochs);
+	free(p->trees);
+	free(p->metrics);
+}
+
 /*
- * Writes the HPC_CSPROF file of @th to @f, or to the file @path when @f is
- * NULL.  -errno, -EINVAL for a tree outside its epochs.
+ * The HPC_CSPROF file of @th as a struct for the csprof writer, its trees
+ * borrowed from the model.  -ENOMEM, -EINVAL for a tree outside its epochs.
  */
-static int write_thread(const struct nw_measurement *m, const struct nw_mthread *th,
-			const char *path, FILE *f, bool index_order)
+static int thread_csprof(const struct nw_measurement *m, const struct nw_mthread *th,
+			 bool index_order, struct nw_csprof *p)
 {
 	const struct nw_mprocess *proc = nw_measurement_process(m, th->pid);
-	struct nw_csprof p = { 0 };
-	struct nw_csprof_metric *metrics;
-	int ret = -ENOMEM;
 
-	p.target = (char *)(proc ? proc->comm : th->comm);
-	p.index_order = index_order;
-	p.nmetrics = m->nmetrics;
-	p.nepochs = th->nepochs;
-	metrics = calloc(m->nmetrics ? m->nmetrics : 1, sizeof(*metrics));
-	p.epochs = calloc(th->nepochs ? th->nepochs : 1, sizeof(*p.epochs));
-	p.trees = calloc(th->ntrees ? th->ntrees : 1, sizeof(*p.trees));
-	if (!metrics || !p.epochs || !p.trees)
-		goto out;
-	p.metrics = metrics;
+	memset(p, 0, sizeof(*p));
+	p->target = (char *)(proc ? proc->comm : th->comm);
+	p->index_order = index_order;
+	p->nmetrics = m->nmetrics;
+	p->nepochs = th->nepochs;
+	p->metrics = calloc(m->nmetrics ? m->nmetrics : 1, sizeof(*p->metrics));
+	p->epochs = calloc(th->nepochs ? th->nepochs : 1, sizeof(*p->epochs));
+	p->trees = calloc(th->ntrees ? th->ntrees : 1, sizeof(*p->trees));
+	if (!p->metrics || !p->epochs || !p->trees)
+		return -ENOMEM;
 	for (uint32_t i = 0; i < m->nmetrics; i++)
-		metrics[i] = (struct nw_csprof_metric){ .name = m->metrics[i].name,
-							.flags = m->metrics[i].flags,
-							.period = file_period(m, th, i) };
+		p->metrics[i] = (struct nw_csprof_metric){ .name = m->metrics[i].name,
+							   .flags = m->metrics[i].flags,
+							   .period = file_period(m, th, i) };
 	/* File epoch 0 is the newest. */
 	for (uint32_t e = 0; e < th->nepochs; e++) {
 		const struct nw_epoch *ep = m->epochs[th->first_epoch + e];
-		struct nw_csprof_epoch *fe = &p.epochs[th->nepochs - 1 - e];
+		struct nw_csprof_epoch *fe = &p->epochs[th->nepochs - 1 - e];
 
 		fe->nmodules = ep->n;
 		fe->modules = calloc(ep->n ? ep->n : 1, sizeof(*fe->modules));
 		if (!fe->modules)
-			goto out;
+			return -ENOMEM;
 		for (uint32_t k = 0; k < ep->n; k++) {
 			uint32_t mod = ep->maps[k].module;
 
@@ -164,22 +172,29 @@ static int write_thread(const struct nw_measurement *m, const struct nw_mthread 
 	for (uint32_t t = 0; t < th->ntrees; t++) {
 		uint32_t e = th->trees[t].epoch;
 
-		if (e < th->first_epoch || e - th->first_epoch >= th->nepochs) {
-			ret = -EINVAL;
-			goto out;
-		}
-		p.trees[p.ntrees].epoch = th->nepochs - 1 - (e - th->first_epoch);
-		p.trees[p.ntrees++].cct = th->trees[t].cct;
+		if (e < th->first_epoch || e - th->first_epoch >= th->nepochs)
+			return -EINVAL;
+		p->trees[p->ntrees].epoch = th->nepochs - 1 - (e - th->first_epoch);
+		p->trees[p->ntrees++].cct = th->trees[t].cct;
 	}
 	/* Newest epoch first, as csprof's own writer did: old readers take the first as epoch 0. */
-	qsort(p.trees, p.ntrees, sizeof(*p.trees), cmp_tree_newest_first);
-	ret = f ? nw_csprof_write(f, &p) : nw_csprof_write_file(path, &p);
-out:
-	for (uint32_t e = 0; p.epochs && e < p.nepochs; e++)
-		free(p.epochs[e].modules);
-	free(p.epochs);
-	free(p.trees);
-	free(metrics);
+	qsort(p->trees, p->ntrees, sizeof(*p->trees), cmp_tree_newest_first);
+	return 0;
+}
+
+/*
+ * Writes the HPC_CSPROF file of @th to @f, or to the file @path when @f is
+ * NULL.  -errno, -EINVAL for a tree outside its epochs.
+ */
+static int write_thread(const struct nw_measurement *m, const struct nw_mthread *th,
+			const char *path, FILE *f, bool index_order)
+{
+	struct nw_csprof p;
+	int ret = thread_csprof(m, th, index_order, &p);
+
+	if (!ret)
+		ret = f ? nw_csprof_write(f, &p) : nw_csprof_write_file(path, &p);
+	thread_csprof_fini(&p);
 	return ret;
 }
 
@@ -392,11 +407,53 @@ int nw_measurement_write(const struct nw_measurement *m, const struct nw_extra_f
 
 #define PACK_PREFIX "checkpoint-"
 #define PACK_SUFFIX ".nwpack"
+#define JOURNAL_SUFFIX ".nwjournal"
 
-/* Writes every file of @m but the manifest into the pack @w.  -errno with a message. */
+/* Ends the entry begun as @f: -errno of whatever failed first. */
+static int end_entry(struct nw_pack_writer *w, FILE *f, int ret)
+{
+	if (!f)
+		return w->err ? w->err : -ENOMEM;
+	return ret ? ret : nw_pack_end(w);
+}
+
+/* Starts entry @name, or its delta's (NW_PACK_DELTA_SUFFIX) when @delta. */
+static FILE *begin_entry(struct nw_pack_writer *w, const char *name, bool delta)
+{
+	char buf[NAME_MAX + 2];
+
+	if (!delta)
+		return nw_pack_begin(w, name);
+	if (snprintf(buf, sizeof(buf), "%s" NW_PACK_DELTA_SUFFIX, name) >= (int)sizeof(buf)) {
+		w->err = w->err ? w->err : -ENAMETOOLONG;
+		return NULL;
+	}
+	return nw_pack_begin(w, buf);
+}
+
+/* The journal's record of the thread whose file is @file, or NULL. */
+static struct nw_journal_thread *journal_thread(const struct nw_journal *j, const char *file);
+
+/* Can the trees of @p go as a delta of what @jt says the last checkpoint holds? */
+static bool trees_extend(const struct nw_csprof *p, const struct nw_journal_thread *jt)
+{
+	if (!jt || jt->nepochs != p->nepochs || jt->ntrees != p->ntrees)
+		return false;
+	for (uint32_t t = 0; t < p->ntrees; t++)
+		if (p->trees[t].epoch != jt->epochs[t] || !p->trees[t].cct->changed ||
+		    p->trees[t].cct->n < jt->nodes[t] || !jt->nodes[t])
+			return false;
+	return true;
+}
+
+/*
+ * Writes every file of @m but the manifest into the pack @w: whole, or with
+ * @j, as deltas of what the last checkpoint holds where they can be.
+ * -errno with a message.
+ */
 static int write_entries(const struct nw_measurement *m, const struct nw_extra_file *extra,
-			 size_t nextra, struct nw_pack_writer *w, const char *shown, char *err,
-			 size_t errlen)
+			 size_t nextra, const struct nw_journal *j, struct nw_pack_writer *w,
+			 const char *shown, char *err, size_t errlen)
 {
 	const char *what = "symbols.json";
 	FILE *f;
@@ -404,40 +461,46 @@ static int write_entries(const struct nw_measurement *m, const struct nw_extra_f
 
 	for (uint32_t i = 0; i < m->nthreads && !ret; i++) {
 		const struct nw_mthread *th = &m->threads[i];
+		const struct nw_journal_thread *jt = j ? journal_thread(j, th->file) : NULL;
+		const struct nw_trace *tr = th->trace;
+		struct nw_csprof p;
+		bool delta;
 
 		if (!th->file)
 			continue;
 		what = th->file;
-		f = nw_pack_begin(w, th->file);
 		/* Index order: the trace's node ids need no renumbering. */
-		ret = f ? write_thread(m, th, NULL, f, true) : w->err;
-		if (!ret)
-			ret = nw_pack_end(w);
-		if (ret || !th->trace || !th->trace_file)
+		ret = thread_csprof(m, th, true, &p);
+		delta = !ret && trees_extend(&p, jt);
+		f = ret ? NULL : begin_entry(w, th->file, delta);
+		if (f)
+			ret = delta ? nw_csprof_write_delta(f, &p, jt->nodes) : nw_csprof_write(f, &p);
+		thread_csprof_fini(&p);
+		ret = ret ? ret : end_entry(w, f, ret);
+		if (ret || !tr || !th->trace_file)
 			continue;
 		what = th->trace_file;
-		f = nw_pack_begin(w, th->trace_file);
-		ret = f ? nw_tracefile_write_fp(f, m, th, false) : w->err;
-		if (!ret)
-			ret = nw_pack_end(w);
+		delta = jt && jt->traced && tr->n >= jt->trace_events &&
+			tr->size >= jt->trace_bytes;
+		f = begin_entry(w, th->trace_file, delta);
+		if (f)
+			ret = delta ? nw_tracefile_write_delta(f, th, jt->trace_events,
+							       jt->trace_bytes)
+				    : nw_tracefile_write_fp(f, m, th, false);
+		ret = end_entry(w, f, ret);
 	}
 	for (size_t i = 0; i < nextra && !ret; i++) {
 		what = extra[i].name;
 		f = nw_pack_begin(w, extra[i].name);
 		errno = 0;
-		ret = !f ? w->err
-		      : extra[i].size && fwrite(extra[i].data, 1, extra[i].size, f) != extra[i].size
-			  ? (errno ? -errno : -EIO)
-			  : 0;
-		if (!ret)
-			ret = nw_pack_end(w);
+		if (f && extra[i].size && fwrite(extra[i].data, 1, extra[i].size, f) != extra[i].size)
+			ret = errno ? -errno : -EIO;
+		ret = end_entry(w, f, ret);
 	}
 	if (!ret) {
 		what = "symbols.json";
 		f = nw_pack_begin(w, "symbols.json");
-		ret = f ? nw_symbols_write_fp(f, m->modules, m->symtab) : w->err;
-		if (!ret)
-			ret = nw_pack_end(w);
+		ret = end_entry(w, f, f ? nw_symbols_write_fp(f, m->modules, m->symtab) : 0);
 	}
 	if (ret == -EINVAL)
 		nw_set_err(err, errlen, "cannot write %s:%s: a tree or event outside its epochs",
@@ -447,8 +510,21 @@ static int write_entries(const struct nw_measurement *m, const struct nw_extra_f
 	return ret ? ret : 0;
 }
 
-/* Removes the packs and half-written files in @dir but @keep. */
-static void remove_packs(const char *dir, const char *keep)
+/* Is @name one of the files a checkpoint writes (its pack, journal, or a manifest to be)? */
+static bool checkpoint_file(const char *name)
+{
+	size_t n = strlen(name), p = strlen(PACK_SUFFIX), j = strlen(JOURNAL_SUFFIX);
+
+	if (!strncmp(name, ".manifest.json.", 15))
+		return true;
+	if (strncmp(name, PACK_PREFIX, strlen(PACK_PREFIX)))
+		return false;
+	return (n > p && !strcmp(name + n - p, PACK_SUFFIX)) ||
+	       (n > j && !strcmp(name + n - j, JOURNAL_SUFFIX));
+}
+
+/* Removes the packs, journals and half-written files in @dir but @keep and @keep2. */
+static void remove_packs(const char *dir, const char *keep, const char *keep2)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -456,15 +532,10 @@ static void remove_packs(const char *dir, const char *keep)
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		size_t n = strlen(de->d_name);
 		char path[PATH_MAX];
 
-		if (keep && !strcmp(de->d_name, keep))
-			continue;
-		if (!(strncmp(de->d_name, PACK_PREFIX, strlen(PACK_PREFIX)) == 0 &&
-		      n > strlen(PACK_SUFFIX) && !strcmp(de->d_name + n - strlen(PACK_SUFFIX),
-							 PACK_SUFFIX)) &&
-		    strncmp(de->d_name, ".manifest.json.", 15))
+		if ((keep && !strcmp(de->d_name, keep)) || (keep2 && !strcmp(de->d_name, keep2)) ||
+		    !checkpoint_file(de->d_name))
 			continue;
 		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < (int)sizeof(path))
 			unlink(path);
@@ -498,45 +569,277 @@ static int pack_dir(const char *dir, const char *old, enum nw_write_mode mode, c
 	return 0;
 }
 
-int nw_measurement_write_pack(const struct nw_measurement *m, const struct nw_extra_file *extra,
-			      size_t nextra, const char *dir, enum nw_write_mode mode, char *err,
-			      size_t errlen)
+/*
+ * A new file of @dir from the template @path ("DIR/NAME-XXXXXX" + @suffix),
+ * made as creat(2) would make it.  Its fd, or -errno.
+ */
+static int make_file(char *path, size_t suffix)
 {
-	char old[PATH_MAX], pack[PATH_MAX], man[PATH_MAX], final[PATH_MAX];
+	int fd = mkostemps(path, (int)suffix, O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	/* mkstemps makes it private; a measurement's files are made as creat(2) would. */
+	fchmod(fd, 0666 & ~creation_mask());
+	return fd;
+}
+
+/* Writes @named's manifest and renames it into place: the commit of a checkpoint.  -errno. */
+static int commit_manifest(const char *dir, const struct nw_measurement *named, char *err,
+			   size_t errlen)
+{
+	char man[PATH_MAX], final[PATH_MAX];
+	int fd, ret;
+
+	snprintf(man, sizeof(man), "%s/.manifest.json.XXXXXX", dir);
+	snprintf(final, sizeof(final), "%s/manifest.json", dir);
+	fd = make_file(man, 0);
+	if (fd < 0) {
+		write_error(err, errlen, final, -fd);
+		return fd;
+	}
+	close(fd);
+	ret = nw_manifest_write(man, named);
+	if (!ret && rename(man, final) < 0)
+		ret = -errno;
+	if (ret) {
+		write_error(err, errlen, final, -ret);
+		unlink(man);
+		return ret;
+	}
+	fsync_path(dir);
+	return 0;
+}
+
+/* ---- the journal: later checkpoints append what changed ---- */
+
+static bool thread_eq(const void *ctx, uint32_t entry, const void *key)
+{
+	const struct nw_journal *j = ctx;
+
+	return !strcmp(j->threads[entry].file, key);
+}
+
+static uint64_t thread_hash(const void *ctx, uint32_t entry)
+{
+	const struct nw_journal *j = ctx;
+
+	return nw_hash_str(NW_HASH_SEED, j->threads[entry].file);
+}
+
+static struct nw_journal_thread *journal_thread(const struct nw_journal *j, const char *file)
+{
+	uint32_t i;
+
+	if (!file)
+		return NULL;
+	i = nw_index_find(&j->ix, nw_hash_str(NW_HASH_SEED, file), thread_eq, j, file);
+	return i == NW_INDEX_NONE ? NULL : &j->threads[i];
+}
+
+void nw_journal_init(struct nw_journal *j, bool on)
+{
+	memset(j, 0, sizeof(*j));
+	j->on = on;
+}
+
+void nw_journal_fini(struct nw_journal *j)
+{
+	for (size_t i = 0; i < j->nthreads; i++) {
+		free(j->threads[i].file);
+		free(j->threads[i].epochs);
+		free(j->threads[i].nodes);
+	}
+	free(j->threads);
+	free(j->segments);
+	nw_index_fini(&j->ix);
+	nw_journal_init(j, j->on);
+}
+
+/* The journal's record of @th, made when missing.  NULL on ENOMEM. */
+static struct nw_journal_thread *journal_add(struct nw_journal *j, const char *file)
+{
+	uint64_t h = nw_hash_str(NW_HASH_SEED, file);
+	uint32_t *slot = nw_index_slot(&j->ix, h, thread_eq, thread_hash, j, file);
+	struct nw_journal_thread *jt;
+
+	if (!slot)
+		return NULL;
+	if (*slot != NW_INDEX_NONE)
+		return &j->threads[*slot];
+	if (nw_grow(&j->threads, &j->cap_threads, j->nthreads + 1, sizeof(*j->threads)))
+		return NULL;
+	jt = &j->threads[j->nthreads];
+	memset(jt, 0, sizeof(*jt));
+	jt->file = strdup(file);
+	if (!jt->file)
+		return NULL;
+	nw_index_fill(&j->ix, slot, (uint32_t)j->nthreads++);
+	return jt;
+}
+
+/*
+ * Records what the checkpoint just written holds of each thread of @m.
+ * -ENOMEM (the journal then forgets everything: the next write is whole).
+ */
+static int journal_record(struct nw_journal *j, const struct nw_measurement *m)
+{
+	for (uint32_t i = 0; i < m->nthreads; i++) {
+		const struct nw_mthread *th = &m->threads[i];
+		struct nw_journal_thread *jt;
+		struct nw_csprof p;
+		int ret;
+
+		if (!th->file)
+			continue;
+		jt = journal_add(j, th->file);
+		ret = jt ? thread_csprof(m, th, true, &p) : -ENOMEM;
+		if (!ret && p.ntrees > jt->ntrees) {
+			uint32_t *e = realloc(jt->epochs, p.ntrees * sizeof(*e));
+
+			if (e)
+				jt->epochs = e;
+			e = e ? realloc(jt->nodes, p.ntrees * sizeof(*e)) : NULL;
+			if (e)
+				jt->nodes = e;
+			ret = e ? 0 : -ENOMEM;
+		}
+		if (!ret) {
+			jt->nepochs = p.nepochs;
+			jt->ntrees = p.ntrees;
+			for (uint32_t t = 0; t < p.ntrees; t++) {
+				jt->epochs[t] = p.trees[t].epoch;
+				jt->nodes[t] = p.trees[t].cct->n;
+			}
+			jt->traced = th->trace && th->trace_file;
+			jt->trace_events = jt->traced ? th->trace->n : 0;
+			jt->trace_bytes = jt->traced ? th->trace->size : 0;
+		}
+		if (jt)
+			thread_csprof_fini(&p);
+		if (ret) {
+			nw_journal_fini(j);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Appends to @dir's journal a segment with what changed since the last
+ * checkpoint, then commits it with a manifest naming the pack, the journal
+ * and its segments.  -errno with a message; what the directory held stays.
+ */
+static int append_segment(const struct nw_measurement *m, const struct nw_extra_file *extra,
+			  size_t nextra, const char *dir, struct nw_journal *j, char *err,
+			  size_t errlen)
+{
+	struct nw_measurement named = *m;
+	struct nw_pack_writer w;
+	char path[PATH_MAX];
+	uint64_t *segs;
+	bool made = !j->file[0];
+	int fd, ret;
+
+	if (nw_grow(&j->segments, &j->cap_segments, j->nsegments + 1, sizeof(*j->segments))) {
+		nw_set_err(err, errlen, "%s: out of memory", dir);
+		return -ENOMEM;
+	}
+	segs = j->segments;
+	if (made)
+		snprintf(path, sizeof(path), "%s/" PACK_PREFIX "XXXXXX" JOURNAL_SUFFIX, dir);
+	else
+		snprintf(path, sizeof(path), "%s/%s", dir, j->file);
+	fd = made ? make_file(path, strlen(JOURNAL_SUFFIX)) : open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = made ? fd : -errno;
+		write_error(err, errlen, path, -ret);
+		return ret;
+	}
+	/* What a write that did not finish left after the last segment goes first. */
+	if (ftruncate(fd, (off_t)j->bytes) < 0 || lseek(fd, (off_t)j->bytes, SEEK_SET) < 0) {
+		ret = -errno;
+		close(fd);
+		write_error(err, errlen, path, -ret);
+		goto fail;
+	}
+	ret = nw_pack_create_fd(&w, fd);
+	if (ret) {
+		write_error(err, errlen, path, -ret);
+		goto fail;
+	}
+	ret = write_entries(m, extra, nextra, j, &w, path, err, errlen);
+	if (ret) {
+		nw_pack_abort(&w);
+		goto fail;
+	}
+	ret = nw_pack_finish(&w);
+	if (ret) {
+		write_error(err, errlen, path, -ret);
+		goto fail;
+	}
+	segs[j->nsegments] = w.pos;
+	named.run.pack = j->pack;
+	named.run.journal = strrchr(path, '/') + 1;
+	named.run.segments = segs;
+	named.run.nsegments = j->nsegments + 1;
+	ret = commit_manifest(dir, &named, err, errlen);
+	if (ret)
+		goto fail;
+	if (made)
+		snprintf(j->file, sizeof(j->file), "%s", strrchr(path, '/') + 1);
+	j->bytes += segs[j->nsegments++];
+	return journal_record(j, m);
+fail:
+	if (made)
+		unlink(path);
+	return ret;
+}
+
+int nw_measurement_write_pack(const struct nw_measurement *m, const struct nw_extra_file *extra,
+			      size_t nextra, const char *dir, enum nw_write_mode mode,
+			      struct nw_journal *j, char *err, size_t errlen)
+{
+	char old[PATH_MAX], pack[PATH_MAX];
 	struct nw_measurement named = *m;
 	struct nw_pack_writer w;
 	const char *base;
-	mode_t mask;
 	int fd, ret;
 
 	nw_set_err(err, errlen, "%s", "");
 	if (snprintf(old, sizeof(old), "%s.old", dir) >= (int)sizeof(old) ||
 	    snprintf(pack, sizeof(pack), "%s/" PACK_PREFIX "XXXXXX" PACK_SUFFIX, dir) >=
-		    (int)sizeof(pack) ||
-	    snprintf(man, sizeof(man), "%s/.manifest.json.XXXXXX", dir) >= (int)sizeof(man) ||
-	    snprintf(final, sizeof(final), "%s/manifest.json", dir) >= (int)sizeof(final)) {
+		    (int)sizeof(pack) - 32) {
 		nw_set_err(err, errlen, "%s: path too long", dir);
 		return -ENAMETOOLONG;
+	}
+	/*
+	 * The same run's directory, with a pack: what changed goes to the
+	 * journal, until the journal outgrows the pack and a new pack (all of
+	 * it again) is cheaper to read and no dearer to write.
+	 */
+	if (j && j->on && mode == NW_WRITE_REPLACE && j->pack[0] && j->bytes <= j->pack_bytes) {
+		ret = append_segment(m, extra, nextra, dir, j, err, errlen);
+		/* The journal as the directory holds it is not known: the next write is whole. */
+		if (ret)
+			nw_journal_fini(j);
+		return ret;
 	}
 	ret = pack_dir(dir, old, mode, err, errlen);
 	if (ret)
 		return ret;
-	fd = mkstemps(pack, strlen(PACK_SUFFIX));
+	fd = make_file(pack, strlen(PACK_SUFFIX));
 	if (fd < 0) {
-		ret = -errno;
-		write_error(err, errlen, dir, -ret);
-		return ret;
+		write_error(err, errlen, dir, -fd);
+		return fd;
 	}
-	/* mkstemps makes it private; a measurement's files are made as creat(2) would. */
-	mask = creation_mask();
-	fchmod(fd, 0666 & ~mask);
 	close(fd);
 	ret = nw_pack_create(&w, pack);
 	if (ret) {
 		write_error(err, errlen, pack, -ret);
 		goto fail;
 	}
-	ret = write_entries(m, extra, nextra, &w, pack, err, errlen);
+	ret = write_entries(m, extra, nextra, NULL, &w, pack, err, errlen);
 	if (ret) {
 		nw_pack_abort(&w);
 		goto fail;
@@ -549,24 +852,18 @@ int nw_measurement_write_pack(const struct nw_measurement *m, const struct nw_ex
 	/* The manifest names the pack, and its rename commits the checkpoint. */
 	base = strrchr(pack, '/') + 1;
 	named.run.pack = (char *)base;
-	fd = mkstemp(man);
-	if (fd < 0) {
-		ret = -errno;
-		write_error(err, errlen, final, -ret);
+	named.run.journal = NULL;
+	named.run.nsegments = 0;
+	ret = commit_manifest(dir, &named, err, errlen);
+	if (ret)
 		goto fail;
+	remove_packs(dir, base, NULL);
+	if (j) {
+		nw_journal_fini(j);
+		snprintf(j->pack, sizeof(j->pack), "%s", base);
+		j->pack_bytes = w.pos;
+		journal_record(j, m);
 	}
-	fchmod(fd, 0666 & ~mask);
-	close(fd);
-	ret = nw_manifest_write(man, &named);
-	if (!ret && rename(man, final) < 0)
-		ret = -errno;
-	if (ret) {
-		write_error(err, errlen, final, -ret);
-		unlink(man);
-		goto fail;
-	}
-	fsync_path(dir);
-	remove_packs(dir, base);
 	return 0;
 fail:
 	unlink(pack);

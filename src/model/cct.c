@@ -22,14 +22,12 @@ static inline uint32_t path_hash(uint32_t parent, uint64_t ip)
 	return (uint32_t)(h ^ (h >> 32));
 }
 
-static int grow_nodes(struct nw_cct *cct)
+/* Room for @cap nodes (more than now): nodes, metrics and change bits.  -ENOMEM. */
+static int resize(struct nw_cct *cct, uint32_t cap)
 {
-	uint32_t cap = cct->cap ? cct->cap * 2 : 64;
 	struct nw_cct_node *nodes;
 	uint64_t *metrics;
 
-	if (cap <= cct->cap || cap >= NW_CCT_NONE)
-		return -ENOMEM;
 	nodes = realloc(cct->nodes, (size_t)cap * sizeof(*nodes));
 	if (!nodes)
 		return -ENOMEM;
@@ -40,8 +38,26 @@ static int grow_nodes(struct nw_cct *cct)
 		return -ENOMEM;
 	cct->metrics = metrics;
 	nw_advise_huge(metrics, (size_t)cap * cct->nmetrics * sizeof(*metrics));
+	if (cct->changed) {
+		size_t had = ((size_t)cct->cap + 63) / 64, words = ((size_t)cap + 63) / 64;
+		uint64_t *changed = realloc(cct->changed, words * sizeof(*changed));
+
+		if (!changed)
+			return -ENOMEM;
+		memset(changed + had, 0, (words - had) * sizeof(*changed));
+		cct->changed = changed;
+	}
 	cct->cap = cap;
 	return 0;
+}
+
+static int grow_nodes(struct nw_cct *cct)
+{
+	uint32_t cap = cct->cap ? cct->cap * 2 : 64;
+
+	if (cap <= cct->cap || cap >= NW_CCT_NONE)
+		return -ENOMEM;
+	return resize(cct, cap);
 }
 
 /* Rebuilds the (parent, ip) index at twice the size (or big enough for every node). */
@@ -98,6 +114,7 @@ void nw_cct_free(struct nw_cct *cct)
 		return;
 	free(cct->nodes);
 	free(cct->metrics);
+	free(cct->changed);
 	free(cct->slots);
 	free(cct->path);
 	free(cct);
@@ -316,25 +333,27 @@ out:
 
 int nw_cct_reserve(struct nw_cct *cct, uint32_t n)
 {
-	struct nw_cct_node *nodes;
-	uint64_t *metrics;
-
 	if (n <= cct->cap)
 		return 0;
 	if (n >= NW_CCT_NONE)
 		return -ENOMEM;
-	nodes = realloc(cct->nodes, (size_t)n * sizeof(*nodes));
-	if (!nodes)
-		return -ENOMEM;
-	cct->nodes = nodes;
-	nw_advise_huge(nodes, (size_t)n * sizeof(*nodes));
-	metrics = realloc(cct->metrics, (size_t)n * cct->nmetrics * sizeof(*metrics) + 1);
-	if (!metrics)
-		return -ENOMEM;
-	cct->metrics = metrics;
-	nw_advise_huge(metrics, (size_t)n * cct->nmetrics * sizeof(*metrics));
-	cct->cap = n;
+	return resize(cct, n);
+}
+
+int nw_cct_track_changes(struct nw_cct *cct)
+{
+	if (!cct->changed) {
+		cct->changed = calloc(((size_t)cct->cap + 63) / 64 + 1, sizeof(*cct->changed));
+		if (!cct->changed)
+			return -ENOMEM;
+	}
 	return 0;
+}
+
+void nw_cct_clear_changes(struct nw_cct *cct)
+{
+	if (cct->changed)
+		memset(cct->changed, 0, ((size_t)cct->cap + 63) / 64 * sizeof(*cct->changed));
 }
 
 uint32_t nw_cct_append(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t sp)

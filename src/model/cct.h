@@ -11,6 +11,7 @@
 #ifndef NW_CCT_H
 #define NW_CCT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +48,13 @@ struct nw_cct {
 	uint32_t n, cap;
 	struct nw_cct_node *nodes;
 	uint64_t *metrics;     /* n * nmetrics, node-major */
+	/*
+	 * Where tracked (nw_cct_track_changes()): a bit per node whose metrics
+	 * changed since the last nw_cct_clear_changes(), set by whoever
+	 * changes them (nw_cct_mark_changed()).  A checkpoint writes those
+	 * nodes' metrics and the nodes added, not the whole tree again.
+	 */
+	uint64_t *changed;
 	uint32_t *slots;       /* open-addressing index over (parent, ip); NULL: none yet */
 	uint32_t nslots;       /* power of two */
 	uint32_t *path;        /* nw_cct_insert: the last path's nodes, root's child first */
@@ -87,6 +95,22 @@ uint32_t nw_cct_find(const struct nw_cct *cct, uint32_t parent, uint64_t ip);
  * shared with the previous insert's path is followed without hashing.
  */
 uint32_t nw_cct_insert(struct nw_cct *cct, const struct nw_frame *frames, size_t n);
+
+/* Starts tracking which nodes' metrics change, none so far.  -ENOMEM. */
+int nw_cct_track_changes(struct nw_cct *cct);
+/* No node changed from now on. */
+void nw_cct_clear_changes(struct nw_cct *cct);
+
+static inline void nw_cct_mark_changed(struct nw_cct *cct, uint32_t node)
+{
+	if (cct->changed)
+		cct->changed[node >> 6] |= 1ull << (node & 63);
+}
+
+static inline bool nw_cct_is_changed(const struct nw_cct *cct, uint32_t node)
+{
+	return cct->changed && (cct->changed[node >> 6] >> (node & 63) & 1);
+}
 
 static inline uint64_t *nw_cct_metrics(const struct nw_cct *cct, uint32_t node)
 {

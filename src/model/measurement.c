@@ -35,6 +35,8 @@ void nw_run_fini(struct nw_run *r)
 	free(r->argv);
 	free(r->call_graph);
 	free(r->pack);
+	free(r->journal);
+	free(r->segments);
 	for (uint32_t i = 0; r->events && i < r->nevents; i++)
 		free(r->events[i].name);
 	free(r->events);

@@ -86,6 +86,14 @@ struct nw_run {
 	 * they are files of the directory.
 	 */
 	char *pack;
+	/*
+	 * The journal beside the pack (a checkpoint's later writes: what each
+	 * added to the pack, format/writer.h), relative to the directory, and
+	 * the bytes of each of its segments, front to back; NULL: none.
+	 */
+	char *journal;
+	uint64_t *segments;
+	uint32_t nsegments;
 	uint64_t samples, lost, throttled, unwind_errors;
 };
 

@@ -24,6 +24,8 @@ static void set_target(struct nw_output *out)
 	else
 		snprintf(out->path, sizeof(out->path), "%s", out->o.dir);
 	out->wrote = false;
+	/* A new target starts with a whole pack. */
+	nw_journal_fini(&out->journal);
 }
 
 static uint64_t first_checkpoint(const struct nw_output *out, uint64_t now)
@@ -50,6 +52,7 @@ int nw_output_init(struct nw_output *out, const struct nw_output_opts *o, uint64
 {
 	memset(out, 0, sizeof(*out));
 	out->o = *o;
+	nw_journal_init(&out->journal, o->journal);
 	out->seq = 1;
 	set_target(out);
 	out->next_checkpoint = first_checkpoint(out, now);
@@ -82,6 +85,11 @@ int nw_output_init(struct nw_output *out, const struct nw_output_opts *o, uint64
 		}
 	}
 	return 0;
+}
+
+void nw_output_fini(struct nw_output *out)
+{
+	nw_journal_fini(&out->journal);
 }
 
 enum nw_output_due nw_output_due(const struct nw_output *out, uint64_t now)
@@ -210,7 +218,8 @@ int nw_output_write(struct nw_output *out, const struct nw_measurement *m,
 	 * thread costs a created, synced and unlinked file each, every time.
 	 */
 	int rc = w == NW_RUN_CHECKPOINT || w == NW_RUN_SNAPSHOT
-			 ? nw_measurement_write_pack(m, extra, nextra, out->path, mode, err, errlen)
+			 ? nw_measurement_write_pack(m, extra, nextra, out->path, mode,
+						     &out->journal, err, errlen)
 			 : nw_measurement_write(m, extra, nextra, out->path, mode, err, errlen);
 
 	if (rc) {

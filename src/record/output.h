@@ -13,8 +13,10 @@
  *    the current one; beyond max_files entries or max_bytes on disk the
  *    oldest go.
  *
- * Every write is nw_measurement_write()'s atomic one: a write that fails
- * (a full disk) leaves what was there before.
+ * Every write is atomic (nw_measurement_write(), or a checkpoint's
+ * nw_measurement_write_pack(), which appends what changed to a journal
+ * while the journal is smaller than the pack): a write that fails (a full
+ * disk) leaves what was there before.
  */
 #ifndef NW_OUTPUT_H
 #define NW_OUTPUT_H
@@ -32,6 +34,8 @@ struct nw_output_opts {
 	uint64_t rotate_ns;      /* 0: one directory */
 	uint64_t max_bytes;      /* rotation: 0 no limit */
 	uint32_t max_files;      /* rotation: 0 no limit */
+	/* Checkpoints after the first append what changed to a journal (writer.h). */
+	bool journal;
 };
 
 struct nw_output {
@@ -42,6 +46,7 @@ struct nw_output {
 	unsigned checkpoints, snapshots, rotations, failures;
 	char path[PATH_MAX];     /* the current target: DIR, or DIR/NNNN */
 	char last[PATH_MAX];     /* where the last write that succeeded went */
+	struct nw_journal journal; /* what the current target's checkpoint holds */
 };
 
 /*
@@ -51,6 +56,8 @@ struct nw_output {
 int nw_output_init(struct nw_output *out, const struct nw_output_opts *o, uint64_t now,
 		   char *err, size_t errlen);
 
+/* Frees the journal; a zeroed @out too. */
+void nw_output_fini(struct nw_output *out);
 /* What is due at @now: nothing, a checkpoint, or the end of a rotation interval. */
 enum nw_output_due {
 	NW_DUE_NONE,

@@ -443,6 +443,7 @@ static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 	e = event_of(s, smp->sid.id);
 	m = nw_cct_metrics(cct, node);
 	m[2 * e] += 1;
+	nw_cct_mark_changed(cct, node);
 	s->events[e].samples++;
 	if (e == s->offcpu) {
 		/* The thread blocks here; the time off the CPU is known at switch-in. */
@@ -617,6 +618,7 @@ static void switch_in(struct nw_session *s, uint32_t tid, uint64_t time)
 		return;
 	ns = time > th->off_since ? time - th->off_since : 0;
 	nw_cct_metrics(th->off_cct, th->off_node)[2 * s->offcpu + 1] += ns;
+	nw_cct_mark_changed(th->off_cct, th->off_node);
 	th->off_cct = NULL;
 	for (unsigned i = 0; i < s->nhooks; i++)
 		if (s->hooks[i]->offcpu &&
@@ -961,6 +963,7 @@ void nw_session_forget(struct nw_session *s, struct nw_thread *th, uint32_t epoc
 	if (!cct || node >= cct->n || event >= s->nevents)
 		return;
 	m = nw_cct_metrics(cct, node);
+	nw_cct_mark_changed(cct, node);
 	if (m[2 * event])
 		m[2 * event]--;
 	m[2 * event + 1] -= value < m[2 * event + 1] ? value : m[2 * event + 1];
@@ -992,6 +995,17 @@ void nw_session_restart(struct nw_session *s)
 	s->stats.samples = s->stats.lost = s->stats.throttled = s->stats.empty_stacks = 0;
 	for (unsigned e = 0; e < s->nevents; e++)
 		s->events[e].samples = s->events[e].period = 0;
+}
+
+void nw_session_clear_changes(struct nw_session *s)
+{
+	for (uint32_t i = 0; i < s->tasks.nthreads; i++) {
+		struct nw_thread *th = s->tasks.threads[i];
+
+		for (uint32_t e = 0; e < th->nccts; e++)
+			if (th->ccts[e])
+				nw_cct_clear_changes(th->ccts[e]);
+	}
 }
 
 int nw_session_synthesize_all(struct nw_session *s)

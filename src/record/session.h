@@ -179,6 +179,11 @@ void nw_session_forget(struct nw_session *s, struct nw_thread *th, uint32_t epoc
  * blocked now still finds the node it blocked in).
  */
 void nw_session_restart(struct nw_session *s);
+/*
+ * Every tree's metrics as written: called once a checkpoint holds them,
+ * so that the next writes only the nodes changed after (nw_cct changed).
+ */
+void nw_session_clear_changes(struct nw_session *s);
 
 /* Ends the recording at CLOCK_MONOTONIC @now: threads still off the CPU are charged until then. */
 void nw_session_finish(struct nw_session *s, uint64_t now);

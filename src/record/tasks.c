@@ -269,7 +269,15 @@ struct nw_cct *nw_thread_cct(struct nw_thread *th, const struct nw_epoch *epoch,
 		th->ccts = v;
 		th->nccts = n;
 	}
-	if (!th->ccts[e])
-		th->ccts[e] = nw_cct_new(nmetrics);
+	if (!th->ccts[e]) {
+		struct nw_cct *cct = nw_cct_new(nmetrics);
+
+		/* Checkpoints write the nodes whose metrics changed since the last one. */
+		if (cct && nw_cct_track_changes(cct)) {
+			nw_cct_free(cct);
+			cct = NULL;
+		}
+		th->ccts[e] = cct;
+	}
 	return th->ccts[e];
 }

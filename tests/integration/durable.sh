@@ -50,7 +50,7 @@ trap 'cleanup_all $?' EXIT
 
 check "SIGKILL after about 2.5 s: the last checkpoint is complete, readable, and says it is one"
 d=$NW_TMP/killed.data
-"$NW_RECORD" -e cpu-clock -o "$d" --checkpoint 1 "$P/attachee" "$P/libplug.so" 20 \
+"$NW_RECORD" -v -e cpu-clock -o "$d" --checkpoint 1 "$P/attachee" "$P/libplug.so" 20 \
 	>/dev/null 2>"$NW_TMP/killed.err" &
 rec=$!
 pids+=("$rec")
@@ -74,6 +74,23 @@ for name in early late; do
 	grep -q " $name " "$NW_TMP/killed.threads" || fail "thread $name is missing from the checkpoint"
 done
 ok "$n samples, threads named, exit status unknown"
+
+check "checkpoints after the first append to a journal; the trees read back hold every sample"
+# The second checkpoint (about 2 s in) adds a segment with what changed:
+# nodes added, metrics changed, a new epoch's trees (libplug.so) whole.
+grep -q '^narwhal-record: checkpoint written in .* as a journal segment of [0-9]* bytes$' \
+	"$NW_TMP/killed.err" || {
+	nw_show "narwhal-record -v" "$NW_TMP/killed.err"
+	fail "no checkpoint was written as a journal segment"
+}
+# What the views count in the trees (the pack's, extended by any segments)
+# is what the manifest counted while recording.
+t=$(nw_threads_rows "$NW_TMP/killed.threads" | awk '{ s += $3 } END { print s }')
+((t == n)) || {
+	nw_show "--threads" "$NW_TMP/killed.threads"
+	fail "the trees hold $t samples, the manifest says $n"
+}
+ok "$(grep -c 'as a journal segment' "$NW_TMP/killed.err") segment(s); $t samples in the trees"
 
 check "the first checkpoint (default interval 10 s) comes within the first seconds"
 d=$NW_TMP/first.data

@@ -183,9 +183,9 @@ nw_check_measurement() {
 	pack=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("pack", ""))' \
 		"$dir/manifest.json" 2>/dev/null) || fail "$dir/manifest.json is not valid JSON"
 	if [[ -n $pack ]]; then
-		# A checkpoint: its files come out of the pack for the same checks.
+		# A checkpoint: its files come out of the pack and journal for the same checks.
 		f=$(mktemp -d "$NW_TMP/unpacked.XXXXXX")
-		nw_unpack "$dir/$pack" "$f"
+		nw_unpack "$dir" "$f"
 		cp "$dir/manifest.json" "$f/"
 		dir=$f
 	fi
@@ -198,37 +198,181 @@ nw_check_measurement() {
 	nw_csprof summary "$dir"/*.csprof >/dev/null
 }
 
-# nw_unpack PACK DIR : the entries of a checkpoint's pack as files of DIR,
-#     read from the layout in doc/DURABILITY.md alone (not src/format/):
-#     magic, data, index, trailer, every offset checked against the size.
+# nw_unpack MEASUREMENT DIR : the files of a checkpoint as files of DIR, read
+#     from the layouts in doc/FORMATS.md alone (not src/format/): the pack
+#     its manifest names (magic, data, index, trailer, every offset checked
+#     against the size), then each segment of its journal, whose whole
+#     entries replace files and whose "NAME+" entries extend them: a csprof
+#     delta appends nodes (parents before children) and sets metrics, a
+#     trace delta appends events; each checked against the file it extends.
 nw_unpack() {
-	python3 - "$1" "$2" <<'PY' || fail "pack check failed (see above)"
+	python3 - "$1" "$2" <<'PY' || fail "checkpoint check failed (see above)"
+import json
 import os
 import struct
 import sys
 
-path, out = sys.argv[1], sys.argv[2]
-d = open(path, "rb").read()
-def bad(why):
-    print("%s: %s" % (path, why), file=sys.stderr)
+src, out = sys.argv[1], sys.argv[2]
+man = json.load(open(os.path.join(src, "manifest.json")))
+
+
+def bad(where, why):
+    print("%s: %s" % (where, why), file=sys.stderr)
     sys.exit(1)
-if len(d) < 32 or d[:8] != b"NWPACK01" or d[-8:] != b"NWPKEND1":
-    bad("no NWPACK01 magic or NWPKEND1 trailer")
-index, count = struct.unpack_from("<QQ", d, len(d) - 24)
-if not 8 <= index <= len(d) - 24:
-    bad("index offset %d outside the pack" % index)
-o = index
-for _ in range(count):
-    (n,) = struct.unpack_from("<I", d, o)
-    name = d[o + 4:o + 4 + n].decode()
-    at, size = struct.unpack_from("<QQ", d, o + 4 + n)
-    if "/" in name or not 8 <= at <= at + size <= index:
-        bad("entry %r at %d+%d is outside the data" % (name, at, size))
+
+
+def entries(d, where):
+    """The (name, bytes) of the pack in @d."""
+    if len(d) < 32 or d[:8] != b"NWPACK01" or d[-8:] != b"NWPKEND1":
+        bad(where, "no NWPACK01 magic or NWPKEND1 trailer")
+    index, count = struct.unpack_from("<QQ", d, len(d) - 24)
+    if not 8 <= index <= len(d) - 24:
+        bad(where, "index offset %d outside the pack" % index)
+    o, got = index, []
+    for _ in range(count):
+        (n,) = struct.unpack_from("<I", d, o)
+        name = d[o + 4:o + 4 + n].decode()
+        at, size = struct.unpack_from("<QQ", d, o + 4 + n)
+        if "/" in name or not 8 <= at <= at + size <= index:
+            bad(where, "entry %r at %d+%d is outside the data" % (name, at, size))
+        got.append((name, d[at:at + size]))
+        o += 20 + n
+    if o != len(d) - 24:
+        bad(where, "the index ends at %d, the trailer starts at %d" % (o, len(d) - 24))
+    return got
+
+
+class Csprof:
+    """Just enough of HPC_CSPROF to extend a file: the metrics' periods and the trees."""
+
+    def __init__(self, d, where):
+        self.d, self.o, self.where = d, 0, where
+        self.take(24)
+        self.string()
+        (nm,) = self.u("<I")
+        self.periods = []
+        for _ in range(nm):
+            self.string()
+            self.take(12)
+            self.take(4)
+            self.periods.append(self.o)
+            self.take(8)
+        (ne,) = self.u("<I")
+        for _ in range(ne):
+            (nmod,) = self.u("<I")
+            for _ in range(nmod):
+                (n,) = self.u("<I")
+                self.take(n + 16)
+        self.nmetrics = nm
+        (nt,) = self.u("<I")
+        self.take(8)
+        self.head = bytearray(d[:self.o])
+        self.trees = []
+        for _ in range(nt):
+            th = d[self.o:self.o + 36]
+            self.take(24)
+            (nodes,) = self.u("<Q")
+            (epoch,) = self.u("<I")
+            size = 32 + 8 * nm
+            recs = [bytearray(d[self.o + k * size:self.o + (k + 1) * size]) for k in range(nodes)]
+            self.take(nodes * size)
+            self.trees.append([th, epoch, recs])
+        if self.o != len(d):
+            bad(where, "%d bytes after the last tree" % (len(d) - self.o))
+
+    def take(self, n):
+        if n > len(self.d) - self.o:
+            bad(self.where, "cut short at byte %d" % self.o)
+        self.o += n
+        return self.d[self.o - n:self.o]
+
+    def u(self, f):
+        return struct.unpack(f, self.take(struct.calcsize(f)))
+
+    def string(self):
+        self.take(4)
+        (n,) = self.u("<I")
+        self.take(n)
+
+    def extend(self, d, where):
+        if d[:8] != b"NWCSDLT1":
+            bad(where, "no NWCSDLT1 magic")
+        nm, nt = struct.unpack_from("<II", d, 8)
+        if nm != self.nmetrics or nt != len(self.trees):
+            bad(where, "%d metrics, %d trees: the file has %d and %d"
+                % (nm, nt, self.nmetrics, len(self.trees)))
+        o = 16
+        for k in range(nm):
+            self.head[self.periods[k]:self.periods[k] + 8] = d[o:o + 8]
+            o += 8
+        for tree in self.trees:
+            epoch, base, added, changed = struct.unpack_from("<IIII", d, o)
+            o += 16
+            recs = tree[2]
+            if epoch != tree[1] or base != len(recs):
+                bad(where, "a tree of epoch %d and %d nodes extends one of epoch %d and %d"
+                    % (epoch, base, tree[1], len(recs)))
+            for _ in range(added):
+                parent, ip, sp = struct.unpack_from("<IQQ", d, o)
+                if parent >= len(recs):
+                    bad(where, "node %d: parent %d is not an earlier node" % (len(recs), parent))
+                recs.append(bytearray(struct.pack("<QQQQ", len(recs), parent, ip, sp) +
+                                      d[o + 20:o + 20 + 8 * nm]))
+                o += 20 + 8 * nm
+            for _ in range(changed):
+                (i,) = struct.unpack_from("<I", d, o)
+                if i >= base:
+                    bad(where, "changed node %d is not one of the %d before" % (i, base))
+                recs[i][32:] = d[o + 4:o + 4 + 8 * nm]
+                o += 4 + 8 * nm
+        if o != len(d):
+            bad(where, "the delta is %d bytes, its trees end at %d" % (len(d), o))
+
+    def bytes(self):
+        b = bytearray(self.head)
+        for th, _, recs in self.trees:
+            b += th[:24] + struct.pack("<Q", len(recs)) + th[32:36]
+            for r in recs:
+                b += r
+        return bytes(b)
+
+
+def extend_trace(t, d, where):
+    if d[:8] != b"NWTRDLT1" or len(t) < 48:
+        bad(where, "no NWTRDLT1 magic, or no trace before it")
+    be, bb, e, b = struct.unpack_from("<QQQQ", d, 8)
+    if (be, bb) != struct.unpack_from("<QQ", t, 32) or bb != len(t) - 48:
+        bad(where, "extends a trace of %d events in %d bytes, not this one" % (be, bb))
+    if b - bb != len(d) - 40:
+        bad(where, "%d bytes of events, %d in the delta" % (b - bb, len(d) - 40))
+    return t[:32] + struct.pack("<QQ", e, b) + t[48:] + d[40:]
+
+
+files = dict(entries(open(os.path.join(src, man["pack"]), "rb").read(), man["pack"]))
+if man.get("journal"):
+    j = open(os.path.join(src, man["journal"]), "rb").read()
+    at = 0
+    for k, seg in enumerate(man["segments"]):
+        where = "%s segment %d" % (man["journal"], k + 1)
+        if at + seg["bytes"] > len(j):
+            bad(where, "the journal is cut short")
+        for name, data in entries(j[at:at + seg["bytes"]], where):
+            if not name.endswith("+"):
+                files[name] = data
+            elif name[:-1] not in files:
+                bad(where, "%s extends no file" % name)
+            elif name.endswith(".csprof+"):
+                c = Csprof(files[name[:-1]], name[:-1])
+                c.extend(data, "%s: %s" % (where, name))
+                files[name[:-1]] = c.bytes()
+            elif name.endswith(".trace+"):
+                files[name[:-1]] = extend_trace(files[name[:-1]], data, "%s: %s" % (where, name))
+            else:
+                bad(where, "%s: a delta of an unknown kind of file" % name)
+        at += seg["bytes"]
+for name, data in files.items():
     with open(os.path.join(out, name), "wb") as f:
-        f.write(d[at:at + size])
-    o += 20 + n
-if o != len(d) - 24:
-    bad("the index ends at %d, the trailer starts at %d" % (o, len(d) - 24))
+        f.write(data)
 PY
 }
 
