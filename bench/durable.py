@@ -9,8 +9,12 @@ the flight recorder's memory over a long run.
   with --checkpoint 10 and with --checkpoint 0, interleaved --runs times
   (default 2); the recorder's CPU is its whole CPU (wait4) less the
   program's own (the workload prints its rusage).
+- the checkpoints' own CPU in the same run ("s writing while recording"
+  of narwhal-record -v), beside the difference between the two runs, which
+  swings by several per cent between equal runs on a shared machine.
 - write time: every write of those runs as narwhal-record -v reports it
-  ("checkpoint written in X ms: N nodes"), against the nodes written.
+  ("checkpoint written in X ms: N nodes, as a pack|a journal segment of B
+  bytes"), against the nodes in the trees.
 - flight recorder: paths at -F 5000 for 3 x --seconds with
   --flight-recorder 5, and without, the recorder's resident set sampled
   every second from /proc/PID/status.
@@ -57,8 +61,9 @@ def record(rec, args, prog, data):
         if line.startswith("rusage "):
             f = line.split()
             prog_cpu = float(f[1]) + float(f[2])
-    writes = [(w, float(ms), int(n)) for w, ms, n in
-              re.findall(r"narwhal-record: (\w+) written in ([\d.]+) ms: (\d+) nodes", r["stderr"])]
+    writes = [(w, float(ms), int(n), how or "", int(size or 0)) for w, ms, n, how, size in
+              re.findall(r"narwhal-record: (\w+) written in ([\d.]+) ms: (\d+) nodes[^\n]*?"
+                         r"(?:, as (a pack|a journal segment) of (\d+) bytes)?\n", r["stderr"])]
     with open(os.path.join(data, "manifest.json")) as f:
         samples = json.load(f)["samples"]
     # The recorder's own CPU (its getrusage, which -v prints): the children's
@@ -66,7 +71,10 @@ def record(rec, args, prog, data):
     m = re.search(r"recorder CPU: ([\d.]+) s set-up, ([\d.]+) s sampling .*?, ([\d.]+) s writing "
                   r"while recording, ([\d.]+) s writing at the end", r["stderr"])
     cpu = sum(float(x) for x in m.groups()) if m else r["cpu"] - prog_cpu
-    return {"recorder_cpu": cpu, "wall": r["wall"], "samples": samples, "writes": writes}
+    # The checkpoints' own CPU, measured in the same run as the rest.
+    ckpt = float(m.group(3)) if m else 0.0
+    return {"recorder_cpu": cpu, "checkpoint_cpu": ckpt, "wall": r["wall"], "samples": samples,
+            "writes": writes}
 
 
 def rss_series(cmd, every=1.0):
@@ -92,22 +100,28 @@ def markdown(r):
              f"the recorder's CPU is its own (getrusage, as `narwhal-record -v` prints it)."]
     lines.append("")
     lines.append("| workload | recording | samples | CCT nodes at the end | recorder CPU s | "
-                 "µs per sample | cost of the checkpoints |")
-    lines.append("|---|---|---|---|---|---|---|")
+                 "µs per sample | checkpoints' CPU s (share of the run's) | "
+                 "against --checkpoint 0 |")
+    lines.append("|---|---|---|---|---|---|---|---|")
     for wl, c in r["checkpoints"].items():
         on, off = c["on"], c["off"]
         for name, v in (("--checkpoint 10", on), ("--checkpoint 0", off)):
             cost = (f"{100 * (on['recorder_cpu'] / off['recorder_cpu'] - 1):+.1f} %"
                     if v is on else "")
+            own = (f"{v['checkpoint_cpu']:.3f} "
+                   f"({100 * v['checkpoint_cpu'] / max(v['recorder_cpu'], 1e-9):.1f} %)"
+                   if v is on else "")
             lines.append(f"| {wl} | {name} | {v['samples']:,.0f} | {v['nodes']:,.0f} | "
                          f"{v['recorder_cpu']:.3f} | "
-                         f"{1e6 * v['recorder_cpu'] / max(v['samples'], 1):.2f} | {cost} |")
+                         f"{1e6 * v['recorder_cpu'] / max(v['samples'], 1):.2f} | {own} | "
+                         f"{cost} |")
     if r["writes"]:
         lines.append("")
-        lines.append("| write | nodes | ms |")
-        lines.append("|---|---|---|")
-        for w, ms, n in r["writes"]:
-            lines.append(f"| {w} | {n:,} | {ms:.1f} |")
+        lines.append("| write | nodes | written as | bytes | ms |")
+        lines.append("|---|---|---|---|---|")
+        for w in r["writes"]:
+            lines.append(f"| {w[0]} | {w[2]:,} | {w[3] or 'a directory'} | "
+                         f"{f'{w[4]:,}' if w[4] else ''} | {w[1]:.1f} |")
     f = r["flight"]
     lines.append("")
     lines.append(f"Flight recorder (`--flight-recorder 5`, -F 5000, {f['seconds']} s): the "
@@ -166,9 +180,11 @@ def main():
                 v["nodes"] = v["writes"][-1][2] if v["writes"] else 0
                 res[name].append(v)
                 log(f"{wl} run {i + 1} checkpoints {name}: {v['samples']} samples, recorder "
-                    f"{v['recorder_cpu']:.3f} s CPU, {len(v['writes'])} writes")
+                    f"{v['recorder_cpu']:.3f} s CPU ({v['checkpoint_cpu']:.3f} s writing while "
+                    f"recording), {len(v['writes'])} writes, {v['wall']:.1f} s")
         r["checkpoints"][wl] = {name: {k: statistics.median(x[k] for x in v)
-                                       for k in ("recorder_cpu", "wall", "samples", "nodes")}
+                                       for k in ("recorder_cpu", "checkpoint_cpu", "wall",
+                                                 "samples", "nodes")}
                                 for name, v in res.items()}
         if wl.startswith("paths"):
             r["writes"] = res["on"][0]["writes"]

@@ -70,8 +70,8 @@ struct nw_csprof_error {
  */
 int nw_csprof_write(FILE *f, const struct nw_csprof *p);
 /*
- * A checkpoint's delta of a file written before (doc/FORMATS.md,
- * "Checkpoint journal"): for each tree of @p (as nw_csprof_write() takes
+ * A checkpoint's delta of a file written before (doc/DURABILITY.md,
+ * "The journal"): for each tree of @p (as nw_csprof_write() takes
  * it, with index_order), the nodes from @base[t] on, and the metrics of
  * the nodes before @base[t] that changed (cct->changed, which every tree
  * must track).  The file it extends had the same trees in the same order

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A thread's trace file, DIR/<comm>-<pid>-<tid>.trace (doc/FORMATS.md,
- * "Traces"): a 48-byte header, then the encoded events of model/trace.h
+ * A thread's trace file, DIR/<comm>-<pid>-<tid>.trace (doc/ARCHITECTURE.md,
+ * "Trace file format"): a 48-byte header, then the encoded events of model/trace.h
  * with node ids as in the thread's .csprof file (preorder).
  *
  *   magic "NWTRACE1", u32 version (1), u32 tick_ns, u32 pid, u32 tid,
@@ -40,7 +40,7 @@ int nw_tracefile_write_fp(FILE *f, const struct nw_measurement *m, const struct 
 
 /*
  * A checkpoint's delta of the trace file written before from @th's trace
- * in index order (doc/FORMATS.md, "Checkpoint journal"): the events after
+ * in index order (doc/DURABILITY.md, "The journal"): the events after
  * the first @base_events, which took @base_bytes.  -EINVAL when the trace
  * holds fewer, -errno.
  */

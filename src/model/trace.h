@@ -2,7 +2,7 @@
 /*
  * A thread's trace: the time and calling context of each of its samples,
  * and each interval it spent off the CPU, in time order.  Kept encoded, in
- * memory and on disk alike (doc/FORMATS.md, "Traces"), at a few bytes per
+ * memory and on disk alike (doc/ARCHITECTURE.md, "Trace file format"), at a few bytes per
  * event: every number is a LEB128 varint, signed ones zigzag-encoded, and
  * each event is stored as its difference from the one before.
  *

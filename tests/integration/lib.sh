@@ -199,7 +199,7 @@ nw_check_measurement() {
 }
 
 # nw_unpack MEASUREMENT DIR : the files of a checkpoint as files of DIR, read
-#     from the layouts in doc/FORMATS.md alone (not src/format/): the pack
+#     from the layouts in doc/DURABILITY.md alone (not src/format/): the pack
 #     its manifest names (magic, data, index, trailer, every offset checked
 #     against the size), then each segment of its journal, whose whole
 #     entries replace files and whose "NAME+" entries extend them: a csprof
