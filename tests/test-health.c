@@ -107,18 +107,10 @@ static struct fx *new_profile(const char *call_graph, uint32_t stack_size, uint3
 	return fx;
 }
 
-/* nw_health_classify() of the per-thread stacks of the threads @f selects. */
+/* nw_health_classify() of the threads @f selects. */
 static int classify(const struct fx *fx, const struct nw_filter *f, struct nw_health **ret)
 {
-	struct nw_stacks_opts o = {.filter = f, .per_thread = true};
-	struct nw_stacks *s = nw_stacks_new(fx->m, fx->m->nmetrics);
-	int rc;
-
-	assert_non_null(s);
-	assert_int_equal(nw_stacks_build(s, &o), 0);
-	rc = nw_health_classify(s, ret);
-	nw_stacks_free(s);
-	return rc;
+	return nw_health_classify(fx->m, f, ret);
 }
 
 /*
@@ -513,7 +505,7 @@ static void test_summary(void **state)
 	t = tree->nodes[outer].first_child;
 	assert_string_equal(s->frames.v[tree->nodes[t].ip].name, "inl");
 	assert_int_equal(tree->nodes[t].sp, 0x4000);
-	assert_int_equal(nw_health_classify(s, &h), 0);
+	assert_int_equal(nw_health_classify(p->m, NULL, &h), 0);
 	assert_int_equal(h->samples, 12);
 	assert_int_equal(h->complete, 6);
 	assert_int_equal(h->truncated, 1);

@@ -700,20 +700,23 @@ static int run_view(FILE *out, const struct report_opts *o, const struct loaded 
 		return run_lines(out, o, l);
 	if (o->view == VIEW_TIMELINE)
 		return run_timeline(out, o, l);
-	s = report_stacks(o, l, o->per_thread || o->view == VIEW_HEALTH,
+	if (o->view == VIEW_HEALTH) {
+		/* The stacks as the recorder unwound them: the physical trees. */
+		struct nw_health *h = NULL;
+
+		ret = nw_health_classify(l->m, &o->filter, &h);
+		if (!ret)
+			ret = nw_health_print(out, h);
+		nw_health_free(h);
+		if (ret && ret != -EIO)
+			fprintf(stderr, "narwhal-report: %s: %s\n", l->dir, strerror(-ret));
+		return ret ? 1 : 0;
+	}
+	s = report_stacks(o, l, o->per_thread,
 			  o->inverted && (o->view == VIEW_TREE || o->view == VIEW_FOLDED), true);
 	if (!s)
 		return 1;
 	switch (o->view) {
-	case VIEW_HEALTH: {
-		struct nw_health *h;
-
-		ret = nw_health_classify(s, &h);
-		if (!ret)
-			ret = nw_health_print(out, h);
-		nw_health_free(h);
-		break;
-	}
 	case VIEW_CALLERS:
 		ret = nw_view_callers(out, s, &o->pat[PAT_VIEW].re, &o->view_opts);
 		if (ret == -ENOENT) {

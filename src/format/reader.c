@@ -4,10 +4,13 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "format/csprof.h"
 #include "format/manifest.h"
@@ -215,60 +218,140 @@ static int read_csprof(const struct source *src, const struct nw_mthread *th, co
 	return ret;
 }
 
-static int load_thread(struct nw_measurement *m, const struct source *src, struct nw_mthread *th,
-		       char *err, size_t errlen)
+/*
+ * A thread's file, parsed by one of the workers: files are independent,
+ * and parsing them (node records into trees, the pages of the trees) is
+ * most of reading a large measurement.
+ */
+struct parse_job {
+	struct nw_mthread *th;
+	char *path;                 /* for messages */
+	struct nw_csprof *cp;
+	int ret;
+	char err[512];
+};
+
+struct parse_pool {
+	const struct source *src;
+	struct parse_job *jobs;
+	uint32_t n;
+	atomic_uint next;
+};
+
+static void parse_one(const struct source *src, struct parse_job *j)
 {
 	struct nw_csprof_error cerr = { 0 };
-	struct nw_csprof *cp = NULL;
-	char *path = shown_name(src, m, th->file);
-	int ret;
 
-	if (!path)
-		return -ENOMEM;
-	ret = read_csprof(src, th, path, &cp, &cerr, err, errlen);
-	if (ret == -ENOENT && src->packed)
-		goto out;
-	if (ret == -EBADMSG) {
-		nw_set_err(err, errlen, "%s: %s at offset %llu", path, cerr.msg,
+	j->ret = read_csprof(src, j->th, j->path, &j->cp, &cerr, j->err, sizeof(j->err));
+	if (j->ret == -ENOENT && src->packed)
+		return;
+	if (j->ret == -EBADMSG)
+		nw_set_err(j->err, sizeof(j->err), "%s: %s at offset %llu", j->path, cerr.msg,
 			   (unsigned long long)cerr.offset);
-		goto out;
-	} else if (ret) {
-		nw_set_err(err, errlen, "%s", cerr.msg);
-		name_file(err, errlen, path, ret);
-		goto out;
+	else if (j->ret == -ENOMEM)
+		nw_set_err(j->err, sizeof(j->err), "%s: out of memory", j->path);
+	else if (j->ret) {
+		nw_set_err(j->err, sizeof(j->err), "%s", cerr.msg);
+		name_file(j->err, sizeof(j->err), j->path, j->ret);
 	}
+}
+
+static void *parse_worker(void *arg)
+{
+	struct parse_pool *pool = arg;
+	uint32_t i;
+
+	while ((i = atomic_fetch_add(&pool->next, 1)) < pool->n)
+		parse_one(pool->src, &pool->jobs[i]);
+	return NULL;
+}
+
+/* Parses every job's file, on as many threads as there are CPUs (at most 8). */
+static void parse_all(struct parse_pool *pool)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint32_t nworkers = cpus > 1 ? (uint32_t)(cpus < 8 ? cpus : 8) : 1, started = 0;
+	pthread_t workers[8];
+
+	if (nworkers > pool->n)
+		nworkers = pool->n;
+	/* The reader's own thread is one of the workers. */
+	for (uint32_t w = 1; w < nworkers; w++)
+		if (pthread_create(&workers[started], NULL, parse_worker, pool) == 0)
+			started++;
+	parse_worker(pool);
+	for (uint32_t w = 0; w < started; w++)
+		pthread_join(workers[w], NULL);
+}
+
+/* Moves a parsed file's epochs and trees into the model, as @th's.  -errno with a message. */
+static int adopt_thread(struct nw_measurement *m, struct parse_job *j, char *err, size_t errlen)
+{
+	struct nw_mthread *th = j->th;
+	struct nw_csprof *cp = j->cp;
+	int ret = 0;
+
 	if (cp->nmetrics != m->nmetrics) {
-		nw_set_err(err, errlen, "%s: %u metrics, but the manifest describes %u", path,
+		nw_set_err(err, errlen, "%s: %u metrics, but the manifest describes %u", j->path,
 			   cp->nmetrics, m->nmetrics);
-		ret = -EBADMSG;
-		goto out;
+		return -EBADMSG;
 	}
 	th->first_epoch = m->nepochs;
 	th->nepochs = cp->nepochs;
 	/* File epoch 0 is the newest: the model lists them oldest first. */
-	for (uint32_t e = cp->nepochs; e-- > 0;) {
+	for (uint32_t e = cp->nepochs; e-- > 0 && !ret;)
 		ret = add_file_epoch(m, &cp->epochs[e], cp->nepochs - 1 - e);
-		if (ret)
-			goto out;
-	}
 	th->samples = 0;
-	for (uint32_t t = 0; t < cp->ntrees; t++) {
+	for (uint32_t t = 0; t < cp->ntrees && !ret; t++) {
 		struct nw_csprof_tree *tr = &cp->trees[t];
 
 		ret = nw_mthread_add_tree(th, th->first_epoch + cp->nepochs - 1 - tr->epoch, tr->cct);
-		if (ret)
-			goto out;
-		tr->cct = NULL; /* the model's now */
+		if (!ret)
+			tr->cct = NULL; /* the model's now */
 	}
-	for (uint32_t i = 0; i < m->nmetrics; i++)
+	for (uint32_t i = 0; i < m->nmetrics && !ret; i++)
 		if (nw_metric_counts_samples(&m->metrics[i]))
 			th->samples += nw_mthread_total(th, i);
-out:
 	if (ret == -ENOMEM)
-		nw_set_err(err, errlen, "%s: out of memory", path);
-	nw_csprof_free(cp);
-	free(path);
+		nw_set_err(err, errlen, "%s: out of memory", j->path);
 	return ret;
+}
+
+/* Reads every thread's file into the model.  -errno with a message (the first thread's, in order). */
+static int load_threads(struct nw_measurement *m, const struct source *src, char *err,
+			size_t errlen)
+{
+	struct parse_pool pool = { .src = src };
+	int rc = 0;
+
+	pool.jobs = calloc(m->nthreads ? m->nthreads : 1, sizeof(*pool.jobs));
+	if (!pool.jobs)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < m->nthreads && !rc; i++) {
+		struct parse_job *j = &pool.jobs[pool.n];
+
+		if (!m->threads[i].file)
+			continue;
+		j->th = &m->threads[i];
+		j->path = shown_name(src, m, j->th->file);
+		rc = j->path ? 0 : -ENOMEM;
+		pool.n++;
+	}
+	if (!rc)
+		parse_all(&pool);
+	for (uint32_t i = 0; i < pool.n && !rc; i++) {
+		rc = pool.jobs[i].ret;
+		if (rc)
+			nw_set_err(err, errlen, "%s", pool.jobs[i].err);
+		else
+			rc = adopt_thread(m, &pool.jobs[i], err, errlen);
+	}
+	for (uint32_t i = 0; i < pool.n; i++) {
+		nw_csprof_free(pool.jobs[i].cp);
+		free(pool.jobs[i].path);
+	}
+	free(pool.jobs);
+	return rc;
 }
 
 int nw_measurement_read(const char *dir, struct nw_measurement **ret, char *err, size_t errlen)
@@ -338,14 +421,10 @@ int nw_measurement_read(const char *dir, struct nw_measurement **ret, char *err,
 		goto out_free;
 	}
 
-	for (uint32_t i = 0; i < m->nthreads; i++) {
-		if (!m->threads[i].file)
-			continue;
-		nw_set_err(err, errlen, "%s", "");
-		rc = load_thread(m, &src, &m->threads[i], err, errlen);
-		if (rc)
-			goto out_free;
-	}
+	nw_set_err(err, errlen, "%s", "");
+	rc = load_threads(m, &src, err, errlen);
+	if (rc)
+		goto out_free;
 	nw_set_err(err, errlen, "%s", "");
 	free(path);
 	close_pack(&src);

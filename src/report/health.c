@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Stack health: classifies each sample of the per-thread symbolic trees as
+ * Stack health: classifies each sample of the threads' physical trees as
  * complete, truncated or stopped (see health.h), groups the stopped ones by
  * the module of their outermost frame, and says what would unwind further.
  * Whether a module has CFI (dwarf mode's remedy) is one of the module's
@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/strbuf.h"
 
 /* narwhal-record's largest --call-graph dwarf,SIZE (perf's u16 dump size, 8-aligned). */
 #define MAX_STACK_COPY 65528
@@ -89,29 +91,32 @@ static int module_has_cfi(const struct nw_measurement *m, const char *path)
 }
 
 /* Which metrics count samples: by their descriptors (samples, switches), else metric 0. */
-static bool *samples_metrics(const struct nw_stacks *s)
+static bool *samples_metrics(const struct nw_measurement *m)
 {
-	unsigned nm = s->tree->nmetrics;
-	bool *v = calloc(nm ? nm : 1, sizeof(*v)), any = false;
+	bool *v = calloc(m->nmetrics ? m->nmetrics : 1, sizeof(*v)), any = false;
 
 	if (!v)
 		return NULL;
-	for (unsigned i = 0; s->m && i < nm && i < s->m->nmetrics; i++) {
-		v[i] = nw_metric_counts_samples(&s->m->metrics[i]);
+	for (unsigned i = 0; i < m->nmetrics; i++) {
+		v[i] = nw_metric_counts_samples(&m->metrics[i]);
 		any |= v[i];
 	}
-	if (!any && nm)
+	if (!any && m->nmetrics)
 		v[0] = true;
 	return v;
 }
 
 struct classify_ctx {
-	const struct nw_stacks *s;
+	const struct nw_measurement *m;
+	struct nw_frames frames;  /* the outermost frames of the paths */
 	const bool *is_samples;
 	struct nw_health *h;
-	/* per (outermost frame, cause): (nfuncs + 1) * NW_STOP_CAUSES, the last frame
-	 * for paths without a known frame */
+	/*
+	 * per (outermost frame, cause): (frames + 1) * NW_STOP_CAUSES, the
+	 * last frame for paths without a known frame; grown with the frames
+	 */
 	uint64_t *stop_by_func;
+	size_t cap_stops;
 };
 
 /* Is @path memory that no file backs (where JIT code lives)? */
@@ -129,7 +134,7 @@ static bool anon_module(const char *path)
 static enum nw_stop_cause stop_cause(const struct classify_ctx *c, uint64_t f, uint64_t leaf_sp,
 				     uint64_t outer_sp)
 {
-	const struct nw_frames *p = &c->s->frames;
+	const struct nw_frames *p = &c->frames;
 	const struct nw_func *fn = f < p->n ? &p->v[f] : NULL;
 	const struct nw_health *h = c->h;
 
@@ -143,67 +148,103 @@ static enum nw_stop_cause stop_cause(const struct classify_ctx *c, uint64_t f, u
 	if (h->stack_size && leaf_sp && outer_sp > leaf_sp &&
 	    outer_sp - leaf_sp + 512 >= h->stack_size)
 		return NW_STOP_COPY;
-	if (!fn || !fn->module || module_has_cfi(c->s->m, fn->module) == 0)
+	if (!fn || !fn->module || module_has_cfi(c->m, fn->module) == 0)
 		return NW_STOP_NO_CFI;
 	return NW_STOP_OTHER;
 }
 
-static int classify_tree(struct classify_ctx *c, const struct nw_cct *t)
+/* Adds @w samples to stop_by_func[@k], growing it (zeroed) to fit.  -ENOMEM. */
+static int count_stop(struct classify_ctx *c, size_t k, uint64_t w)
 {
-	uint32_t *order = malloc((size_t)t->n * sizeof(*order));
+	size_t had = c->cap_stops;
+
+	if (nw_grow(&c->stop_by_func, &c->cap_stops, k + 1, sizeof(*c->stop_by_func)))
+		return -ENOMEM;
+	memset(c->stop_by_func + had, 0, (c->cap_stops - had) * sizeof(*c->stop_by_func));
+	c->stop_by_func[k] += w;
+	return 0;
+}
+
+/*
+ * The outermost frame of physical node @node of tree @tr (a child of the
+ * root): the outermost function of its inline chain.  -ENOMEM.
+ */
+static int64_t outer_frame(struct classify_ctx *c, const struct nw_tree *tr, uint32_t node)
+{
+	const struct nw_cct_node *n = &tr->cct->nodes[node];
+	struct nw_resolved r;
+	uint32_t chain[1];
+	int k;
+
+	nw_measurement_locate(c->m, tr->epoch, n->ip, n->first_child != NW_CCT_NONE, &r);
+	if (r.map)
+		r.sym = nw_symtab_lookup(c->m->symtab, r.module_index, r.addr);
+	/* The chain is outermost first; its first frame is the one above every other. */
+	k = nw_stacks_frames_of(&c->frames, &r, chain, 1);
+	return k < 0 ? -ENOMEM : chain[0];
+}
+
+/*
+ * Classifies the samples of one physical tree.  Its nodes come parents
+ * first (preorder in a directory, the recorder's order in a checkpoint),
+ * so a path's outermost frame, depth and highest sp follow in one pass.
+ */
+static int classify_tree(struct classify_ctx *c, const struct nw_tree *tr)
+{
+	const struct nw_cct *t = tr->cct;
 	uint32_t *outer = malloc((size_t)t->n * sizeof(*outer));
 	uint32_t *depth = malloc((size_t)t->n * sizeof(*depth));
 	uint64_t *outer_sp = malloc((size_t)t->n * sizeof(*outer_sp));
-	const struct nw_frames *p = &c->s->frames;
-	uint32_t n;
 	int ret = 0;
 
-	if (!order || !outer || !depth || !outer_sp) {
+	if (!outer || !depth || !outer_sp) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	n = nw_cct_preorder(t, order);
-	for (uint32_t k = 0; k < n; k++) {
-		uint32_t s = order[k];
+	outer[NW_CCT_ROOT] = c->frames.n; /* not used: the root is no path's */
+	depth[NW_CCT_ROOT] = 0;
+	outer_sp[NW_CCT_ROOT] = 0;
+	for (uint32_t s = 1; s < t->n && !ret; s++) {
 		const struct nw_cct_node *sn = &t->nodes[s];
+		uint32_t parent = sn->parent;
 		uint64_t w = 0, f;
 
-		if (s == NW_CCT_ROOT || (sn->parent == NW_CCT_ROOT && sn->ip < p->n &&
-					 p->v[sn->ip].kind == NW_FRAME_THREAD)) {
-			/* The root, and a thread's own frame: above every stack. */
-			outer[s] = NW_CCT_NONE;
-			depth[s] = 0;
-			outer_sp[s] = 0;
-		} else {
-			const struct nw_cct_node *pn = &t->nodes[sn->parent];
-			bool top = outer[sn->parent] == NW_CCT_NONE;
-			/* One physical frame per run of equal, known sp tags. */
-			bool same_frame = !top && sn->sp && sn->sp == pn->sp;
-
-			outer[s] = top ? s : outer[sn->parent];
-			depth[s] = depth[sn->parent] + !same_frame;
-			/* The highest stack address any frame of the path reached. */
-			outer_sp[s] = sn->sp > outer_sp[sn->parent] ? sn->sp : outer_sp[sn->parent];
+		if (parent >= s) {
+			ret = -EINVAL;
+			break;
 		}
-		for (unsigned m = 0; m < t->nmetrics; m++)
+		if (parent == NW_CCT_ROOT) {
+			int64_t fi = outer_frame(c, tr, s);
+
+			if (fi < 0) {
+				ret = -ENOMEM;
+				break;
+			}
+			outer[s] = (uint32_t)fi;
+		} else {
+			outer[s] = outer[parent];
+		}
+		depth[s] = depth[parent] + 1;
+		/* The highest stack address any frame of the path reached. */
+		outer_sp[s] = sn->sp > outer_sp[parent] ? sn->sp : outer_sp[parent];
+		for (unsigned m = 0; m < t->nmetrics && m < c->m->nmetrics; m++)
 			if (c->is_samples[m])
 				w += nw_cct_metrics(t, s)[m];
 		if (!w)
 			continue;
 		c->h->samples += w;
-		f = outer[s] == NW_CCT_NONE ? p->n : t->nodes[outer[s]].ip;
-		if (f > p->n)
-			f = p->n;
-		if (f < p->n && nw_health_is_entry(p->v[f].name))
+		f = outer[s];
+		if (nw_health_is_entry(c->frames.v[f].name)) {
 			c->h->complete += w;
-		else if (depth[s] >= c->h->max_stack)
+		} else if (depth[s] >= c->h->max_stack) {
 			c->h->truncated += w;
-		else
-			c->stop_by_func[f * NW_STOP_CAUSES +
-					stop_cause(c, f, sn->sp, outer_sp[s])] += w;
+		} else {
+			size_t k = (size_t)f * NW_STOP_CAUSES + stop_cause(c, f, sn->sp, outer_sp[s]);
+
+			ret = count_stop(c, k, w);
+		}
 	}
 out:
-	free(order);
 	free(outer);
 	free(depth);
 	free(outer_sp);
@@ -233,11 +274,11 @@ static char *dup_or_null(const char *s, int *failed)
 /* Groups the stopped samples (per outermost function) into modules. */
 static int group_stops(struct classify_ctx *c)
 {
-	const struct nw_frames *p = &c->s->frames;
+	const struct nw_frames *p = &c->frames;
 	struct nw_health *h = c->h;
 	int failed = 0;
 
-	for (uint32_t k = 0; k < (p->n + 1) * NW_STOP_CAUSES; k++) {
+	for (size_t k = 0; k < c->cap_stops; k++) {
 		uint64_t w = c->stop_by_func[k];
 		uint32_t f = k / NW_STOP_CAUSES;
 		enum nw_stop_cause cause = (enum nw_stop_cause)(k % NW_STOP_CAUSES);
@@ -266,7 +307,7 @@ static int group_stops(struct classify_ctx *c)
 			h->nstops++;
 			s->cause = cause;
 			s->system = is_system_module(module);
-			s->cfi = h->dwarf ? module_has_cfi(c->s->m, module) : -1;
+			s->cfi = h->dwarf ? module_has_cfi(c->m, module) : -1;
 		}
 		s->samples += w;
 		if (w > s->func_samples || (w == s->func_samples && strcmp(name, s->func) < 0)) {
@@ -282,39 +323,49 @@ static int group_stops(struct classify_ctx *c)
 	return 0;
 }
 
-int nw_health_classify(const struct nw_stacks *s, struct nw_health **ret)
+int nw_health_classify(const struct nw_measurement *m, const struct nw_filter *f,
+		       struct nw_health **ret)
 {
-	const struct nw_run *r = s->m ? &s->m->run : NULL;
-	struct classify_ctx c = {.s = s};
+	const struct nw_run *r = &m->run;
+	struct classify_ctx c = { .m = m };
 	struct nw_health *h = calloc(1, sizeof(*h));
 	int err = -ENOMEM;
 
 	if (!h)
 		return -ENOMEM;
-	h->dwarf = r && r->call_graph && strcmp(r->call_graph, "dwarf") == 0;
-	h->stack_size = r ? r->stack_size : 0;
-	h->max_stack = r && r->max_stack ? r->max_stack
-		       : h->dwarf	 ? NW_HEALTH_DWARF_MAX_STACK
-					 : NW_HEALTH_FP_MAX_STACK;
+	nw_frames_init(&c.frames);
+	h->dwarf = r->call_graph && strcmp(r->call_graph, "dwarf") == 0;
+	h->stack_size = r->stack_size;
+	h->max_stack = r->max_stack ? r->max_stack
+		       : h->dwarf   ? NW_HEALTH_DWARF_MAX_STACK
+				    : NW_HEALTH_FP_MAX_STACK;
 	c.h = h;
-	c.is_samples = samples_metrics(s);
-	c.stop_by_func = calloc(((size_t)s->frames.n + 1) * NW_STOP_CAUSES, sizeof(*c.stop_by_func));
-	if (!c.is_samples || !c.stop_by_func)
+	c.is_samples = samples_metrics(m);
+	if (!c.is_samples)
 		goto out_free;
-	err = classify_tree(&c, s->tree);
-	if (err)
-		goto out_free;
-	err = group_stops(&c);
+	err = 0;
+	for (uint32_t i = 0; i < m->nthreads && !err; i++) {
+		const struct nw_mthread *th = &m->threads[i];
+
+		if (!nw_filter_thread(f, th))
+			continue;
+		for (uint32_t t = 0; t < th->ntrees && !err; t++)
+			err = classify_tree(&c, &th->trees[t]);
+	}
+	if (!err)
+		err = group_stops(&c);
 	if (err)
 		goto out_free;
 	free((void *)c.is_samples);
 	free(c.stop_by_func);
+	nw_frames_fini(&c.frames);
 	*ret = h;
 	return 0;
 
 out_free:
 	free((void *)c.is_samples);
 	free(c.stop_by_func);
+	nw_frames_fini(&c.frames);
 	nw_health_free(h);
 	return err;
 }
@@ -448,16 +499,12 @@ int nw_health_print(FILE *out, const struct nw_health *h)
 
 int nw_health_summary(const struct nw_measurement *m, const char *dir, char *line, size_t len)
 {
-	struct nw_stacks_opts o = { .per_thread = true };
-	struct nw_stacks *s = nw_stacks_new(m, m->nmetrics);
 	struct nw_health *h = NULL;
-	int ret = s ? nw_stacks_build(s, &o) : -ENOMEM;
+	int ret = nw_health_classify(m, NULL, &h);
 
-	if (!ret)
-		ret = nw_health_classify(s, &h);
 	if (ret) {
 		snprintf(line, len, "%s: out of memory", dir);
-		goto out;
+		return ret;
 	}
 	if (!h->samples)
 		snprintf(line, len, "stacks: no samples");
@@ -470,8 +517,6 @@ int nw_health_summary(const struct nw_measurement *m, const char *dir, char *lin
 			 "narwhal-report --stack-health %s for where unwinding stops",
 			 (double)(uint64_t)(10 * pct(h->complete, h->samples)) / 10,
 			 pct(h->truncated, h->samples), dir);
-out:
 	nw_health_free(h);
-	nw_stacks_free(s);
-	return ret;
+	return 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Stack health: how many samples were unwound all the way, and where the
- * others stopped.  Each sample of the per-thread symbolic stacks (a node's
+ * others stopped.  Each sample of the threads' physical trees (a node's
  * samples metrics: the samples whose leaf it is) is classified by its path:
  *
  * - complete: the outermost frame (the root's child) is a thread entry:
@@ -11,9 +11,8 @@
  *   chains end at __libc_start_call_main or start_thread: they count.
  * - truncated: the path is as deep as the recorder's limit (the manifest's
  *   max_stack; without it 127, the kernel's default perf_event_max_stack,
- *   for fp and 512 for dwarf).  Depth counts physical frames: consecutive
- *   frames of one inline chain share an sp tag and count once (where tags
- *   are 0, as for fp callers, every frame counts).
+ *   for fp and 512 for dwarf).  Depth counts physical frames, as the
+ *   recorder's limit does: an inline chain is one frame.
  * - stopped in module M: anything else; M is the outermost frame's module
  *   (NULL for a frame no module maps), and the cause: in fp mode a broken
  *   frame-pointer chain; in dwarf mode the stack copy exhausted (the
@@ -71,12 +70,16 @@ struct nw_health {
 };
 
 /*
- * Classifies the samples of @s: stacks built per thread (thread frames at
- * the top are skipped), so that each path is one thread's.  The call graph
- * mode and limits come from the model's run (fp without one).  0 or
- * -ENOMEM; *ret is the caller's, to free with nw_health_free().
+ * Classifies the samples of the physical trees of @m's threads that @f
+ * selects (NULL: all), where each path is one thread's as the recorder
+ * unwound it: no symbolic tree is built, only the outermost frame of each
+ * path is symbolized.  The call graph mode and limits come from the
+ * model's run (fp without one).  0, -ENOMEM, -EINVAL for a tree whose
+ * nodes do not come parents first; *ret is the caller's, to free with
+ * nw_health_free().
  */
-int nw_health_classify(const struct nw_stacks *s, struct nw_health **ret);
+int nw_health_classify(const struct nw_measurement *m, const struct nw_filter *f,
+		       struct nw_health **ret);
 void nw_health_free(struct nw_health *h);
 
 /* Is @name a thread entry (see above)? */
