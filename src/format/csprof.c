@@ -56,6 +56,16 @@ static void out_bytes(struct csprof_out *o, const void *p, size_t n)
 	}
 }
 
+/* Counts a record of @size bytes into the batch at @rec, written out when full. */
+static void batch_add(struct csprof_out *o, const uint8_t *rec, size_t *fill, size_t size)
+{
+	*fill += size;
+	if (*fill == size * NODE_BATCH) {
+		out_bytes(o, rec, *fill);
+		*fill = 0;
+	}
+}
+
 static void put_u32(uint8_t *b, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)
@@ -66,6 +76,18 @@ static void put_u64(uint8_t *b, uint64_t v)
 {
 	put_u32(b, (uint32_t)v);
 	put_u32(b + 4, (uint32_t)(v >> 32));
+}
+
+/* Flushes @o's stream: 0, or -errno of the first write that failed. */
+static int out_end(struct csprof_out *o)
+{
+	if (!o->failed && fflush(o->f) != 0) {
+		o->failed = true;
+		o->err = errno;
+	}
+	if (o->failed || ferror(o->f))
+		return o->err ? -o->err : -EIO;
+	return 0;
 }
 
 static void out_u32(struct csprof_out *o, uint32_t v)
@@ -135,11 +157,11 @@ static int write_tree(struct csprof_out *o, const struct nw_csprof_tree *tr, boo
 	size_t node_size = NODE_FIXED_SIZE + 8 * (size_t)cct->nmetrics;
 	uint32_t *order = NULL, *id_of = NULL;
 	uint8_t *rec;
-	uint32_t n = cct->n, batch = NODE_BATCH;
+	uint32_t n = cct->n;
 	size_t fill = 0;
 
 	/* Records go out a batch at a time: one fwrite per node was a tenth of a write. */
-	rec = malloc(node_size * batch);
+	rec = malloc(node_size * NODE_BATCH);
 	if (!index_order) {
 		order = calloc(cct->n, sizeof(*order));
 		id_of = calloc(cct->n, sizeof(*id_of));
@@ -176,11 +198,7 @@ static int write_tree(struct csprof_out *o, const struct nw_csprof_tree *tr, boo
 		put_u64(r + 24, node->sp);
 		for (unsigned m = 0; m < cct->nmetrics; m++)
 			put_u64(r + NODE_FIXED_SIZE + 8 * m, met[m]);
-		fill += node_size;
-		if (fill == node_size * batch) {
-			out_bytes(o, rec, fill);
-			fill = 0;
-		}
+		batch_add(o, rec, &fill, node_size);
 	}
 	out_bytes(o, rec, fill);
 	free(order);
@@ -237,13 +255,7 @@ int nw_csprof_write(FILE *f, const struct nw_csprof *p)
 		if (err)
 			return err;
 	}
-	if (!o.failed && fflush(f) != 0) {
-		o.failed = true;
-		o.err = errno;
-	}
-	if (o.failed || ferror(f))
-		return o.err ? -o.err : -EIO;
-	return 0;
+	return out_end(&o);
 }
 
 int nw_csprof_write_file(const char *path, const struct nw_csprof *p)
@@ -884,11 +896,7 @@ static int write_tree_delta(struct csprof_out *o, const struct nw_cct *cct, uint
 		put_u64(r + 4, node->ip);
 		put_u64(r + 12, node->sp);
 		put_metrics(r + DELTA_ADDED_FIXED, cct, i);
-		fill += rsize;
-		if (fill == rsize * NODE_BATCH) {
-			out_bytes(o, rec, fill);
-			fill = 0;
-		}
+		batch_add(o, rec, &fill, rsize);
 	}
 	out_bytes(o, rec, fill);
 	fill = 0;
@@ -902,11 +910,7 @@ static int write_tree_delta(struct csprof_out *o, const struct nw_cct *cct, uint
 				break;
 			put_u32(r, i);
 			put_metrics(r + DELTA_CHANGED_FIXED, cct, i);
-			fill += rsize;
-			if (fill == rsize * NODE_BATCH) {
-				out_bytes(o, rec, fill);
-				fill = 0;
-			}
+			batch_add(o, rec, &fill, rsize);
 		}
 	}
 	out_bytes(o, rec, fill);
@@ -933,13 +937,7 @@ int nw_csprof_write_delta(FILE *f, const struct nw_csprof *p, const uint32_t *ba
 		err = write_tree_delta(&o, p->trees[t].cct, p->trees[t].epoch, base[t]);
 	if (err)
 		return err;
-	if (!o.failed && fflush(f) != 0) {
-		o.failed = true;
-		o.err = errno;
-	}
-	if (o.failed || ferror(f))
-		return o.err ? -o.err : -EIO;
-	return 0;
+	return out_end(&o);
 }
 
 static void set_metrics(uint64_t *dst, const uint8_t *src, unsigned n)

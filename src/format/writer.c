@@ -510,6 +510,31 @@ static int write_entries(const struct nw_measurement *m, const struct nw_extra_f
 	return ret ? ret : 0;
 }
 
+/*
+ * Writes @m's entries into the pack @w (created with result @created) and
+ * finishes it, synced; @shown names it in messages.  -errno with a message.
+ */
+static int fill_pack(struct nw_pack_writer *w, int created, const struct nw_measurement *m,
+		     const struct nw_extra_file *extra, size_t nextra, const struct nw_journal *j,
+		     const char *shown, char *err, size_t errlen)
+{
+	int ret = created;
+
+	if (ret) {
+		write_error(err, errlen, shown, -ret);
+		return ret;
+	}
+	ret = write_entries(m, extra, nextra, j, w, shown, err, errlen);
+	if (ret) {
+		nw_pack_abort(w);
+		return ret;
+	}
+	ret = nw_pack_finish(w);
+	if (ret)
+		write_error(err, errlen, shown, -ret);
+	return ret;
+}
+
 /* Is @name one of the files a checkpoint writes (its pack, journal, or a manifest to be)? */
 static bool checkpoint_file(const char *name)
 {
@@ -764,20 +789,9 @@ static int append_segment(const struct nw_measurement *m, const struct nw_extra_
 		goto fail;
 	}
 	ret = nw_pack_create_fd(&w, fd);
-	if (ret) {
-		write_error(err, errlen, path, -ret);
+	ret = fill_pack(&w, ret, m, extra, nextra, j, path, err, errlen);
+	if (ret)
 		goto fail;
-	}
-	ret = write_entries(m, extra, nextra, j, &w, path, err, errlen);
-	if (ret) {
-		nw_pack_abort(&w);
-		goto fail;
-	}
-	ret = nw_pack_finish(&w);
-	if (ret) {
-		write_error(err, errlen, path, -ret);
-		goto fail;
-	}
 	segs[j->nsegments] = w.pos;
 	named.run.pack = j->pack;
 	named.run.journal = strrchr(path, '/') + 1;
@@ -835,20 +849,9 @@ int nw_measurement_write_pack(const struct nw_measurement *m, const struct nw_ex
 	}
 	close(fd);
 	ret = nw_pack_create(&w, pack);
-	if (ret) {
-		write_error(err, errlen, pack, -ret);
+	ret = fill_pack(&w, ret, m, extra, nextra, NULL, pack, err, errlen);
+	if (ret)
 		goto fail;
-	}
-	ret = write_entries(m, extra, nextra, NULL, &w, pack, err, errlen);
-	if (ret) {
-		nw_pack_abort(&w);
-		goto fail;
-	}
-	ret = nw_pack_finish(&w);
-	if (ret) {
-		write_error(err, errlen, pack, -ret);
-		goto fail;
-	}
 	/* The manifest names the pack, and its rename commits the checkpoint. */
 	base = strrchr(pack, '/') + 1;
 	named.run.pack = (char *)base;

@@ -154,10 +154,16 @@ struct chain {
  * miss the caches once it is large.
  */
 
-/* A physical node of tree @tree at position @pos of its frame chain. */
+/*
+ * A physical node of tree @tree at position @pos of its frame chain, with
+ * what the merge reads of the node (read once, where its sibling list is
+ * walked, not again in the merge's order, which jumps between trees).
+ */
 struct cursor {
 	uint32_t tree, node, chain, pos;
 	uint32_t frame; /* the chain's frame at pos: sorted and compared without the pool */
+	uint32_t first_child;
+	uint64_t sp;
 };
 
 /* A symbolic node being expanded: its child cursors [begin, end), the next run. */
@@ -271,7 +277,7 @@ static int push_node(struct builder *b, uint32_t tree, uint32_t node)
 		return -ENOMEM;
 	/* A chain of no frames cannot happen: frames_of gives one at least. */
 	b->cur[b->ncur++] = (struct cursor){ tree, node, (uint32_t)(c - b->chains), 0,
-					     b->pool[c->first] };
+					     b->pool[c->first], n->first_child, n->sp };
 	return 0;
 }
 
@@ -328,7 +334,7 @@ static int expand(struct builder *b, uint32_t sym, size_t a, size_t e)
 			nw_cct_metrics(dst, sym)[k] += nw_cct_metrics(src, c.node)[k];
 		if (bt->to)
 			bt->to[c.node] = sym;
-		for (uint32_t k = src->nodes[c.node].first_child; k != NW_CCT_NONE && !ret;
+		for (uint32_t k = c.first_child; k != NW_CCT_NONE && !ret;
 		     k = src->nodes[k].next_sibling)
 			ret = push_node(b, c.tree, k);
 	}
@@ -370,7 +376,7 @@ static int merge(struct builder *b, uint32_t top, size_t a, size_t e)
 			const struct cursor *c = &b->cur[r];
 
 			if (!sp)
-				sp = b->trees[c->tree].tr->cct->nodes[c->node].sp;
+				sp = c->sp;
 		}
 		child = nw_cct_append(dst, l->sym, f, sp);
 		if (child == NW_CCT_NONE)
