@@ -35,6 +35,34 @@ static int cmp_event(const void *a, const void *b)
 	return x->time < y->time ? -1 : x->time > y->time;
 }
 
+/*
+ * Sorts @n events by time.  Traces are in time order but for rare
+ * reorderings across CPUs: a pass finds the few events out of place, and
+ * an insertion sort moves them (O(n) for what traces hold); many of them,
+ * a full sort.
+ */
+static void sort_events(struct nw_tl_event *v, size_t n)
+{
+	size_t descents = 0;
+
+	for (size_t i = 1; i < n; i++)
+		descents += v[i].time < v[i - 1].time;
+	if (!descents)
+		return;
+	if (descents > n / 64 + 16) {
+		qsort(v, n, sizeof(*v), cmp_event);
+		return;
+	}
+	for (size_t i = 1; i < n; i++) {
+		struct nw_tl_event e = v[i];
+		size_t k = i;
+
+		for (; k > 0 && v[k - 1].time > e.time; k--)
+			v[k] = v[k - 1];
+		v[k] = e;
+	}
+}
+
 /* Thread @ti's events in [tl->lo, tl->hi) into @t.  -EBADMSG, -ENOMEM. */
 static int build_thread(struct nw_timeline *tl, uint32_t ti, struct nw_tl_thread *t)
 {
@@ -92,8 +120,7 @@ static int build_thread(struct nw_timeline *tl, uint32_t ti, struct nw_tl_thread
 		if (b > t->last)
 			t->last = b;
 	}
-	/* Traces are in time order but for rare reorderings across CPUs. */
-	qsort(t->v, t->n, sizeof(*t->v), cmp_event);
+	sort_events(t->v, t->n);
 	return 0;
 }
 
