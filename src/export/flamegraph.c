@@ -470,7 +470,20 @@ static int put_frame(FILE *out, const struct layout *l, uint32_t node, double wi
 	ret = put_xml(out, node_name(l, node));
 	if (ret)
 		return ret;
-	fprintf(out, "\n%llu %s (%.2f%%", (unsigned long long)l->incl[node], unit, 100 * sh);
+	{
+		char buf[96], *q = buf;
+
+		*q++ = '\n';
+		q = nw_put_u64(q, l->incl[node]);
+		*q++ = ' ';
+		fwrite(buf, 1, (size_t)(q - buf), out);
+		fputs(unit, out);
+		q = buf;
+		q = stpcpy(q, " (");
+		q = nw_put_fixed2(q, 100 * sh);
+		*q++ = '%';
+		fwrite(buf, 1, (size_t)(q - buf), out);
+	}
 	if (l->base) {
 		double bs = share(l->base[node], l->base_total);
 
@@ -500,8 +513,15 @@ static int put_frame(FILE *out, const struct layout *l, uint32_t node, double wi
 		q = nw_put_u64(q, (uint64_t)y);
 		q = stpcpy(q, "\" width=\"");
 		q = nw_put_fixed2(q, w);
-		q += sprintf(q, "\" height=\"%d\" fill=\"rgb(%d,%d,%d)\" rx=\"2\"/><text x=\"",
-			     FRAME_H - 1, c.r, c.g, c.b);
+		q = stpcpy(q, "\" height=\"");
+		q = nw_put_u64(q, FRAME_H - 1);
+		q = stpcpy(q, "\" fill=\"rgb(");
+		q = nw_put_u64(q, (uint64_t)c.r);
+		*q++ = ',';
+		q = nw_put_u64(q, (uint64_t)c.g);
+		*q++ = ',';
+		q = nw_put_u64(q, (uint64_t)c.b);
+		q = stpcpy(q, ")\" rx=\"2\"/><text x=\"");
 		q = nw_put_fixed2(q, x + 3);
 		q = stpcpy(q, "\" y=\"");
 		q = nw_put_u64(q, (uint64_t)(y + FRAME_H - 4));
