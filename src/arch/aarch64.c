@@ -27,6 +27,7 @@ const struct nw_arch_ops nw_arch_aarch64 = {
 	.dwarf_ra = 30,
 	.dwarf_fp = 29,
 	.perf_ip = A64_PC,
+	.perf_args = { 0, 1, 2, 3 }, /* x0..x3 */
 	.perf_sp = A64_SP,
 	.perf_fp = A64_FP,
 	.perf_to_dwarf = aarch64_perf_to_dwarf,

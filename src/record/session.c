@@ -15,6 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "model/metric.h"
+#include "alloc/abi.h"
+#include "alloc/sampler.h"
 #include "util/log.h"
 #include "util/strbuf.h"
 
@@ -40,7 +43,9 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 	int ret;
 
 	memset(s, 0, sizeof(*s));
-	if (!opts->nevents || !opts->value || !opts->mmap_pages ||
+	nw_alloc_live_init(&s->live);
+	if ((!opts->nevents && !opts->alloc) || (opts->nevents && !opts->value) ||
+	    !opts->mmap_pages ||
 	    (opts->mmap_pages & (opts->mmap_pages - 1)))
 		return -EINVAL;
 	s->opts = *opts;
@@ -50,6 +55,11 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 	s->nevents = opts->nevents + (opts->off_cpu ? 1 : 0);
 	s->offcpu = opts->off_cpu ? opts->nevents : UINT32_MAX;
 	s->nmetrics = 2 * s->nevents;
+	s->alloc_metric = UINT32_MAX;
+	if (opts->alloc) {
+		s->alloc_metric = s->nmetrics;
+		s->nmetrics += 4;
+	}
 	nw_tasks_init(&s->tasks);
 	nw_module_table_init(&s->modules);
 	s->events = calloc(s->nevents, sizeof(*s->events));
@@ -80,6 +90,9 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 		s->fmt.sample_type |= PERF_SAMPLE_STACK_USER;
 		s->fmt.regs_mask = s->arch->regs_mask_dwarf;
 	}
+	/* The markers' arguments, read at their entry. */
+	for (unsigned i = 0; opts->alloc && i < 4; i++)
+		s->fmt.regs_mask |= 1ull << s->arch->perf_args[i];
 	s->fmt.sample_id_all = true;
 	ret = nw_unwinder_init(&s->unwinder, opts->callgraph, s->arch, s->fmt.regs_mask);
 	s->unwinder.kernel = opts->kernel;
@@ -94,27 +107,26 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 	return ret;
 }
 
-static void fill_attr(const struct nw_session *s, unsigned e, struct perf_event_attr *a,
-		      bool launch)
-{
-	bool leader = e == 0;
+/* Allocation events: uprobes on the interposer's markers, after the sampled events. */
+enum { ALLOC_SAMPLE, ALLOC_FREE, ALLOC_EVENTS };
 
-	*a = s->events[e].ev.attr;
+static unsigned nopen(const struct nw_session *s)
+{
+	return s->nevents + (s->opts.alloc ? ALLOC_EVENTS : 0);
+}
+
+static void fill_common(const struct nw_session *s, struct perf_event_attr *a, bool leader,
+			bool launch)
+{
 	a->size = sizeof(*a);
 	a->sample_type = s->fmt.sample_type;
 	a->sample_regs_user = s->fmt.regs_mask;
 	if (s->opts.callgraph != NW_CALLGRAPH_FP)
 		a->sample_stack_user = s->opts.stack_size;
-	a->freq = s->opts.freq;
-	a->sample_period = s->opts.value; /* union with sample_freq */
 	a->disabled = 1;
 	a->inherit = 1;
 	a->enable_on_exec = launch;
-	/* Kernel time when asked for and the event allows it (not "cycles:u"). */
-	a->exclude_kernel = !s->opts.kernel || s->events[e].ev.attr.exclude_kernel;
 	a->exclude_hv = 1;
-	a->exclude_callchain_kernel = a->exclude_kernel;
-	/* dwarf: the kernel's chain alone; the user stack comes from the copy. */
 	a->exclude_callchain_user = s->opts.callgraph == NW_CALLGRAPH_DWARF;
 	a->sample_id_all = 1;
 	a->use_clockid = 1;
@@ -128,6 +140,49 @@ static void fill_attr(const struct nw_session *s, unsigned e, struct perf_event_
 	a->comm_exec = leader;
 	a->task = leader;
 	a->build_id = leader;
+}
+
+/*
+ * A uprobe on marker @which of libnarwhal-alloc: every call is a sample
+ * with the user registers (its arguments) and the stack the call-graph
+ * mode takes; a free needs only its argument, so no stack copy.  The
+ * leader of the side-band records when no event is sampled.
+ */
+static void fill_alloc_attr(const struct nw_session *s, unsigned which,
+			    struct perf_event_attr *a, bool launch)
+{
+	const struct nw_alloc_opts *o = s->opts.alloc;
+
+	memset(a, 0, sizeof(*a));
+	a->type = (uint32_t)o->uprobe_type;
+	a->config1 = (uint64_t)(uintptr_t)o->library;
+	a->config2 = which == ALLOC_SAMPLE ? o->sample_off : o->free_off;
+	fill_common(s, a, s->nevents == 0 && which == ALLOC_SAMPLE, launch);
+	a->sample_period = 1;
+	a->exclude_kernel = 1;
+	a->exclude_callchain_kernel = 1;
+	if (which == ALLOC_FREE && a->sample_stack_user)
+		a->sample_stack_user = 8;
+	/* Every allocation sample counts: wake the reader sooner. */
+	a->wakeup_watermark /= 2;
+}
+
+static void fill_attr(const struct nw_session *s, unsigned e, struct perf_event_attr *a,
+		      bool launch)
+{
+	bool leader = e == 0;
+
+	if (e >= s->nevents) {
+		fill_alloc_attr(s, e - s->nevents, a, launch);
+		return;
+	}
+	*a = s->events[e].ev.attr;
+	fill_common(s, a, leader, launch);
+	a->freq = s->opts.freq;
+	a->sample_period = s->opts.value; /* union with sample_freq */
+	/* Kernel time when asked for and the event allows it (not "cycles:u"). */
+	a->exclude_kernel = !s->opts.kernel || s->events[e].ev.attr.exclude_kernel;
+	a->exclude_callchain_kernel = a->exclude_kernel;
 	if (e == s->offcpu) {
 		/*
 		 * Every context switch, where it happens: in the kernel, so the
@@ -252,7 +307,7 @@ static int open_task(struct nw_session *s, pid_t pid, bool launch, size_t *first
 
 	*first_fd = s->nfds;
 	for (int cpu = 0; cpu < s->ncpus; cpu++) {
-		for (unsigned e = 0; e < s->nevents; e++) {
+		for (unsigned e = 0; e < nopen(s); e++) {
 			struct perf_event_attr a;
 			int fd;
 
@@ -361,6 +416,7 @@ void nw_session_fini(struct nw_session *s)
 		close(s->kept_fds[i]);
 	free(s->kept_fds);
 	nw_unwinder_fini(&s->unwinder);
+	nw_alloc_live_fini(&s->live);
 	nw_tasks_fini(&s->tasks);
 	nw_module_table_fini(&s->modules);
 	nw_elf_cache_free(s->elf);
@@ -382,7 +438,7 @@ static unsigned event_of(const struct nw_session *s, uint64_t id)
 {
 	size_t lo = 0, hi = s->nid_to_event;
 
-	if (s->nevents == 1)
+	if (s->nevents == 1 && !s->opts.alloc)
 		return 0;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -395,6 +451,114 @@ static unsigned event_of(const struct nw_session *s, uint64_t id)
 	if (lo < s->nid_to_event && s->id_to_event[2 * lo] == id)
 		return (unsigned)s->id_to_event[2 * lo + 1];
 	return 0;
+}
+
+/* Argument @i of the marker a uprobe sample stopped at; false without registers. */
+static bool marker_arg(const struct nw_session *s, const struct nw_sample *smp, unsigned i,
+		       uint64_t *ret)
+{
+	int idx = nw_arch_reg_index(s->fmt.regs_mask, s->arch->perf_args[i]);
+
+	if (!smp->regs_abi || idx < 0 || (unsigned)idx >= smp->nregs)
+		return false;
+	*ret = nw_rd64(smp->regs, (size_t)idx);
+	return true;
+}
+
+/* What a live allocation added to the live metrics of its node, taken back. */
+static void take_back(void *arg, const struct nw_alloc_entry *e)
+{
+	const struct nw_session *s = arg;
+	uint64_t *m = nw_cct_metrics(e->cct, e->node) + s->alloc_metric;
+
+	m[2] -= e->objects < m[2] ? e->objects : m[2];
+	m[3] -= e->bytes < m[3] ? e->bytes : m[3];
+}
+
+/* A free of a sampled allocation: its live metrics go. */
+static void process_free(struct nw_session *s, const struct nw_sample *smp)
+{
+	struct nw_alloc_entry e;
+	uint64_t ptr;
+
+	if (!marker_arg(s, smp, 0, &ptr)) {
+		s->stats.bad_records++;
+		return;
+	}
+	if (nw_alloc_live_remove(&s->live, smp->sid.pid, ptr, &e)) {
+		take_back(s, &e);
+		s->stats.alloc_frees++;
+	}
+}
+
+/*
+ * A sampled allocation, its stack unwound in @frames (@n, leaf first, the
+ * marker at the leaf): the interposer's own frames are cut so that the
+ * leaf is the allocator's caller, then the weighed allocation goes into
+ * the tree, and into the live table unless its free cannot be seen.
+ */
+static void process_alloc(struct nw_session *s, const struct nw_sample *smp,
+			  struct nw_thread *th, const struct nw_epoch *epoch, size_t n)
+{
+	uint64_t ptr, size, rate, flags, objects, bytes, *m;
+	const struct nw_map *marker = nw_epoch_find(epoch, smp->ip);
+	double ow, bw;
+	struct nw_cct *cct;
+	uint32_t node;
+	size_t skip = 0;
+
+	if (!marker_arg(s, smp, 0, &ptr) || !marker_arg(s, smp, 1, &size) ||
+	    !marker_arg(s, smp, 2, &rate) || !marker_arg(s, smp, 3, &flags)) {
+		s->stats.bad_records++;
+		return;
+	}
+	while (marker && skip < n) {
+		const struct nw_map *map = nw_epoch_find(epoch, s->frames[skip].ip);
+
+		if (!map || map->module != marker->module)
+			break;
+		skip++;
+	}
+	if (skip == n) {
+		s->stats.empty_stacks++;
+		return;
+	}
+	cct = nw_thread_cct(th, epoch, s->nmetrics);
+	node = cct ? nw_cct_insert(cct, s->frames + skip, n - skip) : NW_CCT_NONE;
+	if (node == NW_CCT_NONE) {
+		s->stats.alloc_failures++;
+		return;
+	}
+	nw_alloc_weight(size, rate, &ow, &bw);
+	objects = (uint64_t)(ow + 0.5);
+	bytes = (uint64_t)(bw + 0.5);
+	m = nw_cct_metrics(cct, node) + s->alloc_metric;
+	m[0] += objects;
+	m[1] += bytes;
+	s->stats.alloc_samples++;
+	th->samples++;
+	if (!th->first_time)
+		th->first_time = smp->sid.time;
+	th->last_time = smp->sid.time;
+	if (flags & NW_ALLOC_UNTRACKED) {
+		s->stats.alloc_untracked++;
+		return;
+	}
+	{
+		struct nw_alloc_entry e = { .pid = smp->sid.pid, .ptr = ptr, .cct = cct,
+					    .node = node, .objects = objects, .bytes = bytes },
+				      old;
+		int ret = nw_alloc_live_add(&s->live, &e, &old);
+
+		if (ret < 0) {
+			s->stats.alloc_failures++;
+			return;
+		}
+		if (ret == 1)
+			take_back(s, &old); /* its free was lost: the address is in use again */
+		m[2] += objects;
+		m[3] += bytes;
+	}
 }
 
 static void process_sample(struct nw_session *s, const struct nw_sample *smp)
@@ -427,11 +591,20 @@ static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 		s->stats.alloc_failures++;
 		return;
 	}
+	e = event_of(s, smp->sid.id);
+	if (e == s->nevents + ALLOC_FREE) {
+		process_free(s, smp);
+		return;
+	}
 	ctx = (struct nw_unwind_ctx){ .pid = th->pid, .proc = th->proc, .epoch = epoch,
 				      .modules = &s->modules };
 	n = nw_unwind(&s->unwinder, &ctx, smp, s->frames, NW_UNWIND_MAX_FRAMES);
 	if (!n) {
 		s->stats.empty_stacks++;
+		return;
+	}
+	if (e == s->nevents + ALLOC_SAMPLE) {
+		process_alloc(s, smp, th, epoch, n);
 		return;
 	}
 	cct = nw_thread_cct(th, epoch, s->nmetrics);
@@ -440,7 +613,6 @@ static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 		s->stats.alloc_failures++;
 		return;
 	}
-	e = event_of(s, smp->sid.id);
 	m = nw_cct_metrics(cct, node);
 	m[2 * e] += 1;
 	s->events[e].samples++;
@@ -727,6 +899,13 @@ int nw_session_describe_metrics(const struct nw_session *s, struct nw_measuremen
 		if (ret < 0)
 			return ret;
 	}
+	for (int k = NW_METRIC_ALLOC_OBJECTS; s->opts.alloc && k <= NW_METRIC_INUSE_BYTES; k++) {
+		int ret = nw_measurement_add_metric(m, NW_ALLOC_EVENT, (enum nw_metric_kind)k,
+						    s->opts.alloc->rate);
+
+		if (ret < 0)
+			return ret;
+	}
 	return 0;
 }
 
@@ -756,6 +935,9 @@ int nw_session_process(struct nw_session *s, const void *buf, size_t size)
 	case PERF_RECORD_COMM:
 		if (r.comm.exec)
 			nw_unwinder_forget(&s->unwinder, r.comm.pid);
+		/* The image that held them is gone: its allocations are no longer live. */
+		if (r.comm.exec && s->opts.alloc)
+			nw_alloc_live_drop_pid(&s->live, r.comm.pid, take_back, s);
 		if (nw_tasks_comm(&s->tasks, r.comm.pid, r.comm.tid, r.comm.comm, r.comm.exec))
 			s->stats.alloc_failures++;
 		break;

@@ -148,6 +148,15 @@ static void print_totals(FILE *out, const struct nw_stacks *s, const struct weig
 				? (double)(r->clock_end_ns - r->clock_start_ns) / 1e9
 				: 0.0);
 	}
+	if (s->m && m < s->m->nmetrics && nw_metric_kind_is_alloc(s->m->metrics[m].kind)) {
+		/* Allocations: weighed estimates, not samples. */
+		fprintf(out, "Metric: %s, total %llu %s (sampled every %llu bytes on average)\n",
+			metric_name(s, m, buf, sizeof(buf)),
+			(unsigned long long)w->incl[NW_CCT_ROOT],
+			s->m->metrics[m].unit == NW_UNIT_BYTES ? "bytes" : "objects",
+			(unsigned long long)s->m->metrics[m].period);
+		return;
+	}
 	if (s->unfiltered && sm < s->tree->nmetrics)
 		fprintf(out, "Samples: %llu of %llu kept by the filters (%.1f%%), %llu lost\n",
 			(unsigned long long)samples, (unsigned long long)s->unfiltered[sm],

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The recorder's side of allocation profiling (narwhal-record --alloc,
+ * doc/ALLOCATIONS.md): where libnarwhal-alloc is and where uprobes go on
+ * its two marker functions (alloc/abi.h), and the table of sampled
+ * allocations still live, so that a free taken in any thread takes back
+ * what its allocation added to the live metrics of the tree and node it
+ * was sampled in.  The session (record/session.c) opens the uprobes and
+ * folds the samples; this module keeps no tree of its own.
+ */
+#ifndef NW_RECORD_ALLOC_H
+#define NW_RECORD_ALLOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/cct.h"
+#include "util/hash.h"
+
+struct nw_alloc_opts {
+	char *library;               /* libnarwhal-alloc.so's path (owned) */
+	uint64_t sample_off;         /* file offsets of narwhal_alloc_sample() */
+	uint64_t free_off;           /* and narwhal_free_sample() */
+	uint64_t rate;               /* mean bytes between samples; 1: every allocation */
+	int uprobe_type;             /* the uprobe PMU's perf type */
+	int retprobe_bit;            /* its "retprobe" config bit (format/retprobe) */
+};
+
+/*
+ * Fills @o for @library (NULL: found beside @exe, the recorder's own
+ * path: in the build tree, or installed in @libdir/narwhal) and @rate:
+ * the markers' offsets and the uprobe PMU.  -ENODEV: no uprobe PMU
+ * (/sys/bus/event_source/devices/uprobe); -ENOENT: no library or no
+ * markers in it; -ENOMEM.  @o is freed with nw_alloc_opts_fini().
+ */
+int nw_alloc_opts_init(struct nw_alloc_opts *o, const char *library, const char *exe,
+		       const char *libdir, uint64_t rate);
+void nw_alloc_opts_fini(struct nw_alloc_opts *o);
+
+/*
+ * The value of LD_PRELOAD that loads the library before @old (an existing
+ * value, or NULL), so that its own preloads still come after.  NULL on
+ * ENOMEM; the caller frees it.
+ */
+char *nw_alloc_preload(const struct nw_alloc_opts *o, const char *old);
+
+/* A sampled allocation not freed yet, and what it added to the live metrics. */
+struct nw_alloc_entry {
+	uint32_t pid;
+	uint64_t ptr;
+	struct nw_cct *cct;          /* the tree and node it was sampled in */
+	uint32_t node;
+	uint64_t objects, bytes;     /* its weight */
+};
+
+struct nw_alloc_live {
+	struct nw_alloc_entry *v;
+	size_t n, cap;
+	uint32_t *free_list;         /* entry numbers to reuse */
+	size_t nfree, cap_free;
+	struct nw_index index;       /* (pid, ptr) -> entry */
+};
+
+void nw_alloc_live_init(struct nw_alloc_live *l);
+void nw_alloc_live_fini(struct nw_alloc_live *l);
+/*
+ * Adds @e.  An entry with the same (pid, ptr) (whose free was never seen)
+ * is replaced and copied to @ret_old, returning 1; else 0.  -ENOMEM.
+ */
+int nw_alloc_live_add(struct nw_alloc_live *l, const struct nw_alloc_entry *e,
+		      struct nw_alloc_entry *ret_old);
+/* Removes the entry of (@pid, @ptr) into @ret: true, or false when there is none. */
+bool nw_alloc_live_remove(struct nw_alloc_live *l, uint32_t pid, uint64_t ptr,
+			  struct nw_alloc_entry *ret);
+/* Removes every entry of process @pid (its image was replaced: exec), each passed to @fn. */
+void nw_alloc_live_drop_pid(struct nw_alloc_live *l, uint32_t pid,
+			    void (*fn)(void *arg, const struct nw_alloc_entry *e), void *arg);
+/* Live entries. */
+static inline size_t nw_alloc_live_count(const struct nw_alloc_live *l)
+{
+	return l->index.n;
+}
+
+#endif
