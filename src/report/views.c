@@ -700,3 +700,68 @@ out:
 	weights_fini(&w);
 	return ret;
 }
+
+/* ---- leaks ---- */
+
+struct leak_row {
+	uint32_t node;
+	uint64_t bytes, objects;
+};
+
+static int cmp_leak(const void *a, const void *b)
+{
+	const struct leak_row *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return x->node < y->node ? -1 : x->node > y->node;
+}
+
+int nw_view_leaks(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o)
+{
+	int mb = s->m ? nw_measurement_find_metric(s->m, "inuse-bytes") : -ENOENT;
+	int mo = s->m ? nw_measurement_find_metric(s->m, "inuse-objects") : -ENOENT;
+	const struct nw_cct *t = s->tree;
+	struct leak_row *rows;
+	uint64_t bytes = 0, objects = 0;
+	size_t n = 0;
+
+	if (mb < 0 || mo < 0 || (unsigned)mb >= t->nmetrics || (unsigned)mo >= t->nmetrics)
+		return -ENOENT;
+	rows = calloc(t->n ? t->n : 1, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	/* Each calling context with live bytes of its own is one path. */
+	for (uint32_t i = 1; i < t->n; i++) {
+		const uint64_t *m = nw_cct_metrics(t, i);
+
+		if (!m[mb] && !m[mo])
+			continue;
+		rows[n++] = (struct leak_row){ i, m[mb], m[mo] };
+		bytes += m[mb];
+		objects += m[mo];
+	}
+	qsort(rows, n, sizeof(*rows), cmp_leak);
+	if (s->m)
+		print_run_state(out, &s->m->run);
+	fprintf(out, "Leaks: %llu bytes in %llu objects still live at exit, from %zu call path%s\n",
+		(unsigned long long)bytes, (unsigned long long)objects, n, n == 1 ? "" : "s");
+	for (size_t r = 0; r < n; r++) {
+		fprintf(out, "\n%llu bytes in %llu objects (%.1f%%) allocated from:\n",
+			(unsigned long long)rows[r].bytes, (unsigned long long)rows[r].objects,
+			pct(rows[r].bytes, bytes));
+		/* Leaf first, as a stack trace reads. */
+		for (uint32_t k = rows[r].node; k != NW_CCT_ROOT && k < t->n; k = t->nodes[k].parent) {
+			const struct nw_func *f = &s->frames.v[t->nodes[k].ip];
+
+			fprintf(out, "    %s", nw_func_name(f, o->full_names));
+			if (f->file && f->line)
+				fprintf(out, " (%s:%u)", nw_basename(f->file), f->line);
+			else if (f->file)
+				fprintf(out, " (%s)", nw_basename(f->file));
+			fputc('\n', out);
+		}
+	}
+	free(rows);
+	return finish(out);
+}
