@@ -762,12 +762,17 @@ static int fill_run(struct nw_run *r, const struct opts *o, const struct nw_sess
 
 /*
  * Ring pages per CPU when -m is not given: 512 KiB in fp mode; with stack
- * copies 8 MiB (500 samples of 16 KiB), within 64 MiB for all CPUs.
+ * copies 8 MiB (500 samples of 16 KiB), within 64 MiB for all CPUs.  With
+ * --alloc four times that: a burst of allocation samples is not spread
+ * over time as timer samples are.
  */
-static unsigned default_ring_pages(enum nw_callgraph mode)
+static unsigned default_ring_pages(enum nw_callgraph mode, bool alloc)
 {
 	long ncpus = sysconf(_SC_NPROCESSORS_CONF), page = sysconf(_SC_PAGESIZE);
 	unsigned pages = mode == NW_CALLGRAPH_FP ? 128 : (8u << 20) / (unsigned)page;
+
+	if (alloc)
+		pages *= 4;
 
 	if (ncpus < 1)
 		ncpus = 1;
@@ -1404,8 +1409,10 @@ static void print_summary(const struct run *r, double cpu_end)
 						 : "");
 	if (s->stats.lost)
 		fprintf(stderr, "narwhal-record: the kernel dropped %llu records: raise the ring "
-				"size with -m (now %u pages) or lower -F\n",
-			(unsigned long long)s->stats.lost, o->mmap_pages);
+				"size with -m (now %u pages)%s\n",
+			(unsigned long long)s->stats.lost, o->mmap_pages,
+			o->alloc ? ", raise --alloc-rate or take smaller stack copies (-g dwarf,SIZE)"
+				 : " or lower -F");
 	if (s->stats.bad_records || s->stats.ring_resyncs)
 		fprintf(stderr, "narwhal-record: %llu malformed records skipped\n",
 			(unsigned long long)(s->stats.bad_records + s->stats.ring_resyncs));
@@ -1505,7 +1512,7 @@ int main(int argc, char **argv)
 	r.argc = r.attach ? 0 : argc - optind;
 	r.o.ring_size_given = r.o.mmap_pages != 0;
 	if (!r.o.ring_size_given)
-		r.o.mmap_pages = default_ring_pages(r.o.callgraph);
+		r.o.mmap_pages = default_ring_pages(r.o.callgraph, r.o.alloc);
 	ret = prepare(&r);
 	if (ret >= 0)
 		goto cleanup;

@@ -107,13 +107,12 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 	return ret;
 }
 
-/* Allocation events: uprobes on the interposer's markers, after the sampled events. */
-enum { ALLOC_SAMPLE, ALLOC_FREE, ALLOC_EVENTS };
-
-static unsigned nopen(const struct nw_session *s)
-{
-	return s->nevents + (s->opts.alloc ? ALLOC_EVENTS : 0);
-}
+/*
+ * Allocation events, after the sampled ones: uprobes on the interposer's
+ * markers, and a dummy event that brings the side-band records when
+ * nothing else is sampled.
+ */
+enum { ALLOC_SAMPLE, ALLOC_FREE, ALLOC_DUMMY };
 
 static void fill_common(const struct nw_session *s, struct perf_event_attr *a, bool leader,
 			bool launch)
@@ -132,7 +131,9 @@ static void fill_common(const struct nw_session *s, struct perf_event_attr *a, b
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
 	a->watermark = 1;
-	a->wakeup_watermark = (uint32_t)(s->opts.mmap_pages * (uint64_t)getpagesize() / 4);
+	/* Allocation samples come in bursts a ring must absorb: the reader wakes sooner. */
+	a->wakeup_watermark = (uint32_t)(s->opts.mmap_pages * (uint64_t)getpagesize() /
+					 (s->opts.alloc ? 8 : 4));
 	/* Side-band records come once per CPU and task, from the first event only. */
 	a->mmap = leader;
 	a->mmap2 = leader;
@@ -145,7 +146,11 @@ static void fill_common(const struct nw_session *s, struct perf_event_attr *a, b
 /*
  * A uprobe on marker @which of libnarwhal-alloc: every call is a sample
  * with the user registers (its arguments) and the stack the call-graph
- * mode takes; a free needs only its argument, so no stack copy.  The
+ * mode takes; a free needs only its argument, so no stack copy.  Opened
+ * per CPU for every task, not inherited: the kernel reads the library's
+ * path from the user memory of the task an event is inherited into,
+ * where our pointer means nothing (clone and fork then fail with
+ * EFAULT).  Samples of processes not ours are dropped.  ALLOC_DUMMY: the
  * leader of the side-band records when no event is sampled.
  */
 static void fill_alloc_attr(const struct nw_session *s, unsigned which,
@@ -154,17 +159,23 @@ static void fill_alloc_attr(const struct nw_session *s, unsigned which,
 	const struct nw_alloc_opts *o = s->opts.alloc;
 
 	memset(a, 0, sizeof(*a));
+	if (which == ALLOC_DUMMY) {
+		a->type = PERF_TYPE_SOFTWARE;
+		a->config = PERF_COUNT_SW_DUMMY;
+		fill_common(s, a, true, launch);
+		a->exclude_kernel = 1;
+		return;
+	}
 	a->type = (uint32_t)o->uprobe_type;
 	a->config1 = (uint64_t)(uintptr_t)o->library;
 	a->config2 = which == ALLOC_SAMPLE ? o->sample_off : o->free_off;
-	fill_common(s, a, s->nevents == 0 && which == ALLOC_SAMPLE, launch);
+	fill_common(s, a, false, false);
+	a->inherit = 0;
 	a->sample_period = 1;
 	a->exclude_kernel = 1;
 	a->exclude_callchain_kernel = 1;
 	if (which == ALLOC_FREE && a->sample_stack_user)
 		a->sample_stack_user = 8;
-	/* Every allocation sample counts: wake the reader sooner. */
-	a->wakeup_watermark /= 2;
 }
 
 static void fill_attr(const struct nw_session *s, unsigned e, struct perf_event_attr *a,
@@ -296,39 +307,73 @@ static int map_ring(struct nw_session *s, int cpu, int fd)
 }
 
 /*
- * Opens every event on task @pid on every online CPU.  The first event of
- * a CPU owns its ring; every later one (other events, other tasks) writes
- * into it.  @launch: enabled at exec; else the caller enables.
+ * Opens event @e on task @pid (-1: every task) and CPU @cpu into the
+ * CPU's ring: the first event of a CPU owns it, every later one (other
+ * events, other tasks) writes into it.  The fd, or -errno (-ENODEV or
+ * -ENXIO: an offline CPU).
+ */
+static int open_one(struct nw_session *s, unsigned e, pid_t pid, int cpu, bool launch)
+{
+	struct perf_event_attr a;
+	int fd, ret;
+
+	fill_attr(s, e, &a, launch);
+	fd = perf_open(&a, pid, cpu);
+	if (fd < 0)
+		return fd;
+	ret = add_fd(s, fd, e);
+	if (ret)
+		return ret;
+	if (s->ring_fd[cpu] < 0)
+		ret = map_ring(s, cpu, fd);
+	else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, s->ring_fd[cpu]) < 0)
+		ret = -errno;
+	return ret ? ret : fd;
+}
+
+/*
+ * Opens every event on task @pid on every online CPU.  @launch: enabled
+ * at exec; else the caller enables.  With allocations, also the dummy
+ * leader (when no event is sampled) and, once per session, the markers'
+ * uprobes on every CPU, enabled at once.
  */
 static int open_task(struct nw_session *s, pid_t pid, bool launch, size_t *first_fd)
 {
 	bool any = false;
-	int ret;
+	int fd;
 
 	*first_fd = s->nfds;
 	for (int cpu = 0; cpu < s->ncpus; cpu++) {
-		for (unsigned e = 0; e < nopen(s); e++) {
-			struct perf_event_attr a;
-			int fd;
+		bool offline = false;
 
-			fill_attr(s, e, &a, launch);
-			fd = perf_open(&a, pid, cpu);
-			if (fd == -ENODEV || fd == -ENXIO)
+		for (unsigned e = 0; e < s->nevents; e++) {
+			fd = open_one(s, e, pid, cpu, launch);
+			offline = fd == -ENODEV || fd == -ENXIO;
+			if (offline)
 				break; /* an offline CPU: nothing will run there */
 			if (fd < 0)
 				return fd;
-			ret = add_fd(s, fd, e);
-			if (ret)
-				return ret;
 			any = true;
-			if (s->ring_fd[cpu] < 0)
-				ret = map_ring(s, cpu, fd);
-			else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, s->ring_fd[cpu]) < 0)
-				ret = -errno;
-			if (ret)
-				return ret;
+		}
+		if (offline || !s->opts.alloc)
+			continue;
+		if (!s->nevents) {
+			fd = open_one(s, s->nevents + ALLOC_DUMMY, pid, cpu, launch);
+			if (fd == -ENODEV || fd == -ENXIO)
+				continue;
+			if (fd < 0)
+				return fd;
+			any = true;
+		}
+		for (unsigned w = ALLOC_SAMPLE; !s->alloc_open && w <= ALLOC_FREE; w++) {
+			fd = open_one(s, s->nevents + w, -1, cpu, false);
+			if (fd < 0)
+				return fd;
+			if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
+				return -errno;
 		}
 	}
+	s->alloc_open = s->opts.alloc != NULL;
 	return any ? 0 : -ENODEV;
 }
 
@@ -563,14 +608,21 @@ static void process_alloc(struct nw_session *s, const struct nw_sample *smp,
 
 static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 {
-	struct nw_thread *th = nw_tasks_thread(&s->tasks, smp->sid.pid, smp->sid.tid);
+	unsigned e = event_of(s, smp->sid.id);
+	struct nw_thread *th;
 	const struct nw_epoch *epoch;
 	struct nw_unwind_ctx ctx;
 	struct nw_cct *cct;
 	uint64_t *m;
 	uint32_t node;
-	unsigned e;
 	size_t n;
+
+	/* The markers' uprobes fire in every process: only ours count. */
+	if (e >= s->nevents && !nw_tasks_find_process(&s->tasks, smp->sid.pid)) {
+		s->stats.alloc_foreign++;
+		return;
+	}
+	th = nw_tasks_thread(&s->tasks, smp->sid.pid, smp->sid.tid);
 
 	/* The idle task (pid 0) is no program's time, unless asked for. */
 	if (smp->sid.pid == 0 && s->system_wide && !s->opts.idle) {
@@ -591,7 +643,6 @@ static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 		s->stats.alloc_failures++;
 		return;
 	}
-	e = event_of(s, smp->sid.id);
 	if (e == s->nevents + ALLOC_FREE) {
 		process_free(s, smp);
 		return;

@@ -64,6 +64,7 @@ struct nw_session_stats {
 	uint64_t alloc_samples;    /* sampled allocations folded into a CCT */
 	uint64_t alloc_frees;      /* frees of sampled allocations matched */
 	uint64_t alloc_untracked;  /* sampled allocations whose free cannot be seen */
+	uint64_t alloc_foreign;    /* marker samples of processes not recorded, dropped */
 };
 
 /* Per-event state of the session, for the measurement's metric table. */
@@ -108,6 +109,7 @@ struct nw_session {
 	unsigned nmetrics;
 	unsigned alloc_metric;     /* UINT32_MAX: no allocations */
 	struct nw_alloc_live live; /* sampled allocations not freed yet */
+	bool alloc_open;           /* the markers' uprobes are open (once, on every CPU) */
 	struct nw_session_event *events;
 	int ncpus;
 	int *fds;                  /* every event fd, all CPUs and tasks */

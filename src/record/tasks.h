@@ -70,6 +70,8 @@ struct nw_process *nw_tasks_process(struct nw_task_table *t, uint32_t pid);
  * the process's name).  NULL on allocation failure.
  */
 struct nw_thread *nw_tasks_thread(struct nw_task_table *t, uint32_t pid, uint32_t tid);
+/* The live process @pid, or NULL. */
+struct nw_process *nw_tasks_find_process(const struct nw_task_table *t, uint32_t pid);
 /* The live thread @tid, or NULL. */
 struct nw_thread *nw_tasks_find_thread(const struct nw_task_table *t, uint32_t tid);
 
