@@ -119,12 +119,19 @@ static struct nw_ptrtable *table(void)
 	return t == (void *)-1 ? NULL : t;
 }
 
-/* The calling thread's sampler, seeded at its first allocation. */
-static struct nw_alloc_sampler *sampler(uint64_t rate)
+/*
+ * The slow path of account(): the thread's first allocation (its sampler
+ * is seeded: left is 0 until then), a sample, or every allocation at rate
+ * 1 (left stays 0).  Returns @p.
+ */
+static __attribute__((noinline)) void *account_slow(void *p, size_t size)
 {
 	struct nw_alloc_sampler *s = &tls_sampler;
+	uint64_t rate = read_rate();
+	struct nw_ptrtable *t;
+	unsigned long flags = 0;
 
-	if (__builtin_expect(!s->rng, 0)) {
+	if (!s->rng) {
 		struct timespec ts = { 0 };
 		uint64_t seed;
 
@@ -133,18 +140,12 @@ static struct nw_alloc_sampler *sampler(uint64_t rate)
 		       (__atomic_add_fetch(&g_seed_counter, 1, __ATOMIC_RELAXED) *
 			0x9E3779B97F4A7C15ULL);
 		nw_alloc_sampler_seed(s, seed, rate);
+		if (rate <= 1)
+			s->left = 0; /* every allocation comes here */
 	}
-	return s;
-}
-
-/* Reports @p (@size bytes) when the countdown says so; returns @p. */
-static inline void *account(void *p, size_t size)
-{
-	uint64_t rate = read_rate();
-	struct nw_ptrtable *t;
-	unsigned long flags = 0;
-
-	if (!p || !nw_alloc_sample(sampler(rate), size, rate))
+	if (rate > 1 && !nw_alloc_sample(s, size, rate))
+		return p;
+	if (!p)
 		return p;
 	t = table();
 	if (!t || !nw_ptrtable_insert(t, (uintptr_t)p))
@@ -153,12 +154,28 @@ static inline void *account(void *p, size_t size)
 	return p;
 }
 
+/*
+ * Counts @size bytes down to the thread's next sample: the whole
+ * unsampled path, inlined into each entry point.  Returns @p.
+ */
+static inline __attribute__((always_inline)) void *account(void *p, size_t size)
+{
+	struct nw_alloc_sampler *s = &tls_sampler;
+
+	if (__builtin_expect((uint64_t)s->left > size, 1)) {
+		s->left -= (int64_t)size;
+		return p;
+	}
+	return account_slow(p, size);
+}
+
 /* A pointer about to be freed: reported first when it was sampled. */
-static inline void release(void *p)
+static inline __attribute__((always_inline)) void release(void *p)
 {
 	struct nw_ptrtable *t = __atomic_load_n(&g_table, __ATOMIC_ACQUIRE);
 
-	if (p && t && t != (void *)-1 && nw_ptrtable_remove(t, (uintptr_t)p))
+	if (__builtin_expect(t != NULL, 0) && p && t != (void *)-1 &&
+	    nw_ptrtable_remove(t, (uintptr_t)p))
 		narwhal_free_sample(p);
 }
 
