@@ -45,8 +45,8 @@ static void *drain(void *arg)
 	unsigned char *data = (unsigned char *)pg + getpagesize();
 	uint64_t size = pg->data_size;
 
-	while (!atomic_load(&done) || __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE) !=
-						pg->data_tail) {
+	while (!atomic_load(&done) ||
+	       __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE) != pg->data_tail) {
 		uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
 		uint64_t tail = pg->data_tail;
 
@@ -83,7 +83,7 @@ int main(int argc, char **argv)
 	int fd = -1;
 
 	if (argc > 4 && !strcmp(argv[2], "uprobe")) {
-		struct perf_event_attr a = { 0 };
+		struct perf_event_attr a = {0};
 		FILE *f = fopen("/sys/bus/event_source/devices/uprobe/type", "r");
 		int type = -1;
 

@@ -91,7 +91,7 @@ static void test_intervals(void **state)
  */
 static void test_unbiased(void **state)
 {
-	static const size_t sizes[] = { 8, 100, 1000, 4096, 65536 };
+	static const size_t sizes[] = {8, 100, 1000, 4096, 65536};
 	const uint64_t rate = 4096, each = 64ull << 20;
 	struct nw_alloc_sampler s;
 
@@ -119,8 +119,8 @@ static void test_unbiased(void **state)
 		}
 		eb = est_b / (double)true_b - 1.0;
 		eo = est_o / (double)true_o - 1.0;
-		print_message("size %zu: %llu bytes, estimated %+.2f%%; objects %+.2f%%\n", sizes[k],
-			      (unsigned long long)true_b, 100 * eb, 100 * eo);
+		print_message("size %zu: %llu bytes, estimated %+.2f%%; objects %+.2f%%\n",
+			      sizes[k], (unsigned long long)true_b, 100 * eb, 100 * eo);
 		/* sigma about sqrt(rate / bytes) = 0.8 %: 5 % is six of them. */
 		assert_true(fabs(eb) < 0.05);
 		assert_true(fabs(eo) < 0.05);
@@ -141,7 +141,7 @@ static void table_init(struct table *tb, unsigned sbits, unsigned fbits)
 	tb->filter = calloc((size_t)1 << fbits, sizeof(*tb->filter));
 	assert_non_null(tb->slots);
 	assert_non_null(tb->filter);
-	tb->t = (struct nw_ptrtable){ tb->slots, tb->filter, sbits, fbits };
+	tb->t = (struct nw_ptrtable){tb->slots, tb->filter, sbits, fbits};
 }
 
 static void table_fini(struct table *tb)
@@ -234,7 +234,7 @@ static void test_ptrtable_threads(void **state)
 	(void)state;
 	table_init(&tb, 16, 8);
 	for (int i = 0; i < 4; i++) {
-		r[i] = (struct racer){ &tb.t, 0x10000000u * (uintptr_t)(i + 1), 0 };
+		r[i] = (struct racer){&tb.t, 0x10000000u * (uintptr_t)(i + 1), 0};
 		assert_int_equal(pthread_create(&th[i], NULL, race, &r[i]), 0);
 	}
 	for (int i = 0; i < 4; i++) {
@@ -255,7 +255,7 @@ static void count_dropped(void *arg, const struct nw_alloc_entry *e)
 static void test_live(void **state)
 {
 	struct nw_alloc_live l;
-	struct nw_alloc_entry e = { .pid = 1, .ptr = 0x1000, .node = 3, .objects = 2, .bytes = 64 },
+	struct nw_alloc_entry e = {.pid = 1, .ptr = 0x1000, .node = 3, .objects = 2, .bytes = 64},
 			      got;
 	struct nw_cct *cct = (struct nw_cct *)&e; /* only compared */
 	uint64_t dropped = 0;
@@ -277,8 +277,8 @@ static void test_live(void **state)
 	assert_false(nw_alloc_live_remove(&l, 3, 0x1000, &got));
 	/* Many, then process 1's dropped at once (exec). */
 	for (uint64_t i = 0; i < 10000; i++) {
-		struct nw_alloc_entry x = { .pid = 1 + (uint32_t)(i % 2), .ptr = 0x100000 + 16 * i,
-					    .cct = cct, .bytes = 1 };
+		struct nw_alloc_entry x = {
+		    .pid = 1 + (uint32_t)(i % 2), .ptr = 0x100000 + 16 * i, .cct = cct, .bytes = 1};
 
 		assert_int_equal(nw_alloc_live_add(&l, &x, &got), 0);
 	}
@@ -323,15 +323,11 @@ static void test_markers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_weight),
-		cmocka_unit_test(test_rate_one),
-		cmocka_unit_test(test_intervals),
-		cmocka_unit_test(test_unbiased),
-		cmocka_unit_test(test_ptrtable),
-		cmocka_unit_test(test_ptrtable_full),
-		cmocka_unit_test(test_ptrtable_threads),
-		cmocka_unit_test(test_live),
-		cmocka_unit_test(test_markers),
+	    cmocka_unit_test(test_weight),	     cmocka_unit_test(test_rate_one),
+	    cmocka_unit_test(test_intervals),	     cmocka_unit_test(test_unbiased),
+	    cmocka_unit_test(test_ptrtable),	     cmocka_unit_test(test_ptrtable_full),
+	    cmocka_unit_test(test_ptrtable_threads), cmocka_unit_test(test_live),
+	    cmocka_unit_test(test_markers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -79,7 +79,7 @@ int main(int argc, char **argv)
 		return 2;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	for (int i = 0; i < threads; i++) {
-		jobs[i] = (struct job){ total / threads, 0x9E3779B9u * (unsigned)(i + 1) };
+		jobs[i] = (struct job){total / threads, 0x9E3779B9u * (unsigned)(i + 1)};
 		pthread_create(&th[i], NULL, worker, &jobs[i]);
 	}
 	for (int i = 0; i < threads; i++)

@@ -47,8 +47,8 @@ extern void *__libc_pvalloc(size_t size);
 
 static __thread struct nw_alloc_sampler tls_sampler __attribute__((tls_model("initial-exec")));
 
-static uint64_t g_rate;                 /* 0: not read yet */
-static struct nw_ptrtable *g_table;     /* NULL: not mapped yet; (void *)-1: mapping failed */
+static uint64_t g_rate;		    /* 0: not read yet */
+static struct nw_ptrtable *g_table; /* NULL: not mapped yet; (void *)-1: mapping failed */
 static uint64_t g_seed_counter;
 
 /* Declared by malloc.h, or not at all (the markers: only the recorder calls them, by uprobe). */
@@ -58,8 +58,8 @@ API void *memalign(size_t align, size_t size);
 API void *pvalloc(size_t size);
 
 /* The marker functions: empty, never inlined, cloned or merged, each with its own body. */
-API __attribute__((noinline, noipa)) void narwhal_alloc_sample(void *ptr, size_t size,
-							       size_t rate, unsigned long flags)
+API __attribute__((noinline, noipa)) void narwhal_alloc_sample(void *ptr, size_t size, size_t rate,
+							       unsigned long flags)
 {
 	__asm__ volatile("nop; nop" : : "r"(ptr), "r"(size), "r"(rate), "r"(flags) : "memory");
 }
@@ -132,7 +132,7 @@ static __attribute__((noinline)) void *account_slow(void *p, size_t size)
 	unsigned long flags = 0;
 
 	if (!s->rng) {
-		struct timespec ts = { 0 };
+		struct timespec ts = {0};
 		uint64_t seed;
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);

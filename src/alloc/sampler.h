@@ -25,8 +25,8 @@
 #include <stdint.h>
 
 struct nw_alloc_sampler {
-	uint64_t rng;     /* xorshift64* state, never 0 once seeded */
-	int64_t left;     /* bytes until the next sampled byte */
+	uint64_t rng; /* xorshift64* state, never 0 once seeded */
+	int64_t left; /* bytes until the next sampled byte */
 };
 
 /* Seeds @s (any @seed) and draws its first interval. */

@@ -150,7 +150,7 @@ void nw_alloc_live_fini(struct nw_alloc_live *l)
 int nw_alloc_live_add(struct nw_alloc_live *l, const struct nw_alloc_entry *e,
 		      struct nw_alloc_entry *ret_old)
 {
-	struct key k = { e->pid, e->ptr };
+	struct key k = {e->pid, e->ptr};
 	uint32_t *slot, id;
 
 	/* Room first, so that a failure changes nothing. */
@@ -175,7 +175,7 @@ int nw_alloc_live_add(struct nw_alloc_live *l, const struct nw_alloc_entry *e,
 bool nw_alloc_live_remove(struct nw_alloc_live *l, uint32_t pid, uint64_t ptr,
 			  struct nw_alloc_entry *ret)
 {
-	struct key k = { pid, ptr };
+	struct key k = {pid, ptr};
 	uint32_t id;
 
 	id = nw_index_remove(&l->index, key_hash(pid, ptr), entry_eq, entry_hash, l, &k);

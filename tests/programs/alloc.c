@@ -34,10 +34,10 @@
 #define SZ_WRAPPER 50000
 #define SZ_CHILD 30000
 #define SZ_SIGNAL 20000
-#define CHAIN 16              /* reallocs per chain: 4096, 8192, ... 65536 */
+#define CHAIN 16 /* reallocs per chain: 4096, 8192, ... 65536 */
 #define BATCH 256
 
-static void *volatile sink;   /* keeps the compiler from dropping allocations */
+static void *volatile sink; /* keeps the compiler from dropping allocations */
 
 static void fail(const char *what)
 {
@@ -171,8 +171,7 @@ static void paths(long n)
 		path_child(n);
 		_exit(0);
 	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status))
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
 		fail("child\n");
 	signal(SIGUSR1, on_signal);
 	for (long i = 0; i < n; i++)
