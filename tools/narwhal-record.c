@@ -504,9 +504,9 @@ bad_mode:
 		fprintf(stderr, "narwhal-record: -a records every process already: not with -p/-t\n");
 		return 2;
 	}
-	if (o->alloc && (o->targets.n || o->system)) {
-		fprintf(stderr, "narwhal-record: --alloc works on a program it launches (it preloads "
-				"libnarwhal-alloc.so): not with %s\n", o->system ? "-a" : "-p/-t");
+	if (o->alloc && o->system) {
+		fprintf(stderr, "narwhal-record: --alloc records a program it launches or attaches to "
+				"(-p/-t): not with -a\n");
 		return 2;
 	}
 	if (o->idle && !o->system) {
@@ -983,6 +983,43 @@ static void run_fini(struct run *r)
 }
 
 /*
+ * --alloc with -p/-t: probes on the targets' C library (every call traps:
+ * doc/ALLOCATIONS.md).  0, or 1 after saying why.
+ */
+static int setup_alloc_attached(struct run *r)
+{
+	int ret = nw_alloc_opts_init(&r->alloc, NULL, NULL, NULL, r->o.alloc_rate);
+
+	r->alloc_ready = true;
+	for (size_t i = 0; !ret && i < r->o.targets.n; i++) {
+		ret = nw_alloc_probe_libc(&r->alloc, r->o.targets.ids[i]);
+		if (ret == -ENOENT)
+			fprintf(stderr, "narwhal-record: --alloc: %s %d maps no libc.so.6 (a static "
+					"program?)\n", r->o.targets.threads ? "thread" : "process",
+				(int)r->o.targets.ids[i]);
+		else if (ret == -EXDEV)
+			fprintf(stderr, "narwhal-record: --alloc: the targets use different C "
+					"libraries; attach to one at a time\n");
+		else if (ret == -EACCES || ret == -EPERM)
+			fprintf(stderr, "narwhal-record: --alloc with -p/-t defines uprobes in "
+					"/sys/kernel/tracing, which needs root\n");
+		else if (ret == -ENODEV)
+			fprintf(stderr, "narwhal-record: --alloc needs the kernel's uprobes, which "
+					"this kernel does not have (CONFIG_UPROBE_EVENTS)\n");
+		else if (ret)
+			fprintf(stderr, "narwhal-record: --alloc: cannot probe the C library: %s\n",
+				strerror(-ret));
+		if (ret)
+			return 1;
+	}
+	if (!r->o.quiet)
+		fprintf(stderr, "narwhal-record: --alloc attached: every call of malloc, calloc, "
+				"realloc, memalign and free in %s traps (microseconds each)\n",
+			r->alloc.libc.path);
+	return 0;
+}
+
+/*
  * --alloc: finds libnarwhal-alloc.so (NARWHAL_ALLOC_LIBRARY, else beside
  * this program in the build tree, else installed) and its markers, and
  * checks for the uprobe PMU.  0, or 1 after saying why.
@@ -995,6 +1032,8 @@ static int setup_alloc(struct run *r)
 	int ret;
 
 	exe[len > 0 ? len : 0] = 0;
+	if (r->attach)
+		return setup_alloc_attached(r);
 	ret = nw_alloc_opts_init(&r->alloc, lib && *lib ? lib : NULL, exe, NW_LIBDIR,
 				 r->o.alloc_rate);
 	r->alloc_ready = true;

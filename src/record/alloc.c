@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include "record/alloc.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,27 +16,20 @@
 
 #define UPROBE_PMU "/sys/bus/event_source/devices/uprobe"
 
-/* The uprobe PMU's type, and the config bit that makes a uretprobe. */
-static int uprobe_pmu(int *ret_type, int *ret_bit)
+/* The uprobe PMU's type. */
+static int uprobe_pmu(int *ret_type)
 {
 	FILE *f = fopen(UPROBE_PMU "/type", "r");
-	int type = -1, bit = -1;
+	int type = -1;
 
 	if (!f)
 		return -ENODEV;
 	if (fscanf(f, "%d", &type) != 1)
 		type = -1;
 	fclose(f);
-	f = fopen(UPROBE_PMU "/format/retprobe", "r");
-	if (f) {
-		if (fscanf(f, "config:%d", &bit) != 1)
-			bit = -1;
-		fclose(f);
-	}
 	if (type < 0)
 		return -ENODEV;
 	*ret_type = type;
-	*ret_bit = bit;
 	return 0;
 }
 
@@ -81,9 +76,9 @@ int nw_alloc_opts_init(struct nw_alloc_opts *o, const char *library, const char 
 
 	memset(o, 0, sizeof(*o));
 	o->rate = rate ? rate : NW_ALLOC_DEFAULT_RATE;
-	ret = uprobe_pmu(&o->uprobe_type, &o->retprobe_bit);
-	if (ret)
-		return ret;
+	ret = uprobe_pmu(&o->uprobe_type);
+	if (ret || (!library && !exe))
+		return ret; /* attached: no library */
 	found = library ? strdup(library) : find_library(exe, libdir);
 	if (!found)
 		return library ? -ENOMEM : -ENOENT;
@@ -98,10 +93,174 @@ int nw_alloc_opts_init(struct nw_alloc_opts *o, const char *library, const char 
 	return ret;
 }
 
+#define TRACEFS "/sys/kernel/tracing"
+
+static const char *const fn_names[NW_ALLOC_FNS] = {
+	[NW_ALLOC_FN_MALLOC] = "malloc",
+	[NW_ALLOC_FN_CALLOC] = "calloc",
+	[NW_ALLOC_FN_REALLOC] = "realloc",
+	[NW_ALLOC_FN_MEMALIGN] = "memalign",
+	[NW_ALLOC_FN_FREE] = "free",
+};
+
+/* Appends @line to tracefs's uprobe_events.  -errno. */
+static int uprobe_events(const char *line)
+{
+	int fd = open(TRACEFS "/uprobe_events", O_WRONLY | O_APPEND | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, line, strlen(line)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/*
+ * Removes every probe of @group ("-:GROUP/EVENT" for each of its events):
+ * the names are read first, then removed, until none is left (a directory
+ * read while entries go may skip some).
+ */
+static void remove_group(const char *group)
+{
+	char path[512], line[512], names[32][256];
+
+	snprintf(path, sizeof(path), TRACEFS "/events/%s", group);
+	for (int pass = 0; pass < 8; pass++) {
+		DIR *dir = opendir(path);
+		struct dirent *de;
+		int n = 0;
+
+		if (!dir)
+			return;
+		while (n < 32 && (de = readdir(dir))) {
+			if (de->d_name[0] == '.' || !strcmp(de->d_name, "enable") ||
+			    !strcmp(de->d_name, "filter"))
+				continue;
+			snprintf(names[n++], sizeof(names[0]), "%s", de->d_name);
+		}
+		closedir(dir);
+		if (!n)
+			return;
+		for (int i = 0; i < n; i++) {
+			snprintf(line, sizeof(line), "-:%.200s/%.255s\n", group, names[i]);
+			uprobe_events(line);
+		}
+	}
+}
+
+/* The groups of recorders that ended without removing theirs (killed). */
+static void remove_stale_groups(void)
+{
+	DIR *dir = opendir(TRACEFS "/events");
+	struct dirent *de;
+
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		char proc[64];
+		int pid;
+
+		if (sscanf(de->d_name, "narwhal_%d", &pid) != 1)
+			continue;
+		snprintf(proc, sizeof(proc), "/proc/%d", pid);
+		if (access(proc, F_OK) != 0)
+			remove_group(de->d_name);
+	}
+	closedir(dir);
+}
+
+/* The path of the C library @pid maps executable, or NULL. */
+static char *libc_of(int pid)
+{
+	char path[64], line[PATH_MAX + 128];
+	char *found = NULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char perms[5], *file = NULL, *nl;
+		int n = 0;
+
+		if (sscanf(line, "%*x-%*x %4s %*x %*s %*s %n", perms, &n) < 1 || !n ||
+		    perms[2] != 'x')
+			continue;
+		file = line + n;
+		nl = strchr(file, '\n');
+		if (nl)
+			*nl = 0;
+		if (!strcmp(nw_basename(file), "libc.so.6"))
+			found = strdup(file);
+	}
+	fclose(f);
+	return found;
+}
+
+static int read_id(const char *group, const char *event, uint64_t *ret)
+{
+	char path[256];
+	unsigned long long id;
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), TRACEFS "/events/%s/%s/id", group, event);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	ok = fscanf(f, "%llu", &id) == 1;
+	fclose(f);
+	if (!ok)
+		return -EINVAL;
+	*ret = id;
+	return 0;
+}
+
+int nw_alloc_probe_libc(struct nw_alloc_opts *o, int pid)
+{
+	struct nw_alloc_libc *lc = &o->libc;
+	char *path = libc_of(pid);
+	int ret = 0;
+
+	if (!path)
+		return -ENOENT;
+	if (lc->path) {
+		ret = strcmp(lc->path, path) ? -EXDEV : 0;
+		free(path);
+		return ret;
+	}
+	lc->path = path;
+	snprintf(lc->group, sizeof(lc->group), "narwhal_%d", (int)getpid());
+	remove_stale_groups();
+	remove_group(lc->group);
+	lc->defined = true;
+	for (int fn = 0; fn < NW_ALLOC_FNS && !ret; fn++) {
+		uint64_t off;
+
+		ret = nw_elf_symbol_offset(path, fn_names[fn], &off);
+		for (int r = 0; !ret && r < (fn == NW_ALLOC_FN_FREE ? 1 : 2); r++) {
+			char line[PATH_MAX + 128], event[32];
+
+			snprintf(event, sizeof(event), "%s%s", fn_names[fn], r ? "_ret" : "");
+			snprintf(line, sizeof(line), "%c:%s/%s %s:0x%llx\n", r ? 'r' : 'p', lc->group,
+				 event, path, (unsigned long long)off);
+			ret = uprobe_events(line);
+			if (!ret)
+				ret = read_id(lc->group, event, &lc->ids[fn][r]);
+		}
+	}
+	return ret;
+}
+
 void nw_alloc_opts_fini(struct nw_alloc_opts *o)
 {
+	if (o->libc.defined)
+		remove_group(o->libc.group);
+	free(o->libc.path);
 	free(o->library);
-	o->library = NULL;
+	memset(o, 0, sizeof(*o));
 }
 
 char *nw_alloc_preload(const struct nw_alloc_opts *o, const char *old)

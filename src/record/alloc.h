@@ -15,16 +15,39 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "alloc/sampler.h"
 #include "model/cct.h"
 #include "util/hash.h"
 
+/*
+ * Attached (-p/-t): the C library's allocator itself, probed at the entry
+ * (arguments) and the return (the pointer) of each function, every call.
+ * Defined in tracefs (uprobe_events) so that the events can be inherited
+ * by the threads the targets create; see doc/ALLOCATIONS.md.
+ */
+enum nw_alloc_fn {
+	NW_ALLOC_FN_MALLOC,          /* (size) */
+	NW_ALLOC_FN_CALLOC,          /* (n, size) */
+	NW_ALLOC_FN_REALLOC,         /* (ptr, size) */
+	NW_ALLOC_FN_MEMALIGN,        /* (align, size): memalign, aligned_alloc */
+	NW_ALLOC_FN_FREE,            /* (ptr): entry only */
+	NW_ALLOC_FNS,
+};
+
+struct nw_alloc_libc {
+	char *path;                  /* the C library of the targets (owned) */
+	char group[48];              /* the tracefs group of its probes, "narwhal_<pid>" */
+	uint64_t ids[NW_ALLOC_FNS][2]; /* tracepoint ids: [fn][0] entry, [fn][1] return; 0: none */
+	bool defined;                /* probes written into uprobe_events (to remove) */
+};
+
 struct nw_alloc_opts {
-	char *library;               /* libnarwhal-alloc.so's path (owned) */
+	char *library;               /* libnarwhal-alloc.so's path (owned); NULL attached */
 	uint64_t sample_off;         /* file offsets of narwhal_alloc_sample() */
 	uint64_t free_off;           /* and narwhal_free_sample() */
 	uint64_t rate;               /* mean bytes between samples; 1: every allocation */
 	int uprobe_type;             /* the uprobe PMU's perf type */
-	int retprobe_bit;            /* its "retprobe" config bit (format/retprobe) */
+	struct nw_alloc_libc libc;   /* attached: the probes on the C library */
 };
 
 /*
@@ -37,6 +60,17 @@ struct nw_alloc_opts {
 int nw_alloc_opts_init(struct nw_alloc_opts *o, const char *library, const char *exe,
 		       const char *libdir, uint64_t rate);
 void nw_alloc_opts_fini(struct nw_alloc_opts *o);
+
+/*
+ * Attached: defines the probes on the C library process @pid maps (its
+ * malloc, calloc, realloc, memalign and free; entries and returns) in
+ * tracefs, under a group named after this process, after removing the
+ * groups of earlier recorders that are gone.  Another @pid with the same
+ * library adds nothing; one with another library: -EXDEV.  -ENOENT: no C
+ * library mapped; -EACCES: tracefs not writable (root); -errno.
+ * nw_alloc_opts_fini() removes them.
+ */
+int nw_alloc_probe_libc(struct nw_alloc_opts *o, int pid);
 
 /*
  * The value of LD_PRELOAD that loads the library before @old (an existing
@@ -76,6 +110,22 @@ bool nw_alloc_live_remove(struct nw_alloc_live *l, uint32_t pid, uint64_t ptr,
 /* Removes every entry of process @pid (its image was replaced: exec), each passed to @fn. */
 void nw_alloc_live_drop_pid(struct nw_alloc_live *l, uint32_t pid,
 			    void (*fn)(void *arg, const struct nw_alloc_entry *e), void *arg);
+/*
+ * Attached: a thread's allocator calls under way (entry seen, return not
+ * yet), innermost last, and its byte sampler (the recorder samples what
+ * the probes report).
+ */
+#define NW_ALLOC_PENDING 8
+struct nw_alloc_thread {
+	struct {
+		uint64_t sp;          /* stack pointer at the entry */
+		uint64_t size, old;   /* bytes asked for; realloc's old pointer */
+		uint32_t fn;
+	} pending[NW_ALLOC_PENDING];
+	uint32_t npending;
+	struct nw_alloc_sampler sampler; /* rng 0: not seeded yet */
+};
+
 /* Live entries. */
 static inline size_t nw_alloc_live_count(const struct nw_alloc_live *l)
 {

@@ -90,9 +90,12 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 		s->fmt.sample_type |= PERF_SAMPLE_STACK_USER;
 		s->fmt.regs_mask = s->arch->regs_mask_dwarf;
 	}
-	/* The markers' arguments, read at their entry. */
+	/* The markers' (and the C library's) arguments, read at their entry;
+	 * the return value and the stack pointer, at a return. */
 	for (unsigned i = 0; opts->alloc && i < 4; i++)
 		s->fmt.regs_mask |= 1ull << s->arch->perf_args[i];
+	if (opts->alloc)
+		s->fmt.regs_mask |= 1ull << s->arch->perf_ret | 1ull << s->arch->perf_sp;
 	s->fmt.sample_id_all = true;
 	ret = nw_unwinder_init(&s->unwinder, opts->callgraph, s->arch, s->fmt.regs_mask);
 	s->unwinder.kernel = opts->kernel;
@@ -112,7 +115,18 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
  * markers, and a dummy event that brings the side-band records when
  * nothing else is sampled.
  */
-enum { ALLOC_SAMPLE, ALLOC_FREE, ALLOC_DUMMY };
+enum { ALLOC_SAMPLE, ALLOC_FREE, ALLOC_DUMMY, ALLOC_LIBC };
+
+/* Attached: the C library's probe of function @fn, its entry (@ret 0) or return. */
+static unsigned libc_event(const struct nw_session *s, unsigned fn, unsigned ret)
+{
+	return s->nevents + ALLOC_LIBC + 2 * fn + ret;
+}
+
+static bool attached_alloc(const struct nw_session *s)
+{
+	return s->opts.alloc && s->opts.alloc->libc.path;
+}
 
 static void fill_common(const struct nw_session *s, struct perf_event_attr *a, bool leader,
 			bool launch)
@@ -164,6 +178,26 @@ static void fill_alloc_attr(const struct nw_session *s, unsigned which,
 		a->config = PERF_COUNT_SW_DUMMY;
 		fill_common(s, a, true, launch);
 		a->exclude_kernel = 1;
+		return;
+	}
+	if (which >= ALLOC_LIBC) {
+		/*
+		 * Attached: a tracefs uprobe on the C library, inherited like
+		 * the sampled events.  An entry needs its arguments only; a
+		 * return, the pointer and the caller's stack.
+		 */
+		unsigned fn = (which - ALLOC_LIBC) / 2, ret = (which - ALLOC_LIBC) % 2;
+
+		a->type = PERF_TYPE_TRACEPOINT;
+		a->config = o->libc.ids[fn][ret];
+		fill_common(s, a, false, launch);
+		a->sample_period = 1;
+		a->exclude_callchain_kernel = 1;
+		if (!ret) {
+			a->exclude_callchain_user = 1;
+			if (a->sample_stack_user)
+				a->sample_stack_user = 8;
+		}
 		return;
 	}
 	a->type = (uint32_t)o->uprobe_type;
@@ -365,7 +399,17 @@ static int open_task(struct nw_session *s, pid_t pid, bool launch, size_t *first
 				return fd;
 			any = true;
 		}
-		for (unsigned w = ALLOC_SAMPLE; !s->alloc_open && w <= ALLOC_FREE; w++) {
+		for (unsigned fn = 0; attached_alloc(s) && fn < NW_ALLOC_FNS; fn++) {
+			for (unsigned r = 0; r < 2; r++) {
+				if (!s->opts.alloc->libc.ids[fn][r])
+					continue;
+				fd = open_one(s, libc_event(s, fn, r), pid, cpu, launch);
+				if (fd < 0)
+					return fd;
+			}
+		}
+		for (unsigned w = ALLOC_SAMPLE; !attached_alloc(s) && !s->alloc_open &&
+						w <= ALLOC_FREE; w++) {
 			fd = open_one(s, s->nevents + w, -1, cpu, false);
 			if (fd < 0)
 				return fd;
@@ -520,50 +564,56 @@ static void take_back(void *arg, const struct nw_alloc_entry *e)
 	m[3] -= e->bytes < m[3] ? e->bytes : m[3];
 }
 
-/* A free of a sampled allocation: its live metrics go. */
-static void process_free(struct nw_session *s, const struct nw_sample *smp)
+/* Pointer @ptr of process @pid freed: if sampled, its live metrics go. */
+static void free_ptr(struct nw_session *s, uint32_t pid, uint64_t ptr)
 {
 	struct nw_alloc_entry e;
+
+	if (nw_alloc_live_remove(&s->live, pid, ptr, &e)) {
+		take_back(s, &e);
+		s->stats.alloc_frees++;
+	}
+}
+
+/* A free of a sampled allocation (the interposer's marker). */
+static void process_free(struct nw_session *s, const struct nw_sample *smp)
+{
 	uint64_t ptr;
 
 	if (!marker_arg(s, smp, 0, &ptr)) {
 		s->stats.bad_records++;
 		return;
 	}
-	if (nw_alloc_live_remove(&s->live, smp->sid.pid, ptr, &e)) {
-		take_back(s, &e);
-		s->stats.alloc_frees++;
-	}
+	free_ptr(s, smp->sid.pid, ptr);
+}
+
+/* Register @reg (perf's number) of a sample; false without it. */
+static bool sample_reg(const struct nw_session *s, const struct nw_sample *smp, int reg,
+		       uint64_t *ret)
+{
+	int idx = nw_arch_reg_index(s->fmt.regs_mask, reg);
+
+	if (!smp->regs_abi || idx < 0 || (unsigned)idx >= smp->nregs)
+		return false;
+	*ret = nw_rd64(smp->regs, (size_t)idx);
+	return true;
 }
 
 /*
- * A sampled allocation, its stack unwound in @frames (@n, leaf first, the
- * marker at the leaf): the interposer's own frames are cut so that the
- * leaf is the allocator's caller, then the weighed allocation goes into
- * the tree, and into the live table unless its free cannot be seen.
+ * A sampled allocation of @ptr, @size bytes at @rate, with @flags
+ * (alloc/abi.h), whose stack is s->frames[@skip, @n): weighed into the
+ * node of that stack in the thread's tree, and into the live table unless
+ * its free cannot be seen.
  */
-static void process_alloc(struct nw_session *s, const struct nw_sample *smp,
-			  struct nw_thread *th, const struct nw_epoch *epoch, size_t n)
+static void fold_alloc(struct nw_session *s, const struct nw_sample *smp, struct nw_thread *th,
+		       const struct nw_epoch *epoch, size_t skip, size_t n, uint64_t ptr,
+		       uint64_t size, uint64_t rate, uint64_t flags)
 {
-	uint64_t ptr, size, rate, flags, objects, bytes, *m;
-	const struct nw_map *marker = nw_epoch_find(epoch, smp->ip);
+	uint64_t objects, bytes, *m;
 	double ow, bw;
 	struct nw_cct *cct;
 	uint32_t node;
-	size_t skip = 0;
 
-	if (!marker_arg(s, smp, 0, &ptr) || !marker_arg(s, smp, 1, &size) ||
-	    !marker_arg(s, smp, 2, &rate) || !marker_arg(s, smp, 3, &flags)) {
-		s->stats.bad_records++;
-		return;
-	}
-	while (marker && skip < n) {
-		const struct nw_map *map = nw_epoch_find(epoch, s->frames[skip].ip);
-
-		if (!map || map->module != marker->module)
-			break;
-		skip++;
-	}
 	if (skip == n) {
 		s->stats.empty_stacks++;
 		return;
@@ -606,6 +656,109 @@ static void process_alloc(struct nw_session *s, const struct nw_sample *smp,
 	}
 }
 
+/*
+ * A sampled allocation reported by the interposer, its stack unwound in
+ * s->frames (@n, leaf first, the marker at the leaf): the interposer's own
+ * frames are cut so that the leaf is the allocator's caller.
+ */
+static void process_alloc(struct nw_session *s, const struct nw_sample *smp,
+			  struct nw_thread *th, const struct nw_epoch *epoch, size_t n)
+{
+	const struct nw_map *marker = nw_epoch_find(epoch, smp->ip);
+	uint64_t ptr, size, rate, flags;
+	size_t skip = 0;
+
+	if (!marker_arg(s, smp, 0, &ptr) || !marker_arg(s, smp, 1, &size) ||
+	    !marker_arg(s, smp, 2, &rate) || !marker_arg(s, smp, 3, &flags)) {
+		s->stats.bad_records++;
+		return;
+	}
+	while (marker && skip < n) {
+		const struct nw_map *map = nw_epoch_find(epoch, s->frames[skip].ip);
+
+		if (!map || map->module != marker->module)
+			break;
+		skip++;
+	}
+	fold_alloc(s, smp, th, epoch, skip, n, ptr, size, rate, flags);
+}
+
+/*
+ * Attached: the entry (@ret 0) or return of C library function @fn in
+ * thread @th.  An entry notes the call (its stack pointer, size, old
+ * pointer) or, for free, frees; a return finds its entry by the stack
+ * pointer, and when it is the outermost allocator call under way (glibc's
+ * realloc calls malloc, say) and the recorder's byte sampler picks it,
+ * the caller's stack is unwound and the allocation folded in.
+ */
+static void process_libc(struct nw_session *s, const struct nw_sample *smp,
+			 struct nw_thread *th, const struct nw_epoch *epoch, unsigned fn,
+			 unsigned ret)
+{
+	struct nw_alloc_thread *t = th->alloc ? th->alloc : calloc(1, sizeof(*t));
+	uint64_t sp, a0 = 0, a1 = 0, ptr, rate = s->opts.alloc->rate;
+	struct nw_unwind_ctx ctx;
+	uint32_t k;
+	size_t n;
+
+	th->alloc = t;
+	if (!t) {
+		s->stats.alloc_failures++;
+		return;
+	}
+	if (!sample_reg(s, smp, s->arch->perf_sp, &sp) || !marker_arg(s, smp, 0, &a0) ||
+	    !marker_arg(s, smp, 1, &a1) || !sample_reg(s, smp, s->arch->perf_ret, &ptr)) {
+		s->stats.bad_records++;
+		return;
+	}
+	if (!ret) {
+		/* Calls under way at or above this stack depth returned unseen (records lost). */
+		while (t->npending && t->pending[t->npending - 1].sp <= sp)
+			t->npending--;
+		if (fn == NW_ALLOC_FN_FREE) {
+			if (!t->npending)
+				free_ptr(s, smp->sid.pid, a0);
+			return;
+		}
+		if (t->npending == NW_ALLOC_PENDING) {
+			memmove(t->pending, t->pending + 1, sizeof(t->pending[0]) * --t->npending);
+		}
+		k = t->npending++;
+		t->pending[k].sp = sp;
+		t->pending[k].fn = fn;
+		t->pending[k].old = fn == NW_ALLOC_FN_REALLOC ? a0 : 0;
+		t->pending[k].size = fn == NW_ALLOC_FN_MALLOC		  ? a0
+				     : fn != NW_ALLOC_FN_CALLOC		  ? a1
+				     : a1 && a0 > UINT64_MAX / a1 ? UINT64_MAX
+								  : a0 * a1;
+		return;
+	}
+	for (k = t->npending; k > 0; k--)
+		if (t->pending[k - 1].sp == sp - (uint64_t)s->arch->ret_sp_adjust &&
+		    t->pending[k - 1].fn == fn)
+			break;
+	if (!k)
+		return; /* its entry was lost */
+	t->npending = k - 1;
+	if (t->npending)
+		return; /* inside another allocator call, which counts */
+	if (t->pending[k - 1].old)
+		free_ptr(s, smp->sid.pid, t->pending[k - 1].old);
+	if (!ptr)
+		return;
+	if (rate > 1) {
+		if (!t->sampler.rng)
+			nw_alloc_sampler_seed(&t->sampler, nw_hash_u64(th->tid ^ smp->sid.time), rate);
+		if (!nw_alloc_sample(&t->sampler, t->pending[k - 1].size, rate))
+			return;
+	}
+	/* The return's sample: the caller's registers and stack, at the return address. */
+	ctx = (struct nw_unwind_ctx){ .pid = th->pid, .proc = th->proc, .epoch = epoch,
+				      .modules = &s->modules };
+	n = nw_unwind(&s->unwinder, &ctx, smp, s->frames, NW_UNWIND_MAX_FRAMES);
+	fold_alloc(s, smp, th, epoch, 0, n, ptr, t->pending[k - 1].size, rate, 0);
+}
+
 static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 {
 	unsigned e = event_of(s, smp->sid.id);
@@ -645,6 +798,11 @@ static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 	}
 	if (e == s->nevents + ALLOC_FREE) {
 		process_free(s, smp);
+		return;
+	}
+	if (e >= s->nevents + ALLOC_LIBC) {
+		process_libc(s, smp, th, epoch, (e - s->nevents - ALLOC_LIBC) / 2,
+			     (e - s->nevents - ALLOC_LIBC) % 2);
 		return;
 	}
 	ctx = (struct nw_unwind_ctx){ .pid = th->pid, .proc = th->proc, .epoch = epoch,

@@ -60,6 +60,7 @@ void nw_tasks_fini(struct nw_task_table *t)
 		for (uint32_t e = 0; e < th->nccts; e++)
 			nw_cct_free(th->ccts[e]);
 		free(th->ccts);
+		free(th->alloc);
 		free(th);
 	}
 	for (uint32_t i = 0; i < t->nprocs; i++) {

@@ -36,6 +36,8 @@ struct nw_thread {
 	uint32_t nccts;
 	uint64_t samples;
 	uint64_t first_time, last_time;
+	/* Attached --alloc: its allocator calls under way (record/alloc.h); freed with it. */
+	struct nw_alloc_thread *alloc;
 	/* Off-CPU: where the thread blocked and since when (off_cct NULL: running). */
 	struct nw_cct *off_cct;
 	uint32_t off_node, off_epoch;

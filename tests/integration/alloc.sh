@@ -9,7 +9,8 @@
 # the program; nothing live at the end but the leaks; --leaks lists exactly
 # the three leak sites, largest first, exact at rate 1 and within 10 % at
 # the default rate; pprof's heap sample types; the flame graph in bytes;
-# allocations beside CPU samples in one run; clear errors.
+# allocations beside CPU samples in one run; -p on a running program (the
+# C library probed); clear errors.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=export-lib.sh
@@ -251,12 +252,51 @@ PY
 nw_check_measurement "$d"
 ok "cpu-clock and allocations; the csprof files read"
 
-check "errors: -p, a missing library, --leaks of a CPU recording"
+check "-p: attached to a running program, every allocation of its C library (rate 1)"
+"$P/alloc" serve 3 >"$NW_TMP/serve.out" &
+pid=$!
+sleep 0.5
+d=$NW_TMP/attach.data
+rec "$d" --alloc-rate 1 -g fp -p "$pid" --duration 1
+wait "$pid" || fail "the program attached to failed (threads created while attached?)"
+grep -q '^rounds ' "$NW_TMP/serve.out" || fail "the program attached to did not finish"
+[[ -z $(grep narwhal_ /sys/kernel/tracing/uprobe_events || true) ]] ||
+	fail "the probes are still defined in /sys/kernel/tracing/uprobe_events"
+for m in alloc-objects inuse-objects alloc-bytes; do
+	by_leaf "$d" "$m" >"$NW_TMP/attach-$m"
+done
+python3 - "$NW_TMP/attach-alloc-objects" "$NW_TMP/attach-inuse-objects" \
+	"$NW_TMP/attach-alloc-bytes" <<'PY' || fail "-p: the allocations do not match the program's rounds"
+import sys
+
+def table(path):
+    return {l.rsplit(" ", 1)[0]: int(l.rsplit(" ", 1)[1]) for l in open(path)}
+
+objs, live, byts = (table(p) for p in sys.argv[1:4])
+rounds = objs.get("leak_two", 0)
+print("  %d rounds: %s; live %s" % (rounds, objs, live))
+ok = rounds > 10
+# Per round 3 path_malloc, 2 path_calloc, 1 xmalloc, 1 leak_two: within a
+# round of each other (the recording starts and stops mid-round).
+for name, per in (("path_malloc", 3), ("path_calloc", 2), ("xmalloc", 1)):
+    ok &= abs(objs.get(name, 0) - per * rounds) <= per
+ok &= byts.get("path_malloc", 0) == 40000 * objs.get("path_malloc", 0)
+ok &= byts.get("leak_two", 0) == 40000 * rounds
+# Leaked: every leak_two block; freed (by the program's threads too): all
+# but those of the round under way when the recording stopped.
+ok &= live.get("leak_two", 0) == rounds
+ok &= live.get("path_malloc", 0) <= 1 and live.get("path_calloc", 0) <= 2
+ok &= live.get("xmalloc", 0) <= 1
+sys.exit(0 if ok else 1)
+PY
+ok "the rounds' allocations, the leak, frees in threads created while attached; probes removed"
+
+check "errors: -a, a missing library, --leaks of a CPU recording"
 rc=0
-"$NW_RECORD" --alloc -p 1 >"$NW_TMP/e1" 2>&1 || rc=$?
-[[ $rc -eq 2 ]] && grep -q 'not with -p/-t' "$NW_TMP/e1" || {
+"$NW_RECORD" --alloc -a >"$NW_TMP/e1" 2>&1 || rc=$?
+[[ $rc -eq 2 ]] && grep -q 'not with -a' "$NW_TMP/e1" || {
 	nw_show "stderr" "$NW_TMP/e1"
-	fail "--alloc -p: exit $rc"
+	fail "--alloc -a: exit $rc"
 }
 rc=0
 NARWHAL_ALLOC_LIBRARY=/nonexistent.so "$NW_RECORD" -o "$NW_TMP/e.data" --alloc true \

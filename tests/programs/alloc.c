@@ -17,6 +17,10 @@
  *                   no threads (glibc keeps a thread's TLS vector for
  *                   the next), so that the C library leaks nothing of
  *                   its own.
+ *   alloc serve S   for S seconds, rounds of: 3 path_malloc blocks, 2
+ *                   path_calloc blocks freed by a new thread, 1 xmalloc
+ *                   block (from path_wrapper), 1 leak_two block leaked;
+ *                   then prints "rounds N" (for narwhal-record -p).
  */
 #include <malloc.h>
 #include <pthread.h>
@@ -26,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SZ_MALLOC 40000
@@ -216,11 +221,31 @@ static void leaks(long n)
 	leak_three(n);
 }
 
+static void serve(long seconds)
+{
+	struct timespec start, now, nap = { 0, 1000000 };
+	long rounds = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
+		path_malloc(3);
+		path_calloc(2);
+		path_wrapper(1);
+		leak_two(1);
+		rounds++;
+		nanosleep(&nap, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - start.tv_sec < seconds);
+	printf("rounds %ld\n", rounds);
+}
+
 int main(int argc, char **argv)
 {
 	long n = argc > 2 ? atol(argv[2]) : 100;
 
-	if (argc > 1 && !strcmp(argv[1], "leaks"))
+	if (argc > 1 && !strcmp(argv[1], "serve"))
+		serve(n);
+	else if (argc > 1 && !strcmp(argv[1], "leaks"))
 		leaks(n);
 	else
 		paths(n);
