@@ -5,7 +5,8 @@
  * sums of a fixed-seed run estimate the true counts and bytes), the
  * interposer's lock-free pointer set (alloc/ptrtable.h: removed slots,
  * a full table, threads racing), the recorder's table of live sampled
- * allocations (record/alloc.h), and finding the markers in the built
+ * allocations and of frees read before their allocation (record/alloc.h),
+ * and finding the markers in the built
  * libnarwhal-alloc.so.
  */
 #include <errno.h>
@@ -288,6 +289,16 @@ static void test_live(void **state)
 	assert_int_equal(nw_alloc_live_count(&l), 5000);
 	assert_true(nw_alloc_live_remove(&l, 2, 0x100000 + 16, &got));
 	assert_false(nw_alloc_live_remove(&l, 1, 0x100000, &got));
+	/* A free read before its allocation: used up once, by an allocation before it. */
+	nw_alloc_live_orphan(&l, 7, 0xabc0, 1000);
+	assert_false(nw_alloc_live_freed(&l, 7, 0xabc0, 1001)); /* allocated after that free */
+	assert_false(nw_alloc_live_freed(&l, 8, 0xabc0, 999));  /* another process */
+	assert_true(nw_alloc_live_freed(&l, 7, 0xabc0, 999));
+	assert_false(nw_alloc_live_freed(&l, 7, 0xabc0, 999));
+	for (uint64_t i = 0; i < 2 * NW_ALLOC_ORPHANS; i++)
+		nw_alloc_live_orphan(&l, 7, 0x10 * (i + 1), 5000);
+	assert_false(nw_alloc_live_freed(&l, 7, 0x10, 10)); /* pushed out */
+	assert_true(nw_alloc_live_freed(&l, 7, 0x10 * 2 * NW_ALLOC_ORPHANS, 10));
 	nw_alloc_live_fini(&l);
 }
 

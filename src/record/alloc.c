@@ -119,14 +119,16 @@ static int uprobe_events(const char *line)
 /*
  * Removes every probe of @group ("-:GROUP/EVENT" for each of its events):
  * the names are read first, then removed, until none is left (a directory
- * read while entries go may skip some).
+ * read while entries go may skip some, and a probe whose last perf event
+ * was just closed is busy until the kernel has freed it: a few tries, 10
+ * ms apart, for up to a second).
  */
 static void remove_group(const char *group)
 {
 	char path[512], line[512], names[32][256];
 
 	snprintf(path, sizeof(path), TRACEFS "/events/%s", group);
-	for (int pass = 0; pass < 8; pass++) {
+	for (int pass = 0; pass < 100; pass++) {
 		DIR *dir = opendir(path);
 		struct dirent *de;
 		int n = 0;
@@ -146,6 +148,8 @@ static void remove_group(const char *group)
 			snprintf(line, sizeof(line), "-:%.200s/%.255s\n", group, names[i]);
 			uprobe_events(line);
 		}
+		if (pass)
+			usleep(10000);
 	}
 }
 
@@ -358,4 +362,25 @@ void nw_alloc_live_drop_pid(struct nw_alloc_live *l, uint32_t pid,
 		if (nw_alloc_live_remove(l, pid, l->v[i].ptr, &e))
 			fn(arg, &e);
 	}
+}
+
+void nw_alloc_live_orphan(struct nw_alloc_live *l, uint32_t pid, uint64_t ptr, uint64_t time)
+{
+	unsigned i = l->next_orphan++ % NW_ALLOC_ORPHANS;
+
+	l->orphans[i].pid = pid;
+	l->orphans[i].ptr = ptr;
+	l->orphans[i].time = time;
+}
+
+bool nw_alloc_live_freed(struct nw_alloc_live *l, uint32_t pid, uint64_t ptr, uint64_t time)
+{
+	for (unsigned i = 0; i < NW_ALLOC_ORPHANS; i++) {
+		if (l->orphans[i].ptr != ptr || l->orphans[i].pid != pid || !ptr ||
+		    l->orphans[i].time < time)
+			continue;
+		l->orphans[i].ptr = 0;
+		return true;
+	}
+	return false;
 }

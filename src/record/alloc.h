@@ -88,12 +88,24 @@ struct nw_alloc_entry {
 	uint64_t objects, bytes;     /* its weight */
 };
 
+/*
+ * Frees that matched no live allocation, the last NW_ALLOC_ORPHANS: the
+ * sample of an allocation taken on one CPU can be read a round after the
+ * sample of its free taken on another.
+ */
+#define NW_ALLOC_ORPHANS 64
+
 struct nw_alloc_live {
 	struct nw_alloc_entry *v;
 	size_t n, cap;
 	uint32_t *free_list;         /* entry numbers to reuse */
 	size_t nfree, cap_free;
 	struct nw_index index;       /* (pid, ptr) -> entry */
+	struct {
+		uint32_t pid;
+		uint64_t ptr, time;
+	} orphans[NW_ALLOC_ORPHANS];
+	unsigned next_orphan;
 };
 
 void nw_alloc_live_init(struct nw_alloc_live *l);
@@ -107,6 +119,13 @@ int nw_alloc_live_add(struct nw_alloc_live *l, const struct nw_alloc_entry *e,
 /* Removes the entry of (@pid, @ptr) into @ret: true, or false when there is none. */
 bool nw_alloc_live_remove(struct nw_alloc_live *l, uint32_t pid, uint64_t ptr,
 			  struct nw_alloc_entry *ret);
+/* Notes a free of (@pid, @ptr) at @time that matched no live allocation. */
+void nw_alloc_live_orphan(struct nw_alloc_live *l, uint32_t pid, uint64_t ptr, uint64_t time);
+/*
+ * Was (@pid, @ptr), allocated at @time, freed already (a free noted by
+ * nw_alloc_live_orphan() after @time)?  The note is used up.
+ */
+bool nw_alloc_live_freed(struct nw_alloc_live *l, uint32_t pid, uint64_t ptr, uint64_t time);
 /* Removes every entry of process @pid (its image was replaced: exec), each passed to @fn. */
 void nw_alloc_live_drop_pid(struct nw_alloc_live *l, uint32_t pid,
 			    void (*fn)(void *arg, const struct nw_alloc_entry *e), void *arg);

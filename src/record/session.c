@@ -564,14 +564,21 @@ static void take_back(void *arg, const struct nw_alloc_entry *e)
 	m[3] -= e->bytes < m[3] ? e->bytes : m[3];
 }
 
-/* Pointer @ptr of process @pid freed: if sampled, its live metrics go. */
-static void free_ptr(struct nw_session *s, uint32_t pid, uint64_t ptr)
+/*
+ * Pointer @ptr of process @pid freed at @time: if sampled, its live
+ * metrics go; else the free is noted, in case its allocation's sample
+ * comes in a later read round (another CPU's ring).
+ */
+static void free_ptr(struct nw_session *s, uint32_t pid, uint64_t ptr, uint64_t time)
 {
 	struct nw_alloc_entry e;
 
 	if (nw_alloc_live_remove(&s->live, pid, ptr, &e)) {
 		take_back(s, &e);
 		s->stats.alloc_frees++;
+	} else if (!attached_alloc(s)) {
+		/* Attached, most frees are of unsampled blocks: nothing to note. */
+		nw_alloc_live_orphan(&s->live, pid, ptr, time);
 	}
 }
 
@@ -584,7 +591,7 @@ static void process_free(struct nw_session *s, const struct nw_sample *smp)
 		s->stats.bad_records++;
 		return;
 	}
-	free_ptr(s, smp->sid.pid, ptr);
+	free_ptr(s, smp->sid.pid, ptr, smp->sid.time);
 }
 
 /* Register @reg (perf's number) of a sample; false without it. */
@@ -637,6 +644,11 @@ static void fold_alloc(struct nw_session *s, const struct nw_sample *smp, struct
 	th->last_time = smp->sid.time;
 	if (flags & NW_ALLOC_UNTRACKED) {
 		s->stats.alloc_untracked++;
+		return;
+	}
+	/* Its free was read first (from another CPU's ring, a round earlier). */
+	if (nw_alloc_live_freed(&s->live, smp->sid.pid, ptr, smp->sid.time)) {
+		s->stats.alloc_frees++;
 		return;
 	}
 	{
@@ -717,7 +729,7 @@ static void process_libc(struct nw_session *s, const struct nw_sample *smp,
 			t->npending--;
 		if (fn == NW_ALLOC_FN_FREE) {
 			if (!t->npending)
-				free_ptr(s, smp->sid.pid, a0);
+				free_ptr(s, smp->sid.pid, a0, smp->sid.time);
 			return;
 		}
 		if (t->npending == NW_ALLOC_PENDING) {
@@ -743,7 +755,7 @@ static void process_libc(struct nw_session *s, const struct nw_sample *smp,
 	if (t->npending)
 		return; /* inside another allocator call, which counts */
 	if (t->pending[k - 1].old)
-		free_ptr(s, smp->sid.pid, t->pending[k - 1].old);
+		free_ptr(s, smp->sid.pid, t->pending[k - 1].old, smp->sid.time);
 	if (!ptr)
 		return;
 	if (rate > 1) {
