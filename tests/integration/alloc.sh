@@ -9,8 +9,8 @@
 # the program; nothing live at the end but the leaks; --leaks lists exactly
 # the three leak sites, largest first, exact at rate 1 and within 10 % at
 # the default rate; pprof's heap sample types; the flame graph in bytes;
-# allocations beside CPU samples in one run; -p on a running program (the
-# C library probed); clear errors.
+# allocations beside CPU samples in one run; C++ new and delete; -p on a
+# running program (the C library probed); clear errors.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=export-lib.sh
@@ -154,6 +154,24 @@ grep -Eq '^/.*/libnarwhal-alloc\.so:libm\.so\.6$' "$d.out" || {
 	fail "LD_PRELOAD in the program is not libnarwhal-alloc.so:libm.so.6"
 }
 ok "$(cat "$d.out")"
+
+check "C++: new and new[] through malloc, delete through free (rate 1)"
+d=$NW_TMP/cxx.data
+rec "$d" --alloc-rate 1 "$P/alloc-cxx" 50
+for m in alloc-bytes inuse-bytes; do
+	"$NW_REPORT" "$d" --folded --metric "$m" >"$NW_TMP/cxx-$m" 2>&1 ||
+		fail "narwhal-report --folded --metric $m failed"
+done
+# cxx_objects: 50 Blocks of 4000 bytes, deleted; cxx_arrays: 50 new char[3000], kept.
+grep -q ';cxx_objects;operator new(unsigned long) 200000$' "$NW_TMP/cxx-alloc-bytes" &&
+	grep -q ';cxx_arrays;operator new(unsigned long) 150000$' "$NW_TMP/cxx-alloc-bytes" &&
+	grep -q ';cxx_arrays;operator new(unsigned long) 150000$' "$NW_TMP/cxx-inuse-bytes" &&
+	! grep -q ';cxx_objects;operator new(unsigned long) [1-9]' "$NW_TMP/cxx-inuse-bytes" || {
+	nw_show "folded alloc-bytes" "$NW_TMP/cxx-alloc-bytes"
+	nw_show "folded inuse-bytes" "$NW_TMP/cxx-inuse-bytes"
+	fail "C++ allocations are not 200000 and 150000 bytes below operator new"
+}
+ok "operator new below cxx_objects (200000 bytes, freed) and cxx_arrays (150000, live)"
 
 # leaks_check DIR N TOLERANCE : --leaks lists leak_one, leak_two and
 # leak_three (N blocks of 60000, 40000 and 30000 bytes), largest first,
