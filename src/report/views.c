@@ -409,7 +409,8 @@ static int cmp_thread(const void *a, const void *b)
 /*
  * With more than one event, the threads view adds a column per metric
  * that tells something the samples do not: times in seconds (a clock's
- * period, off-CPU time) and the other events' sample counts.
+ * period, off-CPU time), the other events' sample counts, and the bytes
+ * allocated and still live (--alloc).
  */
 static bool extra_column(const struct nw_measurement *m, unsigned i)
 {
@@ -418,7 +419,8 @@ static bool extra_column(const struct nw_measurement *m, unsigned i)
 
 	if (m->nmetrics <= 2)
 		return false;
-	return d->unit == NW_UNIT_NANOSECONDS || (d->kind == NW_METRIC_SAMPLES && (int)i != first);
+	return d->unit == NW_UNIT_NANOSECONDS || (d->kind == NW_METRIC_SAMPLES && (int)i != first) ||
+	       d->kind == NW_METRIC_ALLOC_BYTES || d->kind == NW_METRIC_INUSE_BYTES;
 }
 
 int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_filter *f)
@@ -445,7 +447,8 @@ int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_f
 
 		if (!extra_column(m, i))
 			continue;
-		snprintf(head, sizeof(head), "%s%s", d->event,
+		snprintf(head, sizeof(head), "%s%s",
+			 nw_metric_kind_is_alloc(d->kind) ? d->name : d->event,
 			 d->unit == NW_UNIT_NANOSECONDS ? " s" : "");
 		fprintf(out, "  %14s", head);
 	}
