@@ -975,6 +975,10 @@ static void run_fini(struct run *r)
 		nw_measure_fini(&r->ms);
 	if (r->session_ready)
 		nw_session_fini(&r->s);
+	if (r->alloc_ready && nw_alloc_unprobe(&r->alloc))
+		fprintf(stderr, "narwhal-record: the kernel still holds the probes of group %s in "
+				"/sys/kernel/tracing/uprobe_events (the next --alloc -p removes them)\n",
+			r->alloc.libc.group);
 	nw_targets_fini(&r->attached);
 	nw_targets_fini(&r->o.targets);
 	if (r->alloc_ready)

@@ -120,21 +120,21 @@ static int uprobe_events(const char *line)
  * Removes every probe of @group ("-:GROUP/EVENT" for each of its events):
  * the names are read first, then removed, until none is left (a directory
  * read while entries go may skip some, and a probe whose last perf event
- * was just closed is busy until the kernel has freed it: a few tries, 10
- * ms apart, for up to a second).
+ * was just closed is busy until the kernel has freed it: tries 10 ms
+ * apart for up to 5 s).  0, or -EBUSY when some are left.
  */
-static void remove_group(const char *group)
+static int remove_group(const char *group)
 {
 	char path[512], line[512], names[32][256];
 
 	snprintf(path, sizeof(path), TRACEFS "/events/%s", group);
-	for (int pass = 0; pass < 100; pass++) {
+	for (int pass = 0; pass < 500; pass++) {
 		DIR *dir = opendir(path);
 		struct dirent *de;
 		int n = 0;
 
 		if (!dir)
-			return;
+			return 0;
 		while (n < 32 && (de = readdir(dir))) {
 			if (de->d_name[0] == '.' || !strcmp(de->d_name, "enable") ||
 			    !strcmp(de->d_name, "filter"))
@@ -143,7 +143,7 @@ static void remove_group(const char *group)
 		}
 		closedir(dir);
 		if (!n)
-			return;
+			return 0;
 		for (int i = 0; i < n; i++) {
 			snprintf(line, sizeof(line), "-:%.200s/%.255s\n", group, names[i]);
 			uprobe_events(line);
@@ -151,6 +151,7 @@ static void remove_group(const char *group)
 		if (pass)
 			usleep(10000);
 	}
+	return -EBUSY;
 }
 
 /* The groups of recorders that ended without removing theirs (killed). */
@@ -258,10 +259,17 @@ int nw_alloc_probe_libc(struct nw_alloc_opts *o, int pid)
 	return ret;
 }
 
+int nw_alloc_unprobe(struct nw_alloc_opts *o)
+{
+	int ret = o->libc.defined ? remove_group(o->libc.group) : 0;
+
+	o->libc.defined = ret != 0;
+	return ret;
+}
+
 void nw_alloc_opts_fini(struct nw_alloc_opts *o)
 {
-	if (o->libc.defined)
-		remove_group(o->libc.group);
+	nw_alloc_unprobe(o);
 	free(o->libc.path);
 	free(o->library);
 	memset(o, 0, sizeof(*o));

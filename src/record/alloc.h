@@ -68,9 +68,15 @@ void nw_alloc_opts_fini(struct nw_alloc_opts *o);
  * groups of earlier recorders that are gone.  Another @pid with the same
  * library adds nothing; one with another library: -EXDEV.  -ENOENT: no C
  * library mapped; -EACCES: tracefs not writable (root); -errno.
- * nw_alloc_opts_fini() removes them.
+ * nw_alloc_unprobe() or nw_alloc_opts_fini() removes them.
  */
 int nw_alloc_probe_libc(struct nw_alloc_opts *o, int pid);
+/*
+ * Removes the probes of nw_alloc_probe_libc() once their events are
+ * closed (waiting up to 5 s for the kernel to let them go).  0, or -EBUSY
+ * when some are still defined (the next recorder removes them).
+ */
+int nw_alloc_unprobe(struct nw_alloc_opts *o);
 
 /*
  * The value of LD_PRELOAD that loads the library before @old (an existing

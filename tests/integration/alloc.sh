@@ -43,10 +43,7 @@ rec() {
 # stacks (--folded weighed by METRIC) of the threads FILTER selects.
 FILTER=()
 by_leaf() {
-	"$NW_REPORT" "$1" --folded --metric "$2" "${FILTER[@]}" >"$NW_TMP/folded" 2>"$NW_TMP/folded.err" || {
-		nw_show "narwhal-report stderr" "$NW_TMP/folded.err"
-		fail "narwhal-report $1 --folded --metric $2 failed"
-	}
+	nw_report "$NW_TMP/folded" "$1" --folded --metric "$2" "${FILTER[@]}"
 	awk '{ v = $NF; $NF = ""; n = split($0, f, ";"); leaf = f[n]; sub(/ +$/, "", leaf);
 	       s[leaf] += v } END { for (k in s) printf "%s %.0f\n", k, s[k] }' "$NW_TMP/folded" | sort
 }
@@ -159,8 +156,7 @@ check "C++: new and new[] through malloc, delete through free (rate 1)"
 d=$NW_TMP/cxx.data
 rec "$d" --alloc-rate 1 "$P/alloc-cxx" 50
 for m in alloc-bytes inuse-bytes; do
-	"$NW_REPORT" "$d" --folded --metric "$m" >"$NW_TMP/cxx-$m" 2>&1 ||
-		fail "narwhal-report --folded --metric $m failed"
+	nw_report "$NW_TMP/cxx-$m" "$d" --folded --metric "$m"
 done
 # cxx_objects: 50 Blocks of 4000 bytes, deleted; cxx_arrays: 50 new char[3000], kept.
 grep -q ';cxx_objects;operator new(unsigned long) 200000$' "$NW_TMP/cxx-alloc-bytes" &&
