@@ -32,6 +32,12 @@
 #include "alloc/sampler.h"
 
 #define API __attribute__((visibility("default")))
+/* A marker stays a call of its own (the asm in it keeps any compiler from dropping the call). */
+#if defined(__clang__)
+#define MARKER __attribute__((noinline))
+#else
+#define MARKER __attribute__((noinline, noipa))
+#endif
 
 extern void *__libc_malloc(size_t size);
 extern void __libc_free(void *ptr);
@@ -58,13 +64,12 @@ API void *memalign(size_t align, size_t size);
 API void *pvalloc(size_t size);
 
 /* The marker functions: empty, never inlined, cloned or merged, each with its own body. */
-API __attribute__((noinline, noipa)) void narwhal_alloc_sample(void *ptr, size_t size, size_t rate,
-							       unsigned long flags)
+API MARKER void narwhal_alloc_sample(void *ptr, size_t size, size_t rate, unsigned long flags)
 {
 	__asm__ volatile("nop; nop" : : "r"(ptr), "r"(size), "r"(rate), "r"(flags) : "memory");
 }
 
-API __attribute__((noinline, noipa)) void narwhal_free_sample(void *ptr)
+API MARKER void narwhal_free_sample(void *ptr)
 {
 	__asm__ volatile("nop" : : "r"(ptr) : "memory");
 }
