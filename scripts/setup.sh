@@ -5,19 +5,23 @@
 #   scripts/setup.sh           build and run the profiler (scripts/demo.sh)
 #   scripts/setup.sh --tests   that, and everything the test suite needs
 #                              (scripts/test.sh), npm ci in tests/js included
+#   scripts/setup.sh --bench   the profiler, and the tools bench/ compares
+#                              Narwhal with (perf, heaptrack)
 #
 # Idempotent: when every package of the profile is already installed (and,
 # with --tests, tests/js/node_modules matches its lock file) it does nothing.
 set -euo pipefail
 
 usage() {
-	echo "usage: scripts/setup.sh [--tests]"
+	echo "usage: scripts/setup.sh [--tests | --bench]"
 }
 
 tests=0
+bench=0
 case ${1-} in
 '') ;;
 --tests) tests=1 ;;
+--bench) bench=1 ;;
 -h | --help)
 	usage
 	exit 0
@@ -93,6 +97,13 @@ test_packages+=(gcc-12-plugin-dev g++)
 
 if [[ $tests -eq 1 ]]; then
 	packages+=("${test_packages[@]}")
+fi
+
+# ==== Benchmarks (--bench) ====
+# perf for bench/run.py and bench/unwind.py, heaptrack for bench/alloc.py
+# (narwhal-record --alloc beside it, doc/ALLOCATIONS.md).
+if [[ $bench -eq 1 ]]; then
+	packages+=(linux-perf heaptrack)
 fi
 
 # npm ci in tests/js (--tests only), when node_modules is missing or older

@@ -23,6 +23,8 @@
 #include "export/export.h"
 #include "format/writer.h"
 #include "perf/event.h"
+#include "alloc/abi.h"
+#include "record/alloc.h"
 #include "record/measure.h"
 #include "record/output.h"
 #include "record/session.h"
@@ -38,6 +40,8 @@
  * at most 7 events, the off-cpu event included.
  */
 #define MAX_EVENTS 7
+/* With --alloc four more metrics: 2 * 5 + 4 = 14. */
+#define MAX_EVENTS_ALLOC 5
 /* A sample record is at most 64 KiB: the stack copy's largest size. */
 #define NW_MAX_STACK_COPY 65528
 #define NW_DEFAULT_STACK_COPY 16384
@@ -77,6 +81,8 @@ struct opts {
 	uint64_t max_size;               /* --max-size bytes; 0: none */
 	uint32_t max_files;              /* --max-files; 0: none */
 	bool ring_size_given;            /* -m: keep that size (else shrink when refused) */
+	bool alloc;                      /* --alloc: allocations through libnarwhal-alloc */
+	uint64_t alloc_rate;             /* --alloc-rate BYTES; 0: the default */
 };
 
 static void usage(FILE *f)
@@ -106,6 +112,12 @@ static void usage(FILE *f)
 		"  -p, --pid PID[,PID...]  attach to running processes (all their threads)\n"
 		"  -t, --tid TID[,TID...]  attach to running threads\n"
 		"      --duration SECONDS  stop after SECONDS (attached: the program runs on)\n"
+		"      --alloc             record allocations (malloc, calloc, realloc, free, the\n"
+		"                          aligned ones, C++ new/delete) with their call paths:\n"
+		"                          alloc-objects, alloc-bytes, inuse-objects, inuse-bytes;\n"
+		"                          allocations only, unless -e names events to sample too\n"
+		"      --alloc-rate BYTES  one sample per BYTES allocated on average (default\n"
+		"                          524288; 1: every allocation, exact)\n"
 		"      --off-cpu           also record where threads block, and for how long\n"
 		"                          (needs kernel samples: root or perf_event_paranoid<=1)\n"
 		"      --user-only         user space only: no kernel time or frames (also an\n"
@@ -278,6 +290,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "tid", required_argument, NULL, 't' },
 		{ "duration", required_argument, NULL, 'D' },
 		{ "off-cpu", no_argument, NULL, 'O' },
+		{ "alloc", no_argument, NULL, 'A' },
+		{ "alloc-rate", required_argument, NULL, 'B' },
 		{ "no-trace", no_argument, NULL, 'N' },
 		{ "user-only", no_argument, NULL, 'U' },
 		{ "all-cpus", no_argument, NULL, 'a' },
@@ -389,6 +403,17 @@ bad_mode:
 		case 'O':
 			o->off_cpu = true;
 			break;
+		case 'A':
+			o->alloc = true;
+			break;
+		case 'B':
+			if (parse_size(optarg, &o->alloc_rate) || !o->alloc_rate) {
+				fprintf(stderr, "narwhal-record: --alloc-rate wants a number of bytes "
+						"like 524288 or 512K, not '%s'\n", optarg);
+				return 2;
+			}
+			o->alloc = true;
+			break;
 		case 'N':
 			o->no_trace = true;
 			break;
@@ -479,6 +504,11 @@ bad_mode:
 		fprintf(stderr, "narwhal-record: -a records every process already: not with -p/-t\n");
 		return 2;
 	}
+	if (o->alloc && o->system) {
+		fprintf(stderr, "narwhal-record: --alloc records a program it launches or attaches to "
+				"(-p/-t): not with -a\n");
+		return 2;
+	}
 	if (o->idle && !o->system) {
 		fprintf(stderr, "narwhal-record: --idle goes with -a (system-wide)\n");
 		return 2;
@@ -513,8 +543,11 @@ static bool no_pmu_error(int err)
 static int resolve_events(const struct opts *o, struct nw_event *evs)
 {
 	char *list, *save = NULL, *name;
-	int n = 0, ret;
+	int n = 0, ret, max = o->alloc ? MAX_EVENTS_ALLOC : MAX_EVENTS;
 
+	/* Allocations alone unless events are named. */
+	if (!o->event_list && o->alloc && !o->off_cpu)
+		return 0;
 	if (!o->event_list) {
 		ret = nw_event_parse("cycles", &evs[0]);
 		if (!ret)
@@ -536,9 +569,9 @@ static int resolve_events(const struct opts *o, struct nw_event *evs)
 	if (!list)
 		return -1;
 	for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
-		if (n == MAX_EVENTS - (o->off_cpu ? 1 : 0)) {
-			fprintf(stderr, "narwhal-record: at most %d events at once (%d with --off-cpu)\n",
-				MAX_EVENTS, MAX_EVENTS - 1);
+		if (n == max - (o->off_cpu ? 1 : 0)) {
+			fprintf(stderr, "narwhal-record: at most %d events at once (%d with --off-cpu)%s\n",
+				max, max - 1, o->alloc ? " with --alloc" : "");
 			n = -1;
 			break;
 		}
@@ -729,12 +762,17 @@ static int fill_run(struct nw_run *r, const struct opts *o, const struct nw_sess
 
 /*
  * Ring pages per CPU when -m is not given: 512 KiB in fp mode; with stack
- * copies 8 MiB (500 samples of 16 KiB), within 64 MiB for all CPUs.
+ * copies 8 MiB (500 samples of 16 KiB), within 64 MiB for all CPUs.  With
+ * --alloc four times that: a burst of allocation samples is not spread
+ * over time as timer samples are.
  */
-static unsigned default_ring_pages(enum nw_callgraph mode)
+static unsigned default_ring_pages(enum nw_callgraph mode, bool alloc)
 {
 	long ncpus = sysconf(_SC_NPROCESSORS_CONF), page = sysconf(_SC_PAGESIZE);
 	unsigned pages = mode == NW_CALLGRAPH_FP ? 128 : (8u << 20) / (unsigned)page;
+
+	if (alloc)
+		pages *= 4;
 
 	if (ncpus < 1)
 		ncpus = 1;
@@ -795,6 +833,8 @@ struct run {
 	bool system;              /* -a, -C */
 	struct nw_event evs[MAX_EVENTS];
 	int nev;
+	struct nw_alloc_opts alloc;      /* --alloc: the interposer and its markers */
+	bool alloc_ready;
 	struct nw_session_opts so;
 	struct nw_session s;
 	bool session_ready;
@@ -948,9 +988,84 @@ static void run_fini(struct run *r)
 		nw_measure_fini(&r->ms);
 	if (r->session_ready)
 		nw_session_fini(&r->s);
+	if (r->alloc_ready && nw_alloc_unprobe(&r->alloc))
+		fprintf(stderr, "narwhal-record: the kernel still holds the probes of group %s in "
+				"/sys/kernel/tracing/uprobe_events (the next --alloc -p removes them)\n",
+			r->alloc.libc.group);
 	nw_targets_fini(&r->attached);
 	nw_targets_fini(&r->o.targets);
+	if (r->alloc_ready)
+		nw_alloc_opts_fini(&r->alloc);
 	free(r->o.cpus);
+}
+
+/*
+ * --alloc with -p/-t: probes on the targets' C library (every call traps:
+ * doc/ALLOCATIONS.md).  0, or 1 after saying why.
+ */
+static int setup_alloc_attached(struct run *r)
+{
+	int ret = nw_alloc_opts_init(&r->alloc, NULL, NULL, NULL, r->o.alloc_rate);
+
+	r->alloc_ready = true;
+	for (size_t i = 0; !ret && i < r->o.targets.n; i++) {
+		ret = nw_alloc_probe_libc(&r->alloc, r->o.targets.ids[i]);
+		if (ret == -ENOENT)
+			fprintf(stderr, "narwhal-record: --alloc: %s %d maps no libc.so.6 (a static "
+					"program?)\n", r->o.targets.threads ? "thread" : "process",
+				(int)r->o.targets.ids[i]);
+		else if (ret == -EXDEV)
+			fprintf(stderr, "narwhal-record: --alloc: the targets use different C "
+					"libraries; attach to one at a time\n");
+		else if (ret == -EACCES || ret == -EPERM)
+			fprintf(stderr, "narwhal-record: --alloc with -p/-t defines uprobes in "
+					"/sys/kernel/tracing, which needs root\n");
+		else if (ret == -ENODEV)
+			fprintf(stderr, "narwhal-record: --alloc needs the kernel's uprobes, which "
+					"this kernel does not have (CONFIG_UPROBE_EVENTS)\n");
+		else if (ret)
+			fprintf(stderr, "narwhal-record: --alloc: cannot probe the C library: %s\n",
+				strerror(-ret));
+		if (ret)
+			return 1;
+	}
+	if (!r->o.quiet)
+		fprintf(stderr, "narwhal-record: --alloc attached: every call of malloc, calloc, "
+				"realloc, memalign and free in %s traps (microseconds each)\n",
+			r->alloc.libc.path);
+	return 0;
+}
+
+/*
+ * --alloc: finds libnarwhal-alloc.so (NARWHAL_ALLOC_LIBRARY, else beside
+ * this program in the build tree, else installed) and its markers, and
+ * checks for the uprobe PMU.  0, or 1 after saying why.
+ */
+static int setup_alloc(struct run *r)
+{
+	const char *lib = getenv("NARWHAL_ALLOC_LIBRARY");
+	char exe[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	int ret;
+
+	exe[len > 0 ? len : 0] = 0;
+	if (r->attach)
+		return setup_alloc_attached(r);
+	ret = nw_alloc_opts_init(&r->alloc, lib && *lib ? lib : NULL, exe, NW_LIBDIR,
+				 r->o.alloc_rate);
+	r->alloc_ready = true;
+	if (ret == -ENODEV)
+		fprintf(stderr, "narwhal-record: --alloc needs the kernel's uprobe PMU, which this "
+				"kernel does not have (no /sys/bus/event_source/devices/uprobe: "
+				"CONFIG_UPROBE_EVENTS)\n");
+	else if (ret == -ENOENT)
+		fprintf(stderr, "narwhal-record: --alloc: cannot find %s with its markers (%s, "
+				"or beside narwhal-record, or in %s/narwhal; NARWHAL_ALLOC_LIBRARY "
+				"names another)\n", NW_ALLOC_LIBRARY, lib && *lib ? lib : "not set",
+			NW_LIBDIR);
+	else if (ret)
+		fprintf(stderr, "narwhal-record: --alloc: %s\n", strerror(-ret));
+	return ret ? 1 : 0;
 }
 
 /* Checks the command or the targets, the output and the events: -1 to go on, else the exit status. */
@@ -977,6 +1092,8 @@ static int prepare(struct run *r)
 	r->nev = resolve_events(&r->o, r->evs);
 	if (r->nev < 0)
 		return 2;
+	if (r->o.alloc && setup_alloc(r))
+		return 1;
 	r->so = (struct nw_session_opts){
 		.events = r->evs,
 		.nevents = (unsigned)r->nev,
@@ -989,6 +1106,7 @@ static int prepare(struct run *r)
 		.off_cpu = r->o.off_cpu,
 		.kernel = !r->o.user_only,
 		.idle = r->o.idle,
+		.alloc = r->o.alloc ? &r->alloc : NULL,
 	};
 	ret = nw_session_init(&r->s, &r->so);
 	r->session_ready = true;
@@ -1021,6 +1139,33 @@ static void explain_start_error(const struct run *r, int ret)
 }
 
 /*
+ * Launches the program with libnarwhal-alloc preloaded (before the
+ * program's own preloads) and its rate: in its environment, which its
+ * children and the programs it execs inherit.  0 or -errno.
+ */
+static int launch_alloc(struct run *r)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char *saved = old ? strdup(old) : NULL, *preload = nw_alloc_preload(&r->alloc, old);
+	char rate[32];
+	int ret = -ENOMEM;
+
+	snprintf(rate, sizeof(rate), "%llu", (unsigned long long)r->alloc.rate);
+	if (preload && (!old || saved) && setenv("LD_PRELOAD", preload, 1) == 0 &&
+	    setenv(NW_ALLOC_RATE_ENV, rate, 1) == 0)
+		ret = nw_launch_start(r->cmd, &r->l);
+	/* The recorder's own environment as it was. */
+	if (saved)
+		setenv("LD_PRELOAD", saved, 1);
+	else
+		unsetenv("LD_PRELOAD");
+	unsetenv(NW_ALLOC_RATE_ENV);
+	free(saved);
+	free(preload);
+	return ret;
+}
+
+/*
  * Starts the program at its gate (or attaches), opens the events on it
  * and lets it go: -1 to go on, else the exit status.
  */
@@ -1033,7 +1178,7 @@ static int start(struct run *r)
 	if (launched(r)) {
 		if (nw_seclog_stage_create(r->o.output, r->stage, sizeof(r->stage)) == 0)
 			setenv(NW_SECLOG_ENV, r->stage, 1);
-		ret = nw_launch_start(r->cmd, &r->l);
+		ret = r->o.alloc ? launch_alloc(r) : nw_launch_start(r->cmd, &r->l);
 		if (ret) {
 			fprintf(stderr, "narwhal-record: cannot start %s: %s\n", r->cmd[0],
 				strerror(-ret));
@@ -1312,10 +1457,20 @@ static void print_summary(const struct run *r, double cpu_end)
 				(unsigned long long)s->unwinder.stats.mismatches,
 				(unsigned long long)s->unwinder.stats.checked);
 	}
+	if (s->opts.alloc)
+		fprintf(stderr, "narwhal-record: %llu allocation samples (one per %llu bytes on "
+				"average), %llu of them freed, %zu live at the end%s\n",
+			(unsigned long long)s->stats.alloc_samples,
+			(unsigned long long)s->opts.alloc->rate,
+			(unsigned long long)s->stats.alloc_frees, nw_alloc_live_count(&s->live),
+			s->stats.alloc_untracked ? " (some untracked: the interposer's table was full)"
+						 : "");
 	if (s->stats.lost)
 		fprintf(stderr, "narwhal-record: the kernel dropped %llu records: raise the ring "
-				"size with -m (now %u pages) or lower -F\n",
-			(unsigned long long)s->stats.lost, o->mmap_pages);
+				"size with -m (now %u pages)%s\n",
+			(unsigned long long)s->stats.lost, o->mmap_pages,
+			o->alloc ? ", raise --alloc-rate or take smaller stack copies (-g dwarf,SIZE)"
+				 : " or lower -F");
 	if (s->stats.bad_records || s->stats.ring_resyncs)
 		fprintf(stderr, "narwhal-record: %llu malformed records skipped\n",
 			(unsigned long long)(s->stats.bad_records + s->stats.ring_resyncs));
@@ -1415,7 +1570,7 @@ int main(int argc, char **argv)
 	r.argc = r.attach ? 0 : argc - optind;
 	r.o.ring_size_given = r.o.mmap_pages != 0;
 	if (!r.o.ring_size_given)
-		r.o.mmap_pages = default_ring_pages(r.o.callgraph);
+		r.o.mmap_pages = default_ring_pages(r.o.callgraph, r.o.alloc);
 	ret = prepare(&r);
 	if (ret >= 0)
 		goto cleanup;

@@ -28,7 +28,8 @@
 
 /* VIEW_NONE: no view asked for; the tree, unless an export was asked for. */
 enum view { VIEW_TREE, VIEW_FLAT, VIEW_THREADS, VIEW_FOLDED, VIEW_HEALTH, VIEW_SECTIONS,
-	    VIEW_CALLERS, VIEW_MODULES, VIEW_LINES, VIEW_ADDRESSES, VIEW_TIMELINE, VIEW_NONE };
+	    VIEW_CALLERS, VIEW_MODULES, VIEW_LINES, VIEW_ADDRESSES, VIEW_TIMELINE, VIEW_LEAKS,
+	    VIEW_NONE };
 
 /* A regular expression of an option, compiled once the options are read. */
 struct pattern {
@@ -74,7 +75,7 @@ struct loaded {
 	unsigned metric;
 };
 
-enum { OPT_TREE = 256, OPT_FLAT, OPT_THREADS, OPT_FOLDED, OPT_TID, OPT_PID, OPT_COMM,
+enum { OPT_TREE = 256, OPT_FLAT, OPT_LEAKS, OPT_THREADS, OPT_FOLDED, OPT_TID, OPT_PID, OPT_COMM,
        OPT_METRIC, OPT_PERCENT, OPT_VERSION, OPT_FOLD_RECURSION, OPT_STACK_HEALTH, OPT_PPROF,
        OPT_SPEEDSCOPE, OPT_FLAMEGRAPH, OPT_PER_THREAD, OPT_DIFF, OPT_SECTIONS,
        OPT_BY_SECTION, OPT_BY, OPT_CALLERS, OPT_INVERTED, OPT_FOCUS, OPT_IGNORE, OPT_HIDE,
@@ -84,6 +85,7 @@ enum { OPT_TREE = 256, OPT_FLAT, OPT_THREADS, OPT_FOLDED, OPT_TID, OPT_PID, OPT_
 static const struct option long_opts[] = {
 	{ "tree", no_argument, NULL, OPT_TREE },
 	{ "flat", no_argument, NULL, OPT_FLAT },
+	{ "leaks", no_argument, NULL, OPT_LEAKS },
 	{ "threads", no_argument, NULL, OPT_THREADS },
 	{ "folded", no_argument, NULL, OPT_FOLDED },
 	{ "stack-health", no_argument, NULL, OPT_STACK_HEALTH },
@@ -134,6 +136,8 @@ static void usage(FILE *f)
 	      "Views:\n"
 	      "  --tree               call tree, inclusive and self (default)\n"
 	      "  --flat               functions by self, with cumulative share\n"
+	      "  --leaks              call paths of memory still live at exit, largest first\n"
+	      "                       (narwhal-record --alloc)\n"
 	      "  --threads            one line per thread, most samples first\n"
 	      "  --folded             folded stacks (flamegraph.pl input)\n"
 	      "  --callers RE         who calls the functions matching RE, through which\n"
@@ -253,6 +257,9 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 			break;
 		case OPT_FLAT:
 			o->view = VIEW_FLAT;
+			break;
+		case OPT_LEAKS:
+			o->view = VIEW_LEAKS;
 			break;
 		case OPT_THREADS:
 			o->view = VIEW_THREADS;
@@ -730,6 +737,14 @@ static int run_view(FILE *out, const struct report_opts *o, const struct loaded 
 		break;
 	case VIEW_FLAT:
 		ret = nw_view_flat(out, s, &o->view_opts);
+		break;
+	case VIEW_LEAKS:
+		ret = nw_view_leaks(out, s, &o->view_opts);
+		if (ret == -ENOENT) {
+			fprintf(stderr, "narwhal-report: %s: no allocation metrics (record with "
+					"narwhal-record --alloc for --leaks)\n", l->dir);
+			ret = 1;
+		}
 		break;
 	case VIEW_FOLDED:
 		ret = nw_view_folded(out, s, &o->view_opts);

@@ -28,6 +28,13 @@ struct nw_arch_ops {
 	int dwarf_sp, dwarf_fp, dwarf_ra;
 	/* perf register numbers (bit positions in the masks). */
 	int perf_ip, perf_sp, perf_fp;
+	/* perf register numbers of the first four integer arguments of a call
+	 * (read at a uprobe on a function's entry: the allocation markers). */
+	int perf_args[4];
+	/* The return value's register, and what a return adds to the stack
+	 * pointer of the function's entry (x86-64: the return address popped). */
+	int perf_ret;
+	int ret_sp_adjust;
 	/* perf register number -> DWARF register number, -1 where none. */
 	int (*perf_to_dwarf)(int perf_reg);
 };

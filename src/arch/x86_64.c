@@ -47,5 +47,8 @@ const struct nw_arch_ops nw_arch_x86_64 = {
 	.perf_ip = X86_IP,
 	.perf_sp = X86_SP,
 	.perf_fp = X86_BP,
+	.perf_args = { X86_DI, X86_SI, X86_DX, X86_CX },
+	.perf_ret = X86_AX,
+	.ret_sp_adjust = 8,
 	.perf_to_dwarf = x86_64_perf_to_dwarf,
 };

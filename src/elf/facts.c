@@ -201,3 +201,58 @@ int nw_elf_facts_for(struct nw_elf_cache *c, const char *path, const uint8_t *bu
 		return 0;
 	return nw_module_facts_copy(dst, f);
 }
+
+int nw_elf_symbol_offset(const char *path, const char *name, uint64_t *ret_off)
+{
+	Elf_Scn *scn = NULL;
+	Elf *elf = NULL;
+	int fd, err = -ENOENT;
+	uint64_t value = 0;
+	bool found = false;
+	size_t phnum;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &phnum) != 0)
+		goto out;
+	while (!found && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *s;
+
+			if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
+			    GELF_ST_TYPE(sym.st_info) != STT_FUNC)
+				continue;
+			s = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (s && !strcmp(s, name)) {
+				value = sym.st_value;
+				found = true;
+				break;
+			}
+		}
+	}
+	for (size_t i = 0; found && i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    value < ph.p_vaddr || value >= ph.p_vaddr + ph.p_filesz)
+			continue;
+		*ret_off = value - ph.p_vaddr + ph.p_offset;
+		err = 0;
+		break;
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err;
+}

@@ -34,4 +34,11 @@ int nw_elf_facts_get(struct nw_elf_cache *c, const char *path,
 int nw_elf_facts_for(struct nw_elf_cache *c, const char *path, const uint8_t *build_id,
 		     size_t size, struct nw_module_facts *dst);
 
+/*
+ * The file offset of the code of function @name, a dynamic symbol of the
+ * ELF file @path (where a uprobe on its entry goes).  -ENOENT when the
+ * file is not ELF or does not define it, -errno when it cannot be opened.
+ */
+int nw_elf_symbol_offset(const char *path, const char *name, uint64_t *ret_off);
+
 #endif

@@ -589,6 +589,21 @@ static int value_type(struct nw_pprof *b, const struct nw_metric *d, unsigned ne
 		type = d->event;
 		unit = "nanoseconds";
 		break;
+	/* Allocations: the sample types of Go's and tcmalloc's heap profiles. */
+	case NW_METRIC_ALLOC_OBJECTS:
+		type = "alloc_objects";
+		break;
+	case NW_METRIC_ALLOC_BYTES:
+		type = "alloc_space";
+		unit = "bytes";
+		break;
+	case NW_METRIC_INUSE_OBJECTS:
+		type = "inuse_objects";
+		break;
+	case NW_METRIC_INUSE_BYTES:
+		type = "inuse_space";
+		unit = "bytes";
+		break;
 	default:
 		break;
 	}
@@ -801,7 +816,18 @@ static int pack_header(struct nw_pprof *b, struct pack *k, Perftools__Profiles__
 	for (unsigned i = 0; i < b->nmetrics && p0 < 0; i++)
 		if (b->m->metrics[i].kind == NW_METRIC_PERIOD)
 			p0 = (int)i;
-	if (p0 >= 0) {
+	/* Allocations alone: a heap profile's period, "space" in bytes (the sampling rate). */
+	for (unsigned i = 0; i < b->nmetrics && p0 < 0; i++)
+		if (b->m->metrics[i].kind == NW_METRIC_ALLOC_BYTES)
+			p0 = (int)i;
+	if (p0 >= 0 && b->m->metrics[p0].kind == NW_METRIC_ALLOC_BYTES) {
+		k->period_type.type = str_intern(b, "space");
+		k->period_type.unit = str_intern(b, "bytes");
+		if (k->period_type.type < 0 || k->period_type.unit < 0)
+			return -ENOMEM;
+		prof->period_type = &k->period_type;
+		prof->period = (int64_t)b->m->metrics[p0].period;
+	} else if (p0 >= 0) {
 		if (value_type(b, &b->m->metrics[p0], nevents, &k->period_type))
 			return -ENOMEM;
 		prof->period_type = &k->period_type;

@@ -135,6 +135,10 @@ int nw_measurement_find_metric(const struct nw_measurement *m, const char *name)
 		for (uint32_t i = 0; i < m->nmetrics; i++)
 			if (nw_metric_counts_samples(&m->metrics[i]))
 				return (int)i;
+		/* Allocations alone: the bytes allocated. */
+		for (uint32_t i = 0; i < m->nmetrics; i++)
+			if (m->metrics[i].kind == NW_METRIC_ALLOC_BYTES)
+				return (int)i;
 		return 0;
 	}
 	for (uint32_t i = 0; i < m->nmetrics; i++)

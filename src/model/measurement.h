@@ -164,7 +164,8 @@ int nw_measurement_copy_metric(struct nw_measurement *m, const struct nw_metric 
 /*
  * The metric called @name: a metric name ("cpu-clock:period") or an event
  * name ("cpu-clock": its samples metric, else its first).  NULL asks for
- * the default: the first metric that counts samples.  -ENOENT.
+ * the default: the first metric that counts samples, else alloc-bytes,
+ * else the first.  -ENOENT.
  */
 int nw_measurement_find_metric(const struct nw_measurement *m, const char *name);
 /* The metric counting the samples of @metric's event (itself when it does), or -ENOENT. */

@@ -12,6 +12,10 @@ static const char *const kind_names[NW_METRIC_KINDS] = {
 	[NW_METRIC_PERIOD] = "period",
 	[NW_METRIC_SWITCHES] = "switches",
 	[NW_METRIC_OFFCPU_TIME] = "nanoseconds",
+	[NW_METRIC_ALLOC_OBJECTS] = "alloc-objects",
+	[NW_METRIC_ALLOC_BYTES] = "alloc-bytes",
+	[NW_METRIC_INUSE_OBJECTS] = "inuse-objects",
+	[NW_METRIC_INUSE_BYTES] = "inuse-bytes",
 };
 
 static const char *const unit_names[NW_UNIT_UNITS] = {
@@ -52,6 +56,11 @@ bool nw_metric_counts_samples(const struct nw_metric *m)
 	return m->kind == NW_METRIC_SAMPLES || m->kind == NW_METRIC_SWITCHES;
 }
 
+bool nw_metric_kind_is_alloc(enum nw_metric_kind kind)
+{
+	return kind >= NW_METRIC_ALLOC_OBJECTS && kind <= NW_METRIC_INUSE_BYTES;
+}
+
 /* The events whose period is a time: the kernel's clock events count nanoseconds. */
 static bool clock_event(const char *event)
 {
@@ -63,7 +72,8 @@ int nw_metric_init(struct nw_metric *m, const char *event, enum nw_metric_kind k
 {
 	memset(m, 0, sizeof(*m));
 	m->event = strdup(event);
-	m->name = nw_strdup_printf("%s:%s", event, nw_metric_kind_name(kind));
+	m->name = nw_metric_kind_is_alloc(kind) ? strdup(nw_metric_kind_name(kind))
+						: nw_strdup_printf("%s:%s", event, nw_metric_kind_name(kind));
 	if (!m->event || !m->name) {
 		nw_metric_fini(m);
 		return -ENOMEM;
@@ -82,6 +92,14 @@ int nw_metric_init(struct nw_metric *m, const char *event, enum nw_metric_kind k
 	case NW_METRIC_SWITCHES:
 		m->unit = NW_UNIT_COUNT;
 		m->flags = NW_METRIC_FLAG_REAL;
+		break;
+	case NW_METRIC_ALLOC_OBJECTS:
+	case NW_METRIC_INUSE_OBJECTS:
+		m->unit = NW_UNIT_COUNT;
+		break;
+	case NW_METRIC_ALLOC_BYTES:
+	case NW_METRIC_INUSE_BYTES:
+		m->unit = NW_UNIT_BYTES;
 		break;
 	default:
 		m->unit = NW_UNIT_COUNT;

@@ -5,7 +5,10 @@
  * no view guesses a metric's meaning from its name or position.  Every
  * sampled event has a metric counting its samples and one summing their
  * periods; the off-CPU event counts context switches and the nanoseconds
- * off the CPU after them.
+ * off the CPU after them.  Allocations (narwhal-record --alloc, event
+ * "alloc") have four metrics named by their kind alone: the objects and
+ * bytes allocated at each calling context and those still live at the end
+ * (estimates weighed from byte-sampled allocations; doc/ALLOCATIONS.md).
  */
 #ifndef NW_METRIC_H
 #define NW_METRIC_H
@@ -18,6 +21,10 @@ enum nw_metric_kind {
 	NW_METRIC_PERIOD,        /* sum of the samples' periods (events; ns for clock events) */
 	NW_METRIC_SWITCHES,      /* off-CPU: switches away from the CPU (count) */
 	NW_METRIC_OFFCPU_TIME,   /* off-CPU: time until the thread ran again (ns) */
+	NW_METRIC_ALLOC_OBJECTS, /* allocations made here (count) */
+	NW_METRIC_ALLOC_BYTES,   /* bytes allocated here */
+	NW_METRIC_INUSE_OBJECTS, /* allocations made here and not freed (count) */
+	NW_METRIC_INUSE_BYTES,   /* bytes allocated here and not freed */
 	NW_METRIC_KINDS,
 };
 
@@ -33,8 +40,12 @@ enum nw_metric_unit {
 #define NW_METRIC_FLAG_ASYNC (1u << 1)
 #define NW_METRIC_FLAG_REAL  (1u << 2)
 
+/* The event of the allocation metrics. */
+#define NW_ALLOC_EVENT "alloc"
+
 struct nw_metric {
-	char *name;               /* "cpu-clock:samples": event ':' kind, the csprof name */
+	char *name;               /* "cpu-clock:samples": event ':' kind, the csprof name;
+				   * an allocation metric: its kind ("alloc-bytes") */
 	char *event;              /* "cpu-clock", "off-cpu" */
 	enum nw_metric_kind kind;
 	enum nw_metric_unit unit;
@@ -42,7 +53,7 @@ struct nw_metric {
 	uint32_t flags;           /* NW_METRIC_FLAG_* */
 };
 
-/* "samples", "period", "switches", "nanoseconds". */
+/* "samples", "period", "switches", "nanoseconds", "alloc-objects", ... "inuse-bytes". */
 const char *nw_metric_kind_name(enum nw_metric_kind kind);
 /* The kind called @name, or -EINVAL. */
 int nw_metric_kind_parse(const char *name);
@@ -52,12 +63,15 @@ const char *nw_metric_unit_name(enum nw_metric_unit unit);
 int nw_metric_unit_parse(const char *name);
 /* Does the metric count samples (one per sample: samples, switches)? */
 bool nw_metric_counts_samples(const struct nw_metric *m);
+/* Is @kind one of the four allocation metrics? */
+bool nw_metric_kind_is_alloc(enum nw_metric_kind kind);
 
 /*
  * Fills @m (owning copies of the strings) for @event and @kind: the name
- * "event:kind", the unit (nanoseconds for the period of cpu-clock and
- * task-clock and for off-CPU time, events for other periods, else count)
- * and the csprof flags.  -ENOMEM.
+ * "event:kind" (an allocation metric: the kind alone), the unit
+ * (nanoseconds for the period of cpu-clock and task-clock and for off-CPU
+ * time, events for other periods, bytes for allocated and live bytes, else
+ * count) and the csprof flags (none for allocations: synchronous).  -ENOMEM.
  */
 int nw_metric_init(struct nw_metric *m, const char *event, enum nw_metric_kind kind,
 		   uint64_t period);

@@ -15,6 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "model/metric.h"
+#include "alloc/abi.h"
+#include "alloc/sampler.h"
 #include "util/log.h"
 #include "util/strbuf.h"
 
@@ -40,7 +43,9 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 	int ret;
 
 	memset(s, 0, sizeof(*s));
-	if (!opts->nevents || !opts->value || !opts->mmap_pages ||
+	nw_alloc_live_init(&s->live);
+	if ((!opts->nevents && !opts->alloc) || (opts->nevents && !opts->value) ||
+	    !opts->mmap_pages ||
 	    (opts->mmap_pages & (opts->mmap_pages - 1)))
 		return -EINVAL;
 	s->opts = *opts;
@@ -50,6 +55,11 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 	s->nevents = opts->nevents + (opts->off_cpu ? 1 : 0);
 	s->offcpu = opts->off_cpu ? opts->nevents : UINT32_MAX;
 	s->nmetrics = 2 * s->nevents;
+	s->alloc_metric = UINT32_MAX;
+	if (opts->alloc) {
+		s->alloc_metric = s->nmetrics;
+		s->nmetrics += 4;
+	}
 	nw_tasks_init(&s->tasks);
 	nw_module_table_init(&s->modules);
 	s->events = calloc(s->nevents, sizeof(*s->events));
@@ -80,6 +90,12 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 		s->fmt.sample_type |= PERF_SAMPLE_STACK_USER;
 		s->fmt.regs_mask = s->arch->regs_mask_dwarf;
 	}
+	/* The markers' (and the C library's) arguments, read at their entry;
+	 * the return value and the stack pointer, at a return. */
+	for (unsigned i = 0; opts->alloc && i < 4; i++)
+		s->fmt.regs_mask |= 1ull << s->arch->perf_args[i];
+	if (opts->alloc)
+		s->fmt.regs_mask |= 1ull << s->arch->perf_ret | 1ull << s->arch->perf_sp;
 	s->fmt.sample_id_all = true;
 	ret = nw_unwinder_init(&s->unwinder, opts->callgraph, s->arch, s->fmt.regs_mask);
 	s->unwinder.kernel = opts->kernel;
@@ -94,33 +110,44 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 	return ret;
 }
 
-static void fill_attr(const struct nw_session *s, unsigned e, struct perf_event_attr *a,
-		      bool launch)
-{
-	bool leader = e == 0;
+/*
+ * Allocation events, after the sampled ones: uprobes on the interposer's
+ * markers, and a dummy event that brings the side-band records when
+ * nothing else is sampled.
+ */
+enum { ALLOC_SAMPLE, ALLOC_FREE, ALLOC_DUMMY, ALLOC_LIBC };
 
-	*a = s->events[e].ev.attr;
+/* Attached: the C library's probe of function @fn, its entry (@ret 0) or return. */
+static unsigned libc_event(const struct nw_session *s, unsigned fn, unsigned ret)
+{
+	return s->nevents + ALLOC_LIBC + 2 * fn + ret;
+}
+
+static bool attached_alloc(const struct nw_session *s)
+{
+	return s->opts.alloc && s->opts.alloc->libc.path;
+}
+
+static void fill_common(const struct nw_session *s, struct perf_event_attr *a, bool leader,
+			bool launch)
+{
 	a->size = sizeof(*a);
 	a->sample_type = s->fmt.sample_type;
 	a->sample_regs_user = s->fmt.regs_mask;
 	if (s->opts.callgraph != NW_CALLGRAPH_FP)
 		a->sample_stack_user = s->opts.stack_size;
-	a->freq = s->opts.freq;
-	a->sample_period = s->opts.value; /* union with sample_freq */
 	a->disabled = 1;
 	a->inherit = 1;
 	a->enable_on_exec = launch;
-	/* Kernel time when asked for and the event allows it (not "cycles:u"). */
-	a->exclude_kernel = !s->opts.kernel || s->events[e].ev.attr.exclude_kernel;
 	a->exclude_hv = 1;
-	a->exclude_callchain_kernel = a->exclude_kernel;
-	/* dwarf: the kernel's chain alone; the user stack comes from the copy. */
 	a->exclude_callchain_user = s->opts.callgraph == NW_CALLGRAPH_DWARF;
 	a->sample_id_all = 1;
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
 	a->watermark = 1;
-	a->wakeup_watermark = (uint32_t)(s->opts.mmap_pages * (uint64_t)getpagesize() / 4);
+	/* Allocation samples come in bursts a ring must absorb: the reader wakes sooner. */
+	a->wakeup_watermark = (uint32_t)(s->opts.mmap_pages * (uint64_t)getpagesize() /
+					 (s->opts.alloc ? 8 : 4));
 	/* Side-band records come once per CPU and task, from the first event only. */
 	a->mmap = leader;
 	a->mmap2 = leader;
@@ -128,6 +155,79 @@ static void fill_attr(const struct nw_session *s, unsigned e, struct perf_event_
 	a->comm_exec = leader;
 	a->task = leader;
 	a->build_id = leader;
+}
+
+/*
+ * A uprobe on marker @which of libnarwhal-alloc: every call is a sample
+ * with the user registers (its arguments) and the stack the call-graph
+ * mode takes; a free needs only its argument, so no stack copy.  Opened
+ * per CPU for every task, not inherited: the kernel reads the library's
+ * path from the user memory of the task an event is inherited into,
+ * where our pointer means nothing (clone and fork then fail with
+ * EFAULT).  Samples of processes not ours are dropped.  ALLOC_DUMMY: the
+ * leader of the side-band records when no event is sampled.
+ */
+static void fill_alloc_attr(const struct nw_session *s, unsigned which,
+			    struct perf_event_attr *a, bool launch)
+{
+	const struct nw_alloc_opts *o = s->opts.alloc;
+
+	memset(a, 0, sizeof(*a));
+	if (which == ALLOC_DUMMY) {
+		a->type = PERF_TYPE_SOFTWARE;
+		a->config = PERF_COUNT_SW_DUMMY;
+		fill_common(s, a, true, launch);
+		a->exclude_kernel = 1;
+		return;
+	}
+	if (which >= ALLOC_LIBC) {
+		/*
+		 * Attached: a tracefs uprobe on the C library, inherited like
+		 * the sampled events.  An entry needs its arguments only; a
+		 * return, the pointer and the caller's stack.
+		 */
+		unsigned fn = (which - ALLOC_LIBC) / 2, ret = (which - ALLOC_LIBC) % 2;
+
+		a->type = PERF_TYPE_TRACEPOINT;
+		a->config = o->libc.ids[fn][ret];
+		fill_common(s, a, false, launch);
+		a->sample_period = 1;
+		a->exclude_callchain_kernel = 1;
+		if (!ret) {
+			a->exclude_callchain_user = 1;
+			if (a->sample_stack_user)
+				a->sample_stack_user = 8;
+		}
+		return;
+	}
+	a->type = (uint32_t)o->uprobe_type;
+	a->config1 = (uint64_t)(uintptr_t)o->library;
+	a->config2 = which == ALLOC_SAMPLE ? o->sample_off : o->free_off;
+	fill_common(s, a, false, false);
+	a->inherit = 0;
+	a->sample_period = 1;
+	a->exclude_kernel = 1;
+	a->exclude_callchain_kernel = 1;
+	if (which == ALLOC_FREE && a->sample_stack_user)
+		a->sample_stack_user = 8;
+}
+
+static void fill_attr(const struct nw_session *s, unsigned e, struct perf_event_attr *a,
+		      bool launch)
+{
+	bool leader = e == 0;
+
+	if (e >= s->nevents) {
+		fill_alloc_attr(s, e - s->nevents, a, launch);
+		return;
+	}
+	*a = s->events[e].ev.attr;
+	fill_common(s, a, leader, launch);
+	a->freq = s->opts.freq;
+	a->sample_period = s->opts.value; /* union with sample_freq */
+	/* Kernel time when asked for and the event allows it (not "cycles:u"). */
+	a->exclude_kernel = !s->opts.kernel || s->events[e].ev.attr.exclude_kernel;
+	a->exclude_callchain_kernel = a->exclude_kernel;
 	if (e == s->offcpu) {
 		/*
 		 * Every context switch, where it happens: in the kernel, so the
@@ -241,39 +341,83 @@ static int map_ring(struct nw_session *s, int cpu, int fd)
 }
 
 /*
- * Opens every event on task @pid on every online CPU.  The first event of
- * a CPU owns its ring; every later one (other events, other tasks) writes
- * into it.  @launch: enabled at exec; else the caller enables.
+ * Opens event @e on task @pid (-1: every task) and CPU @cpu into the
+ * CPU's ring: the first event of a CPU owns it, every later one (other
+ * events, other tasks) writes into it.  The fd, or -errno (-ENODEV or
+ * -ENXIO: an offline CPU).
+ */
+static int open_one(struct nw_session *s, unsigned e, pid_t pid, int cpu, bool launch)
+{
+	struct perf_event_attr a;
+	int fd, ret;
+
+	fill_attr(s, e, &a, launch);
+	fd = perf_open(&a, pid, cpu);
+	if (fd < 0)
+		return fd;
+	ret = add_fd(s, fd, e);
+	if (ret)
+		return ret;
+	if (s->ring_fd[cpu] < 0)
+		ret = map_ring(s, cpu, fd);
+	else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, s->ring_fd[cpu]) < 0)
+		ret = -errno;
+	return ret ? ret : fd;
+}
+
+/*
+ * Opens every event on task @pid on every online CPU.  @launch: enabled
+ * at exec; else the caller enables.  With allocations, also the dummy
+ * leader (when no event is sampled) and, once per session, the markers'
+ * uprobes on every CPU, enabled at once.
  */
 static int open_task(struct nw_session *s, pid_t pid, bool launch, size_t *first_fd)
 {
 	bool any = false;
-	int ret;
+	int fd;
 
 	*first_fd = s->nfds;
 	for (int cpu = 0; cpu < s->ncpus; cpu++) {
-		for (unsigned e = 0; e < s->nevents; e++) {
-			struct perf_event_attr a;
-			int fd;
+		bool offline = false;
 
-			fill_attr(s, e, &a, launch);
-			fd = perf_open(&a, pid, cpu);
-			if (fd == -ENODEV || fd == -ENXIO)
+		for (unsigned e = 0; e < s->nevents; e++) {
+			fd = open_one(s, e, pid, cpu, launch);
+			offline = fd == -ENODEV || fd == -ENXIO;
+			if (offline)
 				break; /* an offline CPU: nothing will run there */
 			if (fd < 0)
 				return fd;
-			ret = add_fd(s, fd, e);
-			if (ret)
-				return ret;
 			any = true;
-			if (s->ring_fd[cpu] < 0)
-				ret = map_ring(s, cpu, fd);
-			else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, s->ring_fd[cpu]) < 0)
-				ret = -errno;
-			if (ret)
-				return ret;
+		}
+		if (offline || !s->opts.alloc)
+			continue;
+		if (!s->nevents) {
+			fd = open_one(s, s->nevents + ALLOC_DUMMY, pid, cpu, launch);
+			if (fd == -ENODEV || fd == -ENXIO)
+				continue;
+			if (fd < 0)
+				return fd;
+			any = true;
+		}
+		for (unsigned fn = 0; attached_alloc(s) && fn < NW_ALLOC_FNS; fn++) {
+			for (unsigned r = 0; r < 2; r++) {
+				if (!s->opts.alloc->libc.ids[fn][r])
+					continue;
+				fd = open_one(s, libc_event(s, fn, r), pid, cpu, launch);
+				if (fd < 0)
+					return fd;
+			}
+		}
+		for (unsigned w = ALLOC_SAMPLE; !attached_alloc(s) && !s->alloc_open &&
+						w <= ALLOC_FREE; w++) {
+			fd = open_one(s, s->nevents + w, -1, cpu, false);
+			if (fd < 0)
+				return fd;
+			if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
+				return -errno;
 		}
 	}
+	s->alloc_open = s->opts.alloc != NULL;
 	return any ? 0 : -ENODEV;
 }
 
@@ -361,6 +505,7 @@ void nw_session_fini(struct nw_session *s)
 		close(s->kept_fds[i]);
 	free(s->kept_fds);
 	nw_unwinder_fini(&s->unwinder);
+	nw_alloc_live_fini(&s->live);
 	nw_tasks_fini(&s->tasks);
 	nw_module_table_fini(&s->modules);
 	nw_elf_cache_free(s->elf);
@@ -382,7 +527,7 @@ static unsigned event_of(const struct nw_session *s, uint64_t id)
 {
 	size_t lo = 0, hi = s->nid_to_event;
 
-	if (s->nevents == 1)
+	if (s->nevents == 1 && !s->opts.alloc)
 		return 0;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -397,16 +542,254 @@ static unsigned event_of(const struct nw_session *s, uint64_t id)
 	return 0;
 }
 
+/* Argument @i of the marker a uprobe sample stopped at; false without registers. */
+static bool marker_arg(const struct nw_session *s, const struct nw_sample *smp, unsigned i,
+		       uint64_t *ret)
+{
+	int idx = nw_arch_reg_index(s->fmt.regs_mask, s->arch->perf_args[i]);
+
+	if (!smp->regs_abi || idx < 0 || (unsigned)idx >= smp->nregs)
+		return false;
+	*ret = nw_rd64(smp->regs, (size_t)idx);
+	return true;
+}
+
+/* What a live allocation added to the live metrics of its node, taken back. */
+static void take_back(void *arg, const struct nw_alloc_entry *e)
+{
+	const struct nw_session *s = arg;
+	uint64_t *m = nw_cct_metrics(e->cct, e->node) + s->alloc_metric;
+
+	m[2] -= e->objects < m[2] ? e->objects : m[2];
+	m[3] -= e->bytes < m[3] ? e->bytes : m[3];
+	nw_cct_mark_changed(e->cct, e->node);
+}
+
+/*
+ * Pointer @ptr of process @pid freed at @time: if sampled, its live
+ * metrics go; else the free is noted, in case its allocation's sample
+ * comes in a later read round (another CPU's ring).
+ */
+static void free_ptr(struct nw_session *s, uint32_t pid, uint64_t ptr, uint64_t time)
+{
+	struct nw_alloc_entry e;
+
+	if (nw_alloc_live_remove(&s->live, pid, ptr, &e)) {
+		take_back(s, &e);
+		s->stats.alloc_frees++;
+	} else if (!attached_alloc(s)) {
+		/* Attached, most frees are of unsampled blocks: nothing to note. */
+		nw_alloc_live_orphan(&s->live, pid, ptr, time);
+	}
+}
+
+/* A free of a sampled allocation (the interposer's marker). */
+static void process_free(struct nw_session *s, const struct nw_sample *smp)
+{
+	uint64_t ptr;
+
+	if (!marker_arg(s, smp, 0, &ptr)) {
+		s->stats.bad_records++;
+		return;
+	}
+	free_ptr(s, smp->sid.pid, ptr, smp->sid.time);
+}
+
+/* Register @reg (perf's number) of a sample; false without it. */
+static bool sample_reg(const struct nw_session *s, const struct nw_sample *smp, int reg,
+		       uint64_t *ret)
+{
+	int idx = nw_arch_reg_index(s->fmt.regs_mask, reg);
+
+	if (!smp->regs_abi || idx < 0 || (unsigned)idx >= smp->nregs)
+		return false;
+	*ret = nw_rd64(smp->regs, (size_t)idx);
+	return true;
+}
+
+/*
+ * A sampled allocation of @ptr, @size bytes at @rate, with @flags
+ * (alloc/abi.h), whose stack is s->frames[@skip, @n): weighed into the
+ * node of that stack in the thread's tree, and into the live table unless
+ * its free cannot be seen.
+ */
+static void fold_alloc(struct nw_session *s, const struct nw_sample *smp, struct nw_thread *th,
+		       const struct nw_epoch *epoch, size_t skip, size_t n, uint64_t ptr,
+		       uint64_t size, uint64_t rate, uint64_t flags)
+{
+	uint64_t objects, bytes, *m;
+	double ow, bw;
+	struct nw_cct *cct;
+	uint32_t node;
+
+	if (skip == n) {
+		s->stats.empty_stacks++;
+		return;
+	}
+	cct = nw_thread_cct(th, epoch, s->nmetrics);
+	node = cct ? nw_cct_insert(cct, s->frames + skip, n - skip) : NW_CCT_NONE;
+	if (node == NW_CCT_NONE) {
+		s->stats.alloc_failures++;
+		return;
+	}
+	nw_alloc_weight(size, rate, &ow, &bw);
+	objects = (uint64_t)(ow + 0.5);
+	bytes = (uint64_t)(bw + 0.5);
+	m = nw_cct_metrics(cct, node) + s->alloc_metric;
+	m[0] += objects;
+	m[1] += bytes;
+	nw_cct_mark_changed(cct, node);
+	s->stats.alloc_samples++;
+	th->samples++;
+	if (!th->first_time)
+		th->first_time = smp->sid.time;
+	th->last_time = smp->sid.time;
+	if (flags & NW_ALLOC_UNTRACKED) {
+		s->stats.alloc_untracked++;
+		return;
+	}
+	/* Its free was read first (from another CPU's ring, a round earlier). */
+	if (nw_alloc_live_freed(&s->live, smp->sid.pid, ptr, smp->sid.time)) {
+		s->stats.alloc_frees++;
+		return;
+	}
+	{
+		struct nw_alloc_entry e = { .pid = smp->sid.pid, .ptr = ptr, .cct = cct,
+					    .node = node, .objects = objects, .bytes = bytes },
+				      old;
+		int ret = nw_alloc_live_add(&s->live, &e, &old);
+
+		if (ret < 0) {
+			s->stats.alloc_failures++;
+			return;
+		}
+		if (ret == 1)
+			take_back(s, &old); /* its free was lost: the address is in use again */
+		m[2] += objects;
+		m[3] += bytes;
+	}
+}
+
+/*
+ * A sampled allocation reported by the interposer, its stack unwound in
+ * s->frames (@n, leaf first, the marker at the leaf): the interposer's own
+ * frames are cut so that the leaf is the allocator's caller.
+ */
+static void process_alloc(struct nw_session *s, const struct nw_sample *smp,
+			  struct nw_thread *th, const struct nw_epoch *epoch, size_t n)
+{
+	const struct nw_map *marker = nw_epoch_find(epoch, smp->ip);
+	uint64_t ptr, size, rate, flags;
+	size_t skip = 0;
+
+	if (!marker_arg(s, smp, 0, &ptr) || !marker_arg(s, smp, 1, &size) ||
+	    !marker_arg(s, smp, 2, &rate) || !marker_arg(s, smp, 3, &flags)) {
+		s->stats.bad_records++;
+		return;
+	}
+	while (marker && skip < n) {
+		const struct nw_map *map = nw_epoch_find(epoch, s->frames[skip].ip);
+
+		if (!map || map->module != marker->module)
+			break;
+		skip++;
+	}
+	fold_alloc(s, smp, th, epoch, skip, n, ptr, size, rate, flags);
+}
+
+/*
+ * Attached: the entry (@ret 0) or return of C library function @fn in
+ * thread @th.  An entry notes the call (its stack pointer, size, old
+ * pointer) or, for free, frees; a return finds its entry by the stack
+ * pointer, and when it is the outermost allocator call under way (glibc's
+ * realloc calls malloc, say) and the recorder's byte sampler picks it,
+ * the caller's stack is unwound and the allocation folded in.
+ */
+static void process_libc(struct nw_session *s, const struct nw_sample *smp,
+			 struct nw_thread *th, const struct nw_epoch *epoch, unsigned fn,
+			 unsigned ret)
+{
+	struct nw_alloc_thread *t = th->alloc ? th->alloc : calloc(1, sizeof(*t));
+	uint64_t sp, a0 = 0, a1 = 0, ptr, rate = s->opts.alloc->rate;
+	struct nw_unwind_ctx ctx;
+	uint32_t k;
+	size_t n;
+
+	th->alloc = t;
+	if (!t) {
+		s->stats.alloc_failures++;
+		return;
+	}
+	if (!sample_reg(s, smp, s->arch->perf_sp, &sp) || !marker_arg(s, smp, 0, &a0) ||
+	    !marker_arg(s, smp, 1, &a1) || !sample_reg(s, smp, s->arch->perf_ret, &ptr)) {
+		s->stats.bad_records++;
+		return;
+	}
+	if (!ret) {
+		/* Calls under way at or above this stack depth returned unseen (records lost). */
+		while (t->npending && t->pending[t->npending - 1].sp <= sp)
+			t->npending--;
+		if (fn == NW_ALLOC_FN_FREE) {
+			if (!t->npending)
+				free_ptr(s, smp->sid.pid, a0, smp->sid.time);
+			return;
+		}
+		if (t->npending == NW_ALLOC_PENDING) {
+			memmove(t->pending, t->pending + 1, sizeof(t->pending[0]) * --t->npending);
+		}
+		k = t->npending++;
+		t->pending[k].sp = sp;
+		t->pending[k].fn = fn;
+		t->pending[k].old = fn == NW_ALLOC_FN_REALLOC ? a0 : 0;
+		t->pending[k].size = fn == NW_ALLOC_FN_MALLOC		  ? a0
+				     : fn != NW_ALLOC_FN_CALLOC		  ? a1
+				     : a1 && a0 > UINT64_MAX / a1 ? UINT64_MAX
+								  : a0 * a1;
+		return;
+	}
+	for (k = t->npending; k > 0; k--)
+		if (t->pending[k - 1].sp == sp - (uint64_t)s->arch->ret_sp_adjust &&
+		    t->pending[k - 1].fn == fn)
+			break;
+	if (!k)
+		return; /* its entry was lost */
+	t->npending = k - 1;
+	if (t->npending)
+		return; /* inside another allocator call, which counts */
+	if (t->pending[k - 1].old)
+		free_ptr(s, smp->sid.pid, t->pending[k - 1].old, smp->sid.time);
+	if (!ptr)
+		return;
+	if (rate > 1) {
+		if (!t->sampler.rng)
+			nw_alloc_sampler_seed(&t->sampler, nw_hash_u64(th->tid ^ smp->sid.time), rate);
+		if (!nw_alloc_sample(&t->sampler, t->pending[k - 1].size, rate))
+			return;
+	}
+	/* The return's sample: the caller's registers and stack, at the return address. */
+	ctx = (struct nw_unwind_ctx){ .pid = th->pid, .proc = th->proc, .epoch = epoch,
+				      .modules = &s->modules };
+	n = nw_unwind(&s->unwinder, &ctx, smp, s->frames, NW_UNWIND_MAX_FRAMES);
+	fold_alloc(s, smp, th, epoch, 0, n, ptr, t->pending[k - 1].size, rate, 0);
+}
+
 static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 {
-	struct nw_thread *th = nw_tasks_thread(&s->tasks, smp->sid.pid, smp->sid.tid);
+	unsigned e = event_of(s, smp->sid.id);
+	struct nw_thread *th;
 	const struct nw_epoch *epoch;
 	struct nw_unwind_ctx ctx;
 	struct nw_cct *cct;
 	uint64_t *m;
 	uint32_t node;
-	unsigned e;
 	size_t n;
+
+	/* The markers' uprobes fire in every process: only ours count. */
+	if (e >= s->nevents && !nw_tasks_find_process(&s->tasks, smp->sid.pid)) {
+		s->stats.alloc_foreign++;
+		return;
+	}
+	th = nw_tasks_thread(&s->tasks, smp->sid.pid, smp->sid.tid);
 
 	/* The idle task (pid 0) is no program's time, unless asked for. */
 	if (smp->sid.pid == 0 && s->system_wide && !s->opts.idle) {
@@ -427,11 +810,24 @@ static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 		s->stats.alloc_failures++;
 		return;
 	}
+	if (e == s->nevents + ALLOC_FREE) {
+		process_free(s, smp);
+		return;
+	}
+	if (e >= s->nevents + ALLOC_LIBC) {
+		process_libc(s, smp, th, epoch, (e - s->nevents - ALLOC_LIBC) / 2,
+			     (e - s->nevents - ALLOC_LIBC) % 2);
+		return;
+	}
 	ctx = (struct nw_unwind_ctx){ .pid = th->pid, .proc = th->proc, .epoch = epoch,
 				      .modules = &s->modules };
 	n = nw_unwind(&s->unwinder, &ctx, smp, s->frames, NW_UNWIND_MAX_FRAMES);
 	if (!n) {
 		s->stats.empty_stacks++;
+		return;
+	}
+	if (e == s->nevents + ALLOC_SAMPLE) {
+		process_alloc(s, smp, th, epoch, n);
 		return;
 	}
 	cct = nw_thread_cct(th, epoch, s->nmetrics);
@@ -440,7 +836,6 @@ static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 		s->stats.alloc_failures++;
 		return;
 	}
-	e = event_of(s, smp->sid.id);
 	m = nw_cct_metrics(cct, node);
 	m[2 * e] += 1;
 	nw_cct_mark_changed(cct, node);
@@ -729,6 +1124,13 @@ int nw_session_describe_metrics(const struct nw_session *s, struct nw_measuremen
 		if (ret < 0)
 			return ret;
 	}
+	for (int k = NW_METRIC_ALLOC_OBJECTS; s->opts.alloc && k <= NW_METRIC_INUSE_BYTES; k++) {
+		int ret = nw_measurement_add_metric(m, NW_ALLOC_EVENT, (enum nw_metric_kind)k,
+						    s->opts.alloc->rate);
+
+		if (ret < 0)
+			return ret;
+	}
 	return 0;
 }
 
@@ -758,6 +1160,9 @@ int nw_session_process(struct nw_session *s, const void *buf, size_t size)
 	case PERF_RECORD_COMM:
 		if (r.comm.exec)
 			nw_unwinder_forget(&s->unwinder, r.comm.pid);
+		/* The image that held them is gone: its allocations are no longer live. */
+		if (r.comm.exec && s->opts.alloc)
+			nw_alloc_live_drop_pid(&s->live, r.comm.pid, take_back, s);
 		if (nw_tasks_comm(&s->tasks, r.comm.pid, r.comm.tid, r.comm.comm, r.comm.exec))
 			s->stats.alloc_failures++;
 		break;

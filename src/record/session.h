@@ -23,6 +23,7 @@
 #include "perf/event.h"
 #include "perf/record.h"
 #include "perf/ring.h"
+#include "record/alloc.h"
 #include "record/tasks.h"
 #include "unwind/unwind.h"
 
@@ -41,6 +42,12 @@ struct nw_session_opts {
 	bool kernel;               /* also kernel time, with the kernel's callchain
 				    * below the user stack (needs kernel samples) */
 	bool idle;                 /* system-wide: keep the idle task's samples (pid 0) */
+	/*
+	 * Allocations (doc/ALLOCATIONS.md): uprobes on libnarwhal-alloc's
+	 * markers, four more metrics; NULL: none.  The caller's, kept until
+	 * nw_session_fini().  With it, @nevents may be 0.
+	 */
+	const struct nw_alloc_opts *alloc;
 };
 
 #define NW_SESSION_MIN_PAGES 16
@@ -54,6 +61,10 @@ struct nw_session_stats {
 	uint64_t empty_stacks;     /* samples without a user frame */
 	uint64_t idle;             /* system-wide: samples of the idle task, dropped */
 	uint64_t alloc_failures;   /* samples dropped for lack of memory */
+	uint64_t alloc_samples;    /* sampled allocations folded into a CCT */
+	uint64_t alloc_frees;      /* frees of sampled allocations matched */
+	uint64_t alloc_untracked;  /* sampled allocations whose free cannot be seen */
+	uint64_t alloc_foreign;    /* marker samples of processes not recorded, dropped */
 };
 
 /* Per-event state of the session, for the measurement's metric table. */
@@ -91,9 +102,14 @@ struct nw_session {
 	unsigned offcpu;           /* index of the off-cpu event, UINT32_MAX: none */
 	/*
 	 * 2 metrics per event: samples and period sum; for the off-cpu event,
-	 * context switches and nanoseconds off the CPU.
+	 * context switches and nanoseconds off the CPU.  Then, with
+	 * allocations, from alloc_metric on: alloc-objects, alloc-bytes,
+	 * inuse-objects, inuse-bytes.
 	 */
 	unsigned nmetrics;
+	unsigned alloc_metric;     /* UINT32_MAX: no allocations */
+	struct nw_alloc_live live; /* sampled allocations not freed yet */
+	bool alloc_open;           /* the markers' uprobes are open (once, on every CPU) */
 	struct nw_session_event *events;
 	int ncpus;
 	int *fds;                  /* every event fd, all CPUs and tasks */
@@ -197,8 +213,9 @@ void nw_session_fini(struct nw_session *s);
 /*
  * Adds the descriptors of the session's metrics to @m: per event, samples
  * (metric 2e) and period sum (2e + 1); for the off-CPU event, switches and
- * nanoseconds off the CPU.  The period of a -F event is the mean sampled
- * so far.  -ENOMEM.
+ * nanoseconds off the CPU; then the four allocation metrics (their period:
+ * the sampling rate in bytes).  The period of a -F event is the mean
+ * sampled so far.  -ENOMEM.
  */
 int nw_session_describe_metrics(const struct nw_session *s, struct nw_measurement *m);
 

@@ -60,6 +60,7 @@ void nw_tasks_fini(struct nw_task_table *t)
 		for (uint32_t e = 0; e < th->nccts; e++)
 			nw_cct_free(th->ccts[e]);
 		free(th->ccts);
+		free(th->alloc);
 		free(th);
 	}
 	for (uint32_t i = 0; i < t->nprocs; i++) {
@@ -88,7 +89,7 @@ static int push(void ***v, uint32_t *n, uint32_t *cap, void *item)
 	return 0;
 }
 
-static struct nw_process *find_process(const struct nw_task_table *t, uint32_t pid)
+struct nw_process *nw_tasks_find_process(const struct nw_task_table *t, uint32_t pid)
 {
 	uint32_t i = nw_index_find(&t->pid_index, nw_hash_u64(pid), proc_eq, t, &pid);
 	struct nw_process *p = i == NW_INDEX_NONE ? NULL : t->procs[i];
@@ -137,7 +138,7 @@ static struct nw_process *new_process(struct nw_task_table *t, uint32_t pid, uin
 
 struct nw_process *nw_tasks_process(struct nw_task_table *t, uint32_t pid)
 {
-	struct nw_process *p = find_process(t, pid);
+	struct nw_process *p = nw_tasks_find_process(t, pid);
 
 	return p ? p : new_process(t, pid, 0);
 }
@@ -188,13 +189,13 @@ struct nw_thread *nw_tasks_thread(struct nw_task_table *t, uint32_t pid, uint32_
 int nw_tasks_fork(struct nw_task_table *t, uint32_t pid, uint32_t ppid, uint32_t tid,
 		  uint32_t ptid, uint64_t time)
 {
-	struct nw_process *parent = find_process(t, ppid), *p;
+	struct nw_process *parent = nw_tasks_find_process(t, ppid), *p;
 	struct nw_thread *th, *pth = nw_tasks_find_thread(t, ptid);
 
 	if (pid == ppid) {
 		p = parent ? parent : nw_tasks_process(t, pid);
 	} else {
-		struct nw_process *old = find_process(t, pid);
+		struct nw_process *old = nw_tasks_find_process(t, pid);
 
 		if (old) /* pid reuse after a missed EXIT */
 			old->exited = true;
@@ -247,7 +248,7 @@ void nw_tasks_exit(struct nw_task_table *t, uint32_t pid, uint32_t tid, uint64_t
 		th->last_time = time > th->last_time ? time : th->last_time;
 	}
 	if (pid == tid) {
-		struct nw_process *p = find_process(t, pid);
+		struct nw_process *p = nw_tasks_find_process(t, pid);
 
 		if (p)
 			p->exited = true;

@@ -36,6 +36,8 @@ struct nw_thread {
 	uint32_t nccts;
 	uint64_t samples;
 	uint64_t first_time, last_time;
+	/* Attached --alloc: its allocator calls under way (record/alloc.h); freed with it. */
+	struct nw_alloc_thread *alloc;
 	/* Off-CPU: where the thread blocked and since when (off_cct NULL: running). */
 	struct nw_cct *off_cct;
 	uint32_t off_node, off_epoch;
@@ -70,6 +72,8 @@ struct nw_process *nw_tasks_process(struct nw_task_table *t, uint32_t pid);
  * the process's name).  NULL on allocation failure.
  */
 struct nw_thread *nw_tasks_thread(struct nw_task_table *t, uint32_t pid, uint32_t tid);
+/* The live process @pid, or NULL. */
+struct nw_process *nw_tasks_find_process(const struct nw_task_table *t, uint32_t pid);
 /* The live thread @tid, or NULL. */
 struct nw_thread *nw_tasks_find_thread(const struct nw_task_table *t, uint32_t tid);
 

@@ -181,7 +181,7 @@ static int64_t outer_frame(struct classify_ctx *c, const struct nw_tree *tr, uin
 		r.sym = nw_symtab_lookup(c->m->symtab, r.module_index, r.addr);
 	/* The chain is outermost first; its first frame is the one above every other. */
 	k = nw_stacks_frames_of(&c->frames, &r, chain, 1);
-	return k < 0 ? -ENOMEM : chain[0];
+	return k < 0 ? -ENOMEM : (int64_t)chain[0];
 }
 
 /*

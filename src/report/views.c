@@ -148,6 +148,15 @@ static void print_totals(FILE *out, const struct nw_stacks *s, const struct weig
 				? (double)(r->clock_end_ns - r->clock_start_ns) / 1e9
 				: 0.0);
 	}
+	if (s->m && m < s->m->nmetrics && nw_metric_kind_is_alloc(s->m->metrics[m].kind)) {
+		/* Allocations: weighed estimates, not samples. */
+		fprintf(out, "Metric: %s, total %llu %s (sampled every %llu bytes on average)\n",
+			metric_name(s, m, buf, sizeof(buf)),
+			(unsigned long long)w->incl[NW_CCT_ROOT],
+			s->m->metrics[m].unit == NW_UNIT_BYTES ? "bytes" : "objects",
+			(unsigned long long)s->m->metrics[m].period);
+		return;
+	}
 	if (s->unfiltered && sm < s->tree->nmetrics)
 		fprintf(out, "Samples: %llu of %llu kept by the filters (%.1f%%), %llu lost\n",
 			(unsigned long long)samples, (unsigned long long)s->unfiltered[sm],
@@ -400,7 +409,8 @@ static int cmp_thread(const void *a, const void *b)
 /*
  * With more than one event, the threads view adds a column per metric
  * that tells something the samples do not: times in seconds (a clock's
- * period, off-CPU time) and the other events' sample counts.
+ * period, off-CPU time), the other events' sample counts, and the bytes
+ * allocated and still live (--alloc).
  */
 static bool extra_column(const struct nw_measurement *m, unsigned i)
 {
@@ -409,7 +419,8 @@ static bool extra_column(const struct nw_measurement *m, unsigned i)
 
 	if (m->nmetrics <= 2)
 		return false;
-	return d->unit == NW_UNIT_NANOSECONDS || (d->kind == NW_METRIC_SAMPLES && (int)i != first);
+	return d->unit == NW_UNIT_NANOSECONDS || (d->kind == NW_METRIC_SAMPLES && (int)i != first) ||
+	       d->kind == NW_METRIC_ALLOC_BYTES || d->kind == NW_METRIC_INUSE_BYTES;
 }
 
 int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_filter *f)
@@ -436,7 +447,8 @@ int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_f
 
 		if (!extra_column(m, i))
 			continue;
-		snprintf(head, sizeof(head), "%s%s", d->event,
+		snprintf(head, sizeof(head), "%s%s",
+			 nw_metric_kind_is_alloc(d->kind) ? d->name : d->event,
 			 d->unit == NW_UNIT_NANOSECONDS ? " s" : "");
 		fprintf(out, "  %14s", head);
 	}
@@ -690,4 +702,69 @@ out:
 	nw_sb_fini(&f.line);
 	weights_fini(&w);
 	return ret;
+}
+
+/* ---- leaks ---- */
+
+struct leak_row {
+	uint32_t node;
+	uint64_t bytes, objects;
+};
+
+static int cmp_leak(const void *a, const void *b)
+{
+	const struct leak_row *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return x->node < y->node ? -1 : x->node > y->node;
+}
+
+int nw_view_leaks(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o)
+{
+	int mb = s->m ? nw_measurement_find_metric(s->m, "inuse-bytes") : -ENOENT;
+	int mo = s->m ? nw_measurement_find_metric(s->m, "inuse-objects") : -ENOENT;
+	const struct nw_cct *t = s->tree;
+	struct leak_row *rows;
+	uint64_t bytes = 0, objects = 0;
+	size_t n = 0;
+
+	if (mb < 0 || mo < 0 || (unsigned)mb >= t->nmetrics || (unsigned)mo >= t->nmetrics)
+		return -ENOENT;
+	rows = calloc(t->n ? t->n : 1, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	/* Each calling context with live bytes of its own is one path. */
+	for (uint32_t i = 1; i < t->n; i++) {
+		const uint64_t *m = nw_cct_metrics(t, i);
+
+		if (!m[mb] && !m[mo])
+			continue;
+		rows[n++] = (struct leak_row){ i, m[mb], m[mo] };
+		bytes += m[mb];
+		objects += m[mo];
+	}
+	qsort(rows, n, sizeof(*rows), cmp_leak);
+	if (s->m)
+		print_run_state(out, &s->m->run);
+	fprintf(out, "Leaks: %llu bytes in %llu objects still live at exit, from %zu call path%s\n",
+		(unsigned long long)bytes, (unsigned long long)objects, n, n == 1 ? "" : "s");
+	for (size_t r = 0; r < n; r++) {
+		fprintf(out, "\n%llu bytes in %llu objects (%.1f%%) allocated from:\n",
+			(unsigned long long)rows[r].bytes, (unsigned long long)rows[r].objects,
+			pct(rows[r].bytes, bytes));
+		/* Leaf first, as a stack trace reads. */
+		for (uint32_t k = rows[r].node; k != NW_CCT_ROOT && k < t->n; k = t->nodes[k].parent) {
+			const struct nw_func *f = &s->frames.v[t->nodes[k].ip];
+
+			fprintf(out, "    %s", nw_func_name(f, o->full_names));
+			if (f->file && f->line)
+				fprintf(out, " (%s:%u)", nw_basename(f->file), f->line);
+			else if (f->file)
+				fprintf(out, " (%s)", nw_basename(f->file));
+			fputc('\n', out);
+		}
+	}
+	free(rows);
+	return finish(out);
 }

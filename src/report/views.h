@@ -34,4 +34,12 @@ int nw_view_folded(FILE *out, const struct nw_stacks *s, const struct nw_view_op
  */
 int nw_view_modules(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o);
 
+/*
+ * --leaks: the calling contexts of allocations still live at the end of
+ * the run (metrics inuse-bytes and inuse-objects of narwhal-record
+ * --alloc), largest first, each with its call path leaf first.  -ENOENT
+ * when the measurement has no allocation metrics, -ENOMEM, -EIO.
+ */
+int nw_view_leaks(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o);
+
 #endif
