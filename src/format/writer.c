@@ -810,6 +810,24 @@ fail:
 	return ret;
 }
 
+/* About the bytes of a whole pack of @m: its trees' node records and its traces. */
+static uint64_t pack_size(const struct nw_measurement *m)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < m->nthreads; i++) {
+		const struct nw_mthread *th = &m->threads[i];
+
+		if (!th->file)
+			continue;
+		for (uint32_t t = 0; t < th->ntrees; t++)
+			n += (uint64_t)th->trees[t].cct->n * (32 + 8 * (uint64_t)m->nmetrics);
+		if (th->trace && th->trace_file)
+			n += th->trace->size;
+	}
+	return n;
+}
+
 int nw_measurement_write_pack(const struct nw_measurement *m, const struct nw_extra_file *extra,
 			      size_t nextra, const char *dir, enum nw_write_mode mode,
 			      struct nw_journal *j, char *err, size_t errlen)
@@ -829,10 +847,13 @@ int nw_measurement_write_pack(const struct nw_measurement *m, const struct nw_ex
 	}
 	/*
 	 * The same run's directory, with a pack: what changed goes to the
-	 * journal, until the journal outgrows the pack and a new pack (all of
-	 * it again) is cheaper to read and no dearer to write.
+	 * journal, until the journal outgrows what a whole pack would hold
+	 * now (or the pack, for small ones, whose symbols count most); then
+	 * a new pack (all of it again) is cheaper to read than the pack and
+	 * its journal, and no dearer to write.
 	 */
-	if (j && j->on && mode == NW_WRITE_REPLACE && j->pack[0] && j->bytes <= j->pack_bytes) {
+	if (j && j->on && mode == NW_WRITE_REPLACE && j->pack[0] &&
+	    j->bytes <= (pack_size(m) > j->pack_bytes ? pack_size(m) : j->pack_bytes)) {
 		ret = append_segment(m, extra, nextra, dir, j, err, errlen);
 		/* The journal as the directory holds it is not known: the next write is whole. */
 		if (ret)

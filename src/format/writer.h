@@ -91,7 +91,8 @@ void nw_journal_fini(struct nw_journal *j);
  * changed since the last (the nodes added and the metrics changed of each
  * tree, as csprof deltas; the trace events added; the symbols), and the
  * manifest names the pack, the journal and its segments; once the journal
- * outgrows the pack, the next checkpoint is a whole pack again.  The trees
+ * outgrows what a whole pack would hold then, the next checkpoint is a
+ * whole pack again.  The trees
  * must track their changes (nw_cct_track_changes()) and the caller clears
  * them after each write that succeeds.  0, or -errno with a message for
  * the user in @err.
