@@ -10,6 +10,7 @@
  */
 #include "format/csprof.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -332,14 +333,21 @@ static int in_need(struct csprof_in *in, uint64_t n, const char *what)
 	return 0;
 }
 
-static uint32_t peek_u32(const uint8_t *b)
+/* Little-endian loads: one unaligned load each where the host is little-endian. */
+static inline uint32_t peek_u32(const uint8_t *b)
 {
-	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+	uint32_t v;
+
+	memcpy(&v, b, sizeof(v));
+	return le32toh(v);
 }
 
-static uint64_t peek_u64(const uint8_t *b)
+static inline uint64_t peek_u64(const uint8_t *b)
 {
-	return (uint64_t)peek_u32(b) | (uint64_t)peek_u32(b + 4) << 32;
+	uint64_t v;
+
+	memcpy(&v, b, sizeof(v));
+	return le64toh(v);
 }
 
 static int in_u32(struct csprof_in *in, uint32_t *v, const char *what)
