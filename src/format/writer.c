@@ -853,7 +853,7 @@ int nw_measurement_write_pack(const struct nw_measurement *m, const struct nw_ex
 	 * its journal, and no dearer to write.
 	 */
 	if (j && j->on && mode == NW_WRITE_REPLACE && j->pack[0] &&
-	    j->bytes <= (pack_size(m) > j->pack_bytes ? pack_size(m) : j->pack_bytes)) {
+	    (j->bytes <= j->pack_bytes || j->bytes <= pack_size(m))) {
 		ret = append_segment(m, extra, nextra, dir, j, err, errlen);
 		/* The journal as the directory holds it is not known: the next write is whole. */
 		if (ret)
