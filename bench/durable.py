@@ -7,16 +7,19 @@ the flight recorder's memory over a long run.
 - checkpoints: bench/workloads/paths (8 threads, many call paths) for
   --seconds (default 60) under narwhal-record (fp, cpu-clock at 999 Hz)
   with --checkpoint 10 and with --checkpoint 0, interleaved --runs times
-  (default 2); the recorder's CPU is its whole CPU (wait4) less the
-  program's own (the workload prints its rusage).
-- the cost of the checkpoints: the recorder's CPU writing (while recording
-  and at the end, as narwhal-record -v gives it apart from sampling) with
-  checkpoints less without, against the whole CPU of the run without; the
-  whole CPU of the two runs is given too, but its sampling part swings by
-  10 % between equal runs here, more than the checkpoints cost.
-- write time: every write of those runs as narwhal-record -v reports it
-  ("checkpoint written in X ms: N nodes, as a pack|a journal segment of B
-  bytes"), against the nodes in the trees.
+  (default 3); the recorder's CPU is its own (getrusage, as -v prints it).
+- the cost of the checkpoints: what they add to the recorder's CPU, from
+  narwhal-record -v's line per write ("checkpoint written in X ms (CPU M ms
+  building the model, W ms writing)"): the CPU writing the checkpoints,
+  plus the model building of the run with checkpoints less that of the run
+  without (each checkpoint symbolizes the nodes added since the last, which
+  the end's build does otherwise, and their parents again as callers);
+  median over the pairs of runs, against the recorder's CPU without
+  checkpoints.  The recorder's whole CPU with and without is given too,
+  but its sampling part swings by 10 % between equal runs here, more than
+  the checkpoints cost, and so does the end's write (by 30 ms).
+- write time: every write of one run with checkpoints, wall and CPU,
+  against the nodes in the trees.
 - flight recorder: paths at -F 5000 for 3 x --seconds with
   --flight-recorder 5, and without, the recorder's resident set sampled
   every second from /proc/PID/status.
@@ -63,8 +66,12 @@ def record(rec, args, prog, data):
         if line.startswith("rusage "):
             f = line.split()
             prog_cpu = float(f[1]) + float(f[2])
-    writes = [(w, float(ms), int(n), how or "", int(size or 0)) for w, ms, n, how, size in
-              re.findall(r"narwhal-record: (\w+) written in ([\d.]+) ms: (\d+) nodes[^\n]*?"
+    # Each write as -v gives it: what, wall ms, CPU ms building the model
+    # and writing it, nodes, and how a checkpoint went (pack or segment).
+    writes = [(w, float(ms), int(n), how or "", int(size or 0), float(mcpu), float(wcpu))
+              for w, ms, mcpu, wcpu, n, how, size in
+              re.findall(r"narwhal-record: (\w+) written in ([\d.]+) ms \(CPU ([\d.]+) ms building "
+                         r"the model, ([\d.]+) ms writing\): (\d+) nodes[^\n]*?"
                          r"(?:, as (a pack|a journal segment) of (\d+) bytes)?\n", r["stderr"])]
     with open(os.path.join(data, "manifest.json")) as f:
         samples = json.load(f)["samples"]
@@ -76,8 +83,13 @@ def record(rec, args, prog, data):
     # The recorder's CPU writing, while recording and at the end, apart from
     # its sampling, whose CPU swings by 10 % between equal runs here.
     write = float(m.group(3)) + float(m.group(4)) if m else 0.0
+    # What the checkpoints add: writing them, and the model building they
+    # add to the end's (the nodes' parents symbolized again as callers).
+    ckpt_write = sum(w[6] for w in writes if w[0] != "end") / 1e3
+    model = sum(w[5] for w in writes) / 1e3
     return {"recorder_cpu": cpu, "write_cpu": write, "wall": r["wall"], "samples": samples,
-            "writes": writes}
+            "writes": writes, "ckpt_write_cpu": ckpt_write, "model_cpu": model,
+            "end_write_cpu": sum(w[6] for w in writes if w[0] == "end") / 1e3}
 
 
 def rss_series(cmd, every=1.0):
@@ -103,27 +115,32 @@ def markdown(r):
              f"the recorder's CPU is its own (getrusage, as `narwhal-record -v` prints it)."]
     lines.append("")
     lines.append("| workload | recording | samples | CCT nodes at the end | recorder CPU s | "
-                 "µs per sample | writing CPU s | cost of the checkpoints | "
-                 "whole CPU against --checkpoint 0 |")
-    lines.append("|---|---|---|---|---|---|---|---|---|")
+                 "µs per sample | model building CPU s | checkpoints' writing CPU s | "
+                 "end's writing CPU s | cost of the checkpoints | whole CPU against "
+                 "--checkpoint 0 |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for wl, c in r["checkpoints"].items():
         on, off = c["on"], c["off"]
         for name, v in (("--checkpoint 10", on), ("--checkpoint 0", off)):
-            whole = (f"{100 * (on['recorder_cpu'] / off['recorder_cpu'] - 1):+.1f} %"
-                     if v is on else "")
-            cost = (f"{100 * (on['write_cpu'] - off['write_cpu']) / off['recorder_cpu']:+.1f} %"
-                    if v is on else "")
+            whole = cost = ""
+            if v is on:
+                whole = f"{100 * (on['recorder_cpu'] / off['recorder_cpu'] - 1):+.1f} %"
+                cost = (f"{100 * c['cost'] / off['recorder_cpu']:+.1f} % "
+                        f"({1e3 * c['cost']:.0f} ms)")
             lines.append(f"| {wl} | {name} | {v['samples']:,.0f} | {v['nodes']:,.0f} | "
                          f"{v['recorder_cpu']:.3f} | "
                          f"{1e6 * v['recorder_cpu'] / max(v['samples'], 1):.2f} | "
-                         f"{v['write_cpu']:.3f} | {cost} | {whole} |")
+                         f"{v['model_cpu']:.3f} | {v['ckpt_write_cpu']:.3f} | "
+                         f"{v['end_write_cpu']:.3f} | {cost} | {whole} |")
     if r["writes"]:
         lines.append("")
-        lines.append("| write | nodes | written as | bytes | ms |")
-        lines.append("|---|---|---|---|---|")
+        lines.append("| write | nodes | written as | bytes | wall ms | CPU ms: model | "
+                     "CPU ms: writing |")
+        lines.append("|---|---|---|---|---|---|---|")
         for w in r["writes"]:
             lines.append(f"| {w[0]} | {w[2]:,} | {w[3] or 'a directory'} | "
-                         f"{f'{w[4]:,}' if w[4] else ''} | {w[1]:.1f} |")
+                         f"{f'{w[4]:,}' if w[4] else ''} | {w[1]:.1f} | {w[5]:.1f} | "
+                         f"{w[6]:.1f} |")
     f = r["flight"]
     lines.append("")
     lines.append(f"Flight recorder (`--flight-recorder 5`, -F 5000, {f['seconds']} s): the "
@@ -155,7 +172,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--seconds", type=int, default=60)
-    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--doc", default=os.path.join(ROOT, "doc", "PERFORMANCE.md"))
     ap.add_argument("--no-flight", action="store_true",
                     help="keep the flight recorder's numbers of doc/performance/durable.json")
@@ -184,10 +201,16 @@ def main():
                 log(f"{wl} run {i + 1} checkpoints {name}: {v['samples']} samples, recorder "
                     f"{v['recorder_cpu']:.3f} s CPU ({v['write_cpu']:.3f} s writing), "
                     f"{len(v['writes'])} writes, {v['wall']:.1f} s")
-        r["checkpoints"][wl] = {name: {k: statistics.median(x[k] for x in v)
-                                       for k in ("recorder_cpu", "write_cpu", "wall",
-                                                 "samples", "nodes")}
-                                for name, v in res.items()}
+        keys = ("recorder_cpu", "write_cpu", "wall", "samples", "nodes", "ckpt_write_cpu",
+                "model_cpu", "end_write_cpu")
+        c = {name: {k: statistics.median(x[k] for x in v) for k in keys}
+             for name, v in res.items()}
+        # The checkpoints' cost, run by run (runs i of both kinds were
+        # interleaved): their writes, and the model building they add.
+        c["cost"] = statistics.median(
+            on["ckpt_write_cpu"] + on["model_cpu"] - off["model_cpu"]
+            for on, off in zip(res["on"], res["off"]))
+        r["checkpoints"][wl] = c
         if wl.startswith("paths"):
             r["writes"] = res["on"][0]["writes"]
 

@@ -19,7 +19,7 @@ import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/[^"]+"')
 # Layers that are not part of the profiler's library graph, with what they may include.
-SEPARATE = {"runtime": {"sections"}}
+SEPARATE = {"runtime": {"sections", "util"}}
 
 
 def closure(deps, layer, seen=None, stack=()):

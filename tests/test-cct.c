@@ -51,6 +51,41 @@ static void test_insert_shares_prefixes(void **state)
 	nw_cct_free(t);
 }
 
+/*
+ * A tracked tree marks a node whose sp tag goes from unknown to known, on
+ * the path the insert follows and through the index, and no other: a
+ * checkpoint's delta carries the tag with the node.
+ */
+static void test_sp_tag_marks_changed(void **state)
+{
+	struct nw_cct *t = nw_cct_new(1);
+	struct nw_frame f[] = { { 0x30, 0 }, { 0x20, 0x2000 }, { 0x10, 0 } }, g[] = { { 0x40, 0 } };
+	uint32_t leaf, mid, top;
+
+	leaf = nw_cct_insert(t, f, 3);
+	assert_int_equal(nw_cct_track_changes(t), 0);
+	mid = t->nodes[leaf].parent;
+	top = t->nodes[mid].parent;
+	/* The same stack, tags known now: its path is followed without the index. */
+	f[0].sp = 0x1000;
+	f[1].sp = 0x2222;
+	f[2].sp = 0x3000;
+	assert_int_equal(nw_cct_insert(t, f, 3), leaf);
+	assert_int_equal(t->nodes[leaf].sp, 0x1000);
+	assert_int_equal(t->nodes[mid].sp, 0x2000); /* the first non-zero tag stays */
+	assert_true(nw_cct_is_changed(t, leaf));
+	assert_false(nw_cct_is_changed(t, mid));
+	assert_true(nw_cct_is_changed(t, top));
+	nw_cct_clear_changes(t);
+	/* Through the index (another path in between), and a zero sp changes nothing. */
+	assert_int_not_equal(nw_cct_insert(t, g, 1), NW_CCT_NONE);
+	f[0].sp = 0;
+	assert_int_equal(nw_cct_insert(t, f, 3), leaf);
+	for (uint32_t i = 0; i < t->n; i++)
+		assert_false(nw_cct_is_changed(t, i));
+	nw_cct_free(t);
+}
+
 /* The leaf node of @ips (leaf first) found by lookups alone, or NW_CCT_NONE. */
 static uint32_t lookup(const struct nw_cct *t, const uint64_t *ips, size_t n)
 {
@@ -243,6 +278,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_insert_shares_prefixes),
 		cmocka_unit_test(test_insert_follows_last_path),
+		cmocka_unit_test(test_sp_tag_marks_changed),
 		cmocka_unit_test(test_recursion_nests),
 		cmocka_unit_test(test_many_siblings_and_growth),
 		cmocka_unit_test(test_preorder),

@@ -2,7 +2,8 @@
 /*
  * HPC_CSPROF writer and reader: round trips, a byte-exact golden file made
  * by an independent Python encoder (tests/data/make-golden.py), every
- * truncation of valid files and corrupted fields.
+ * truncation of valid files and corrupted fields; a checkpoint's delta of
+ * a file, applied and refused.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -17,6 +18,7 @@
 #include <cmocka.h>
 
 #include "format/csprof.h"
+#include "model/cct.h"
 
 #define GOLDEN NW_TEST_DATA "/golden-tiny.csprof"
 
@@ -250,12 +252,11 @@ static uint64_t rng_next(uint64_t *s)
 	return *s;
 }
 
-static struct nw_cct *random_cct(unsigned nmetrics, unsigned nsamples, uint64_t seed)
+/* Adds @nsamples random samples to @cct, marking the leaves changed. */
+static void grow_cct(struct nw_cct *cct, unsigned nsamples, uint64_t seed)
 {
-	struct nw_cct *cct = nw_cct_new(nmetrics);
 	uint64_t s = seed;
 
-	assert_non_null(cct);
 	for (unsigned i = 0; i < nsamples; i++) {
 		struct nw_frame frames[8];
 		size_t depth = 1 + rng_next(&s) % 8;
@@ -268,9 +269,18 @@ static struct nw_cct *random_cct(unsigned nmetrics, unsigned nsamples, uint64_t 
 		}
 		leaf = nw_cct_insert(cct, frames, depth);
 		assert_int_not_equal(leaf, NW_CCT_NONE);
-		for (unsigned k = 0; k < nmetrics; k++)
+		for (unsigned k = 0; k < cct->nmetrics; k++)
 			nw_cct_metrics(cct, leaf)[k] += 1 + (rng_next(&s) >> (k * 13));
+		nw_cct_mark_changed(cct, leaf);
 	}
+}
+
+static struct nw_cct *random_cct(unsigned nmetrics, unsigned nsamples, uint64_t seed)
+{
+	struct nw_cct *cct = nw_cct_new(nmetrics);
+
+	assert_non_null(cct);
+	grow_cct(cct, nsamples, seed);
 	return cct;
 }
 
@@ -608,6 +618,84 @@ static void test_trailing_byte(void **state)
  * node i is file node i, since sample times name nodes by their file id.
  * Views that merge by frame add them up.
  */
+/* @p's delta against the trees as they were with @base[t] nodes, in memory. */
+static uint8_t *write_delta_mem(const struct nw_csprof *p, const uint32_t *base, size_t *size)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, size);
+
+	assert_non_null(f);
+	assert_int_equal(nw_csprof_write_delta(f, p, base), 0);
+	assert_int_equal(fclose(f), 0);
+	return (uint8_t *)buf;
+}
+
+/*
+ * A checkpoint's delta: written after new paths (far apart ips, kernel
+ * addresses, unknown sps, metrics of every size) and changed metrics, it
+ * brings the file as it was to the trees as they are; cut anywhere, or
+ * with a parent that is not an earlier node, it is refused with a reason.
+ */
+static void test_delta(void **state)
+{
+	struct nw_csprof *p = random_profile(2, 0x51ed270b2f4a7c15ULL), *q;
+	struct nw_csprof_error err;
+	uint32_t base[4], added = 0;
+	uint8_t *bytes, *delta;
+	size_t size, dsize;
+
+	p->index_order = true;
+	bytes = write_mem(p, &size);
+	assert_int_equal(read_copy(bytes, size, &q, &err), 0);
+	for (uint32_t t = 0; t < p->ntrees; t++) {
+		struct nw_cct *cct = p->trees[t].cct;
+
+		assert_int_equal(nw_cct_track_changes(cct), 0);
+		base[t] = cct->n;
+		grow_cct(cct, 40 * t, 0x1234 + t);
+	}
+	{
+		struct nw_cct *cct = p->trees[0].cct;
+		/* A kernel frame under a user one (new to tree 0), a huge metric. */
+		struct nw_frame fr[] = { { 0xffffffff81234567ULL, 0 }, { 0x500010, 0x7ffd0000 } };
+		uint32_t leaf = nw_cct_insert(cct, fr, 2);
+
+		assert_int_not_equal(leaf, NW_CCT_NONE);
+		nw_cct_metrics(cct, leaf)[1] = UINT64_MAX;
+		nw_cct_mark_changed(cct, leaf);
+		assert_true(cct->n > base[0]);
+	}
+	delta = write_delta_mem(p, base, &dsize);
+	/* Varints: far fewer bytes than the 20 + 16 of a node added as fixed fields. */
+	for (uint32_t t = 0; t < p->ntrees; t++)
+		added += p->trees[t].cct->n - base[t];
+	assert_true(added > 50);
+	assert_true(dsize < added * 36 / 2);
+	assert_int_equal(nw_csprof_apply_delta(q, delta, dsize, &err), 0);
+	assert_same_profile(p, q);
+	/* What is applied is checked against what it extends: not twice. */
+	assert_int_equal(nw_csprof_apply_delta(q, delta, dsize, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "nodes"));
+	nw_csprof_free(q);
+
+	for (size_t cut = 0; cut < dsize; cut++) {
+		assert_int_equal(read_copy(bytes, size, &q, &err), 0);
+		err.msg[0] = 0;
+		assert_int_equal(nw_csprof_apply_delta(q, delta, cut, &err), -EBADMSG);
+		assert_true(err.msg[0] != 0);
+		nw_csprof_free(q);
+	}
+	/* Tree 0 changed no node: its first added (after the magic, counts, and header). */
+	assert_int_equal(read_copy(bytes, size, &q, &err), 0);
+	delta[8 + 4 + 4 + 16] = 0;
+	assert_int_equal(nw_csprof_apply_delta(q, delta, dsize, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "not an earlier node"));
+	nw_csprof_free(q);
+	free(delta);
+	free(bytes);
+	nw_csprof_free(p);
+}
+
 static void test_duplicate_siblings_kept(void **state)
 {
 	struct nw_csprof_error err;
@@ -665,6 +753,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt_counts),
 		cmocka_unit_test(test_corrupt_tree),
 		cmocka_unit_test(test_trailing_byte),
+		cmocka_unit_test(test_delta),
 		cmocka_unit_test(test_duplicate_siblings_kept),
 	};
 

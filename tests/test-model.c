@@ -412,6 +412,15 @@ static void test_threads_and_trees(void **state)
 	assert_int_equal(nw_mthread_total(th, 0), 7);
 	assert_int_equal(nw_mthread_total(th, 1), 700);
 	assert_int_equal(nw_mthread_total(th, 2), 0);
+	{
+		uint64_t sums[3] = { 9, 9, 9 };
+
+		/* All in one pass, the same sums. */
+		nw_mthread_totals(th, 3, sums);
+		assert_int_equal(sums[0], 7);
+		assert_int_equal(sums[1], 700);
+		assert_int_equal(sums[2], 0);
+	}
 
 	th = nw_measurement_add_thread(m, 1, 3, NULL, NULL);
 	assert_non_null(th);

@@ -1066,6 +1066,12 @@ static void test_journal(void **state)
 		nw_cct_mark_changed(app->trees[0].cct, leaf);
 		app->samples += 5;
 		m->run.samples += 5;
+		/*
+		 * The segment before left symbols.json to the pack (the same
+		 * symbols; read back above); this one has a symbol more.
+		 */
+		add_symbol(m->symtab, LIBA, 0x4020, "b_func", NULL, 0, false);
+		nw_symtab_sort(m->symtab);
 		write_checkpoint(m, dir, NW_WRITE_REPLACE, &j);
 		assert_int_equal(j.nsegments, 2);
 		assert_reads_back(m, dir);

@@ -866,7 +866,7 @@ struct run {
  */
 static int write_now(struct run *r, enum nw_run_written w, int exit_status)
 {
-	double cpu0 = w == NW_RUN_END ? 0 : cpu_seconds();
+	double cpu0 = cpu_seconds(), cpu_model;
 	uint64_t now = now_ns(CLOCK_MONOTONIC);
 	struct nw_measurement *m = NULL;
 	struct nw_run run = { 0 };
@@ -885,6 +885,7 @@ static int write_now(struct run *r, enum nw_run_written w, int exit_status)
 		fprintf(stderr, "narwhal-record: out of memory building the measurement\n");
 		return ret;
 	}
+	cpu_model = cpu_seconds();
 	ret = nw_output_write(&r->out, m, r->ms.files, r->ms.nfiles, now, err, sizeof(err));
 	/* What the trees hold is written: the next checkpoint writes what changes after. */
 	if (!ret)
@@ -906,10 +907,13 @@ static int write_now(struct run *r, enum nw_run_written w, int exit_status)
 				 j->nsegments ? "a journal segment" : "a pack",
 				 (unsigned long long)(j->nsegments ? j->segments[j->nsegments - 1]
 								   : j->pack_bytes));
-		fprintf(stderr, "narwhal-record: %s %s in %.1f ms: %llu nodes, %llu trace events "
-				"(%llu bytes)%s\n",
+		double cpu = cpu_seconds();
+
+		fprintf(stderr, "narwhal-record: %s %s in %.1f ms (CPU %.1f ms building the model, "
+				"%.1f ms writing): %llu nodes, %llu trace events (%llu bytes)%s\n",
 			nw_run_written_name(w), ret ? "failed" : "written",
-			(double)(now_ns(CLOCK_MONOTONIC) - now) / 1e6, (unsigned long long)nodes,
+			(double)(now_ns(CLOCK_MONOTONIC) - now) / 1e6, 1e3 * (cpu_model - cpu0),
+			1e3 * (cpu - cpu_model), (unsigned long long)nodes,
 			(unsigned long long)trace_events, (unsigned long long)trace_bytes, how);
 	}
 	/* Said once while recording (the next checkpoint tries again), and at the end. */

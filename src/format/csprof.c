@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/varint.h"
+
 #define CSPROF_MAGIC	   "HPC_CSPROF"
 #define CSPROF_VERSION	   "01.01"
 #define CSTREE_MAGIC	   "HPC_CSTREE"
@@ -857,10 +859,13 @@ void nw_csprof_free(struct nw_csprof *p)
 
 /* ---- deltas: what a checkpoint adds to a file written before ---- */
 
-#define DELTA_MAGIC "NWCSDLT1"
+#define DELTA_MAGIC "NWCSDLT2"
 #define DELTA_TREE_HEADER 16 /* epoch, base nodes, added, changed */
-#define DELTA_ADDED_FIXED 20 /* parent, ip, sp */
-#define DELTA_CHANGED_FIXED 4 /* id */
+/* The fewest bytes of a record: an added node's 3 varints, a changed one's 2 (and its metrics). */
+#define DELTA_ADDED_MIN 3
+#define DELTA_CHANGED_MIN 2
+/* Encoded records buffered before a write. */
+#define DELTA_BUF (64u << 10)
 
 static uint32_t count_changed(const struct nw_cct *cct, uint32_t base)
 {
@@ -873,56 +878,79 @@ static uint32_t count_changed(const struct nw_cct *cct, uint32_t base)
 	return n;
 }
 
-/* The metrics of @node at @r. */
-static void put_metrics(uint8_t *r, const struct nw_cct *cct, uint32_t node)
+/* Appends the metrics of @node at @r; returns the byte after them. */
+static uint8_t *put_metric_varints(uint8_t *r, const struct nw_cct *cct, uint32_t node)
 {
 	const uint64_t *met = nw_cct_metrics(cct, node);
 
 	for (unsigned m = 0; m < cct->nmetrics; m++)
-		put_u64(r + 8 * m, met[m]);
+		r = nw_put_varint(r, met[m]);
+	return r;
 }
 
+/*
+ * The records of one tree's delta, as varints (doc/DURABILITY.md): most
+ * numbers are small against the parent's (a node's parent is usually the
+ * node before it, its return address in the same module as its caller's),
+ * so a node takes about 7 bytes instead of 36.
+ */
 static int write_tree_delta(struct csprof_out *o, const struct nw_cct *cct, uint32_t epoch,
 			    uint32_t base)
 {
-	size_t msize = 8 * (size_t)cct->nmetrics, fill = 0;
-	size_t rsize = DELTA_ADDED_FIXED + msize;
-	uint8_t *rec = malloc(rsize * NODE_BATCH);
+	size_t max = (3 + (size_t)cct->nmetrics) * NW_VARINT_MAX;
+	size_t cap = DELTA_BUF > 2 * max ? DELTA_BUF : 2 * max;
+	uint8_t *buf = malloc(cap), *r = buf;
 	uint32_t changed = count_changed(cct, base);
+	int64_t prev = -1;
 
-	if (!rec)
+	if (!buf)
 		return -ENOMEM;
 	out_u32(o, epoch);
 	out_u32(o, base);
 	out_u32(o, cct->n - base);
 	out_u32(o, changed);
-	for (uint32_t i = base; i < cct->n; i++) {
-		const struct nw_cct_node *node = &cct->nodes[i];
-		uint8_t *r = rec + fill;
-
-		put_u32(r, node->parent);
-		put_u64(r + 4, node->ip);
-		put_u64(r + 12, node->sp);
-		put_metrics(r + DELTA_ADDED_FIXED, cct, i);
-		batch_add(o, rec, &fill, rsize);
-	}
-	out_bytes(o, rec, fill);
-	fill = 0;
-	rsize = DELTA_CHANGED_FIXED + msize;
+	/* The nodes changed first: an added node's tag is against its parent's, as it is now. */
 	for (uint32_t w = 0; w * 64 < base; w++) {
 		for (uint64_t bits = cct->changed[w]; bits; bits &= bits - 1) {
 			uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(bits);
-			uint8_t *r = rec + fill;
+			uint64_t psp;
 
 			if (i >= base)
 				break;
-			put_u32(r, i);
-			put_metrics(r + DELTA_CHANGED_FIXED, cct, i);
-			batch_add(o, rec, &fill, rsize);
+			/* Ascending ids: each as the gap after the one before. */
+			r = nw_put_varint(r, (uint64_t)((int64_t)i - prev - 1));
+			prev = i;
+			psp = i ? cct->nodes[cct->nodes[i].parent].sp : 0;
+			r = nw_put_varint(r, nw_zigzag((int64_t)(cct->nodes[i].sp - psp)));
+			r = put_metric_varints(r, cct, i);
+			if ((size_t)(r - buf) > cap - max) {
+				out_bytes(o, buf, (size_t)(r - buf));
+				r = buf;
+			}
 		}
 	}
-	out_bytes(o, rec, fill);
-	free(rec);
+	for (uint32_t i = base; i < cct->n; i++) {
+		const struct nw_cct_node *node = &cct->nodes[i];
+		const struct nw_cct_node *parent = &cct->nodes[node->parent];
+
+		const uint64_t *met = nw_cct_metrics(cct, i);
+		uint64_t any = 0;
+
+		/* Most nodes added are callers, with no metrics of their own: a bit says so. */
+		for (unsigned m = 0; m < cct->nmetrics; m++)
+			any |= met[m];
+		r = nw_put_varint(r, (uint64_t)(i - node->parent) << 1 | (any != 0));
+		r = nw_put_varint(r, nw_zigzag((int64_t)(node->ip - parent->ip)));
+		r = nw_put_varint(r, nw_zigzag((int64_t)(node->sp - parent->sp)));
+		if (any)
+			r = put_metric_varints(r, cct, i);
+		if ((size_t)(r - buf) > cap - max) {
+			out_bytes(o, buf, (size_t)(r - buf));
+			r = buf;
+		}
+	}
+	out_bytes(o, buf, (size_t)(r - buf));
+	free(buf);
 	return 0;
 }
 
@@ -939,8 +967,6 @@ int nw_csprof_write_delta(FILE *f, const struct nw_csprof *p, const uint32_t *ba
 	out_bytes(&o, DELTA_MAGIC, 8);
 	out_u32(&o, p->nmetrics);
 	out_u32(&o, p->ntrees);
-	for (uint32_t i = 0; i < p->nmetrics; i++)
-		out_u64(&o, p->metrics[i].period);
 	for (uint32_t t = 0; t < p->ntrees && !err; t++)
 		err = write_tree_delta(&o, p->trees[t].cct, p->trees[t].epoch, base[t]);
 	if (err)
@@ -948,17 +974,23 @@ int nw_csprof_write_delta(FILE *f, const struct nw_csprof *p, const uint32_t *ba
 	return out_end(&o);
 }
 
-static void set_metrics(uint64_t *dst, const uint8_t *src, unsigned n)
+/* The @n metric varints at in->pos into @dst.  -EBADMSG. */
+static int in_metric_varints(struct csprof_in *in, uint64_t *dst, unsigned n, uint32_t t,
+			     uint32_t node)
 {
 	for (unsigned k = 0; k < n; k++)
-		dst[k] = peek_u64(src + 8 * k);
+		if (nw_get_varint(in->buf, &in->pos, in->size, &dst[k]))
+			return in_fail(in, in->pos, "delta tree %u node %u: metric %u cut short or "
+						    "over 64 bits", t, node, k);
+	return 0;
 }
 
 static int apply_tree_delta(struct csprof_in *in, struct nw_csprof *p, uint32_t t)
 {
 	struct nw_cct *cct = p->trees[t].cct;
-	size_t msize = 8 * (size_t)p->nmetrics, at = in->pos;
 	uint32_t epoch, base, added, changed;
+	size_t at = in->pos;
+	int64_t prev = -1;
 	int err;
 
 	err = in_need(in, DELTA_TREE_HEADER, "delta tree header");
@@ -972,37 +1004,61 @@ static int apply_tree_delta(struct csprof_in *in, struct nw_csprof *p, uint32_t 
 		return in_fail(in, at, "delta tree %u: epoch %u with %u nodes, but the file's "
 				       "tree has epoch %u and %u nodes", t, epoch, base,
 			       p->trees[t].epoch, cct->n);
-	if ((uint64_t)added > in_left(in) / (DELTA_ADDED_FIXED + msize) ||
+	if ((uint64_t)changed > in_left(in) / (DELTA_CHANGED_MIN + p->nmetrics))
+		return in_fail(in, in->pos, "delta tree %u: %u changed nodes do not fit in the %zu "
+					    "bytes left", t, changed, in_left(in));
+	for (uint32_t i = 0; i < changed; i++) {
+		uint64_t gap, dsp;
+		struct nw_cct_node *node;
+
+		at = in->pos;
+		if (nw_get_varint(in->buf, &in->pos, in->size, &gap) ||
+		    nw_get_varint(in->buf, &in->pos, in->size, &dsp))
+			return in_fail(in, at, "delta tree %u: changed node %u cut short", t, i);
+		if (gap >= (uint64_t)base - (uint64_t)(prev + 1))
+			return in_fail(in, at, "delta tree %u: changed node %llu is not one of the %u "
+					       "before", t, (unsigned long long)(prev + 1) + gap, base);
+		prev += (int64_t)gap + 1;
+		/* Its parent, an earlier node, has its tag of this delta already. */
+		node = &cct->nodes[prev];
+		node->sp = (prev ? cct->nodes[node->parent].sp : 0) + (uint64_t)nw_unzigzag(dsp);
+		err = in_metric_varints(in, nw_cct_metrics(cct, (uint32_t)prev), p->nmetrics, t,
+					(uint32_t)prev);
+		if (err)
+			return err;
+	}
+	if ((uint64_t)added > in_left(in) / DELTA_ADDED_MIN ||
 	    (uint64_t)base + added >= NW_CCT_NONE)
 		return in_fail(in, in->pos, "delta tree %u: %u added nodes do not fit in the %zu "
 					    "bytes left", t, added, in_left(in));
 	if (nw_cct_reserve(cct, base + added))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < added; i++) {
-		const uint8_t *b = in->buf + in->pos;
-		uint32_t parent = peek_u32(b), node;
+		uint32_t id = base + i, node;
+		uint64_t up, dip, dsp;
+		const struct nw_cct_node *parent;
+		bool has_metrics;
 
-		if (parent >= base + i)
-			return in_fail(in, in->pos, "delta tree %u node %u: parent %u is not an "
-						    "earlier node", t, base + i, parent);
-		node = nw_cct_append(cct, parent, peek_u64(b + 4), peek_u64(b + 12));
+		at = in->pos;
+		if (nw_get_varint(in->buf, &in->pos, in->size, &up) ||
+		    nw_get_varint(in->buf, &in->pos, in->size, &dip) ||
+		    nw_get_varint(in->buf, &in->pos, in->size, &dsp))
+			return in_fail(in, at, "delta tree %u node %u: cut short or over 64 bits",
+				       t, id);
+		has_metrics = up & 1;
+		up >>= 1;
+		if (up == 0 || up > id)
+			return in_fail(in, at, "delta tree %u node %u: its parent is not an earlier "
+					       "node", t, id);
+		parent = &cct->nodes[id - up];
+		node = nw_cct_append(cct, id - (uint32_t)up, parent->ip + (uint64_t)nw_unzigzag(dip),
+				     parent->sp + (uint64_t)nw_unzigzag(dsp));
 		if (node == NW_CCT_NONE)
 			return -ENOMEM;
-		set_metrics(nw_cct_metrics(cct, node), b + DELTA_ADDED_FIXED, p->nmetrics);
-		in->pos += DELTA_ADDED_FIXED + msize;
-	}
-	if ((uint64_t)changed > in_left(in) / (DELTA_CHANGED_FIXED + msize))
-		return in_fail(in, in->pos, "delta tree %u: %u changed nodes do not fit in the %zu "
-					    "bytes left", t, changed, in_left(in));
-	for (uint32_t i = 0; i < changed; i++) {
-		const uint8_t *b = in->buf + in->pos;
-		uint32_t id = peek_u32(b);
-
-		if (id >= base)
-			return in_fail(in, in->pos, "delta tree %u: changed node %u is not one of "
-						    "the %u before", t, id, base);
-		set_metrics(nw_cct_metrics(cct, id), b + DELTA_CHANGED_FIXED, p->nmetrics);
-		in->pos += DELTA_CHANGED_FIXED + msize;
+		err = has_metrics ? in_metric_varints(in, nw_cct_metrics(cct, node), p->nmetrics,
+						      t, id) : 0;
+		if (err)
+			return err;
 	}
 	if (added)
 		keep_file_order(cct);
@@ -1030,9 +1086,6 @@ int nw_csprof_apply_delta(struct nw_csprof *p, const void *buf, size_t size,
 	if (nmetrics != p->nmetrics || ntrees != p->ntrees)
 		return in_fail(&in, 8, "delta of %u metrics and %u trees, but the file has %u and %u",
 			       nmetrics, ntrees, p->nmetrics, p->ntrees);
-	rc = in_need(&in, 8 * (uint64_t)nmetrics, "periods");
-	for (uint32_t i = 0; i < nmetrics && !rc; i++)
-		in_u64(&in, &p->metrics[i].period, "period");
 	for (uint32_t t = 0; t < ntrees && !rc; t++)
 		rc = apply_tree_delta(&in, p, t);
 	if (!rc && in_left(&in))

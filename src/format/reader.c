@@ -309,9 +309,17 @@ static int adopt_thread(struct nw_measurement *m, struct parse_job *j, char *err
 		if (!ret)
 			tr->cct = NULL; /* the model's now */
 	}
-	for (uint32_t i = 0; i < m->nmetrics && !ret; i++)
-		if (nw_metric_counts_samples(&m->metrics[i]))
-			th->samples += nw_mthread_total(th, i);
+	if (!ret) {
+		uint64_t *sums = calloc(m->nmetrics ? m->nmetrics : 1, sizeof(*sums));
+
+		ret = sums ? 0 : -ENOMEM;
+		if (sums)
+			nw_mthread_totals(th, m->nmetrics, sums);
+		for (uint32_t i = 0; sums && i < m->nmetrics; i++)
+			if (nw_metric_counts_samples(&m->metrics[i]))
+				th->samples += sums[i];
+		free(sums);
+	}
 	if (ret == -ENOMEM)
 		nw_set_err(err, errlen, "%s: out of memory", j->path);
 	return ret;

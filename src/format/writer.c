@@ -86,30 +86,46 @@ static void parent_of(const char *path, char *buf, size_t len)
 		buf[slash - buf] = 0;
 }
 
-/* The period a csprof reader multiplies samples by: fixed, or the mean this file sampled. */
-static uint64_t file_period(const struct nw_measurement *m, const struct nw_mthread *th,
-			    unsigned metric)
+/*
+ * The periods a csprof reader multiplies @th's samples by, into @out: the
+ * fixed one, or for an event sampled at a frequency the mean period this
+ * file sampled (its metrics summed once, only then).  -ENOMEM.
+ */
+static int file_periods(const struct nw_measurement *m, const struct nw_mthread *th,
+			struct nw_csprof_metric *out)
 {
-	const struct nw_metric *d = &m->metrics[metric];
-	uint64_t samples = 0, period = 0;
-	int s = -1, p = -1;
+	uint64_t *sums = NULL;
 
-	for (uint32_t e = 0; e < m->run.nevents; e++)
-		if (!strcmp(m->run.events[e].name, d->event) && !m->run.events[e].freq)
-			return d->period;
 	for (uint32_t i = 0; i < m->nmetrics; i++) {
-		if (strcmp(m->metrics[i].event, d->event))
+		const struct nw_metric *d = &m->metrics[i];
+		bool freq = false;
+		int s = -1, p = -1;
+
+		out[i].period = d->period;
+		for (uint32_t e = 0; e < m->run.nevents; e++)
+			if (!strcmp(m->run.events[e].name, d->event))
+				freq = m->run.events[e].freq;
+		for (uint32_t k = 0; freq && k < m->nmetrics; k++) {
+			if (strcmp(m->metrics[k].event, d->event))
+				continue;
+			if (m->metrics[k].kind == NW_METRIC_SAMPLES)
+				s = (int)k;
+			else if (m->metrics[k].kind == NW_METRIC_PERIOD)
+				p = (int)k;
+		}
+		if (s < 0 || p < 0)
 			continue;
-		if (m->metrics[i].kind == NW_METRIC_SAMPLES)
-			s = (int)i;
-		else if (m->metrics[i].kind == NW_METRIC_PERIOD)
-			p = (int)i;
+		if (!sums) {
+			sums = malloc(m->nmetrics * sizeof(*sums));
+			if (!sums)
+				return -ENOMEM;
+			nw_mthread_totals(th, m->nmetrics, sums);
+		}
+		if (sums[s])
+			out[i].period = (sums[p] + sums[s] / 2) / sums[s];
 	}
-	if (s < 0 || p < 0)
-		return d->period;
-	samples = nw_mthread_total(th, (unsigned)s);
-	period = nw_mthread_total(th, (unsigned)p);
-	return samples ? (period + samples / 2) / samples : d->period;
+	free(sums);
+	return 0;
 }
 
 static int cmp_tree_newest_first(const void *a, const void *b)
@@ -131,10 +147,12 @@ static void thread_csprof_fini(struct nw_csprof *p)
 
 /*
  * The HPC_CSPROF file of @th as a struct for the csprof writer, its trees
- * borrowed from the model.  -ENOMEM, -EINVAL for a tree outside its epochs.
+ * borrowed from the model; without the metrics' @periods, which cost a
+ * pass over every node for events sampled at a frequency, unless asked.
+ * -ENOMEM, -EINVAL for a tree outside its epochs.
  */
 static int thread_csprof(const struct nw_measurement *m, const struct nw_mthread *th,
-			 bool index_order, struct nw_csprof *p)
+			 bool index_order, bool periods, struct nw_csprof *p)
 {
 	const struct nw_mprocess *proc = nw_measurement_process(m, th->pid);
 
@@ -150,8 +168,9 @@ static int thread_csprof(const struct nw_measurement *m, const struct nw_mthread
 		return -ENOMEM;
 	for (uint32_t i = 0; i < m->nmetrics; i++)
 		p->metrics[i] = (struct nw_csprof_metric){ .name = m->metrics[i].name,
-							   .flags = m->metrics[i].flags,
-							   .period = file_period(m, th, i) };
+							   .flags = m->metrics[i].flags };
+	if (periods && file_periods(m, th, p->metrics))
+		return -ENOMEM;
 	/* File epoch 0 is the newest. */
 	for (uint32_t e = 0; e < th->nepochs; e++) {
 		const struct nw_epoch *ep = m->epochs[th->first_epoch + e];
@@ -190,7 +209,7 @@ static int write_thread(const struct nw_measurement *m, const struct nw_mthread 
 			const char *path, FILE *f, bool index_order)
 {
 	struct nw_csprof p;
-	int ret = thread_csprof(m, th, index_order, &p);
+	int ret = thread_csprof(m, th, index_order, true, &p);
 
 	if (!ret)
 		ret = f ? nw_csprof_write(f, &p) : nw_csprof_write_file(path, &p);
@@ -470,8 +489,11 @@ static int write_entries(const struct nw_measurement *m, const struct nw_extra_f
 			continue;
 		what = th->file;
 		/* Index order: the trace's node ids need no renumbering. */
-		ret = thread_csprof(m, th, true, &p);
+		ret = thread_csprof(m, th, true, false, &p);
 		delta = !ret && trees_extend(&p, jt);
+		/* A delta leaves the periods of the whole file it extends. */
+		if (!ret && !delta)
+			ret = file_periods(m, th, p.metrics);
 		f = ret ? NULL : begin_entry(w, th->file, delta);
 		if (f)
 			ret = delta ? nw_csprof_write_delta(f, &p, jt->nodes) : nw_csprof_write(f, &p);
@@ -497,7 +519,9 @@ static int write_entries(const struct nw_measurement *m, const struct nw_extra_f
 			ret = errno ? -errno : -EIO;
 		ret = end_entry(w, f, ret);
 	}
-	if (!ret) {
+	/* The symbols, unless the last checkpoint wrote the same (the reader takes the newest). */
+	if (!ret && !(j && j->symbol_modules == m->modules->n &&
+		      j->symbol_entries == m->symtab->nentries)) {
 		what = "symbols.json";
 		f = nw_pack_begin(w, "symbols.json");
 		ret = end_entry(w, f, f ? nw_symbols_write_fp(f, m->modules, m->symtab) : 0);
@@ -709,6 +733,8 @@ static struct nw_journal_thread *journal_add(struct nw_journal *j, const char *f
  */
 static int journal_record(struct nw_journal *j, const struct nw_measurement *m)
 {
+	j->symbol_modules = m->modules->n;
+	j->symbol_entries = m->symtab->nentries;
 	for (uint32_t i = 0; i < m->nthreads; i++) {
 		const struct nw_mthread *th = &m->threads[i];
 		struct nw_journal_thread *jt;
@@ -718,7 +744,7 @@ static int journal_record(struct nw_journal *j, const struct nw_measurement *m)
 		if (!th->file)
 			continue;
 		jt = journal_add(j, th->file);
-		ret = jt ? thread_csprof(m, th, true, &p) : -ENOMEM;
+		ret = jt ? thread_csprof(m, th, true, false, &p) : -ENOMEM;
 		if (!ret && p.ntrees > jt->ntrees) {
 			uint32_t *e = realloc(jt->epochs, p.ntrees * sizeof(*e));
 

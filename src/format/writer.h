@@ -67,6 +67,12 @@ struct nw_journal {
 	struct nw_journal_thread *threads;
 	size_t nthreads, cap_threads;
 	struct nw_index ix;        /* threads by file name */
+	/*
+	 * The modules and symbol entries symbols.json held at the last
+	 * checkpoint: both only grow while a run writes the same directory,
+	 * so a segment leaves it out while they are the same.
+	 */
+	uint32_t symbol_modules, symbol_entries;
 };
 
 /*

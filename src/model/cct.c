@@ -161,8 +161,11 @@ static uint32_t child_of(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint6
 		if (i == NW_CCT_NONE)
 			break;
 		if (cct->nodes[i].ip == ip && cct->nodes[i].parent == parent) {
-			if (!cct->nodes[i].sp)
+			if (!cct->nodes[i].sp && sp) {
+				/* A checkpoint's delta carries the tag it gains. */
 				cct->nodes[i].sp = sp;
+				nw_cct_mark_changed(cct, i);
+			}
 			return i;
 		}
 		h = (h + 1) & mask;
@@ -214,8 +217,10 @@ uint32_t nw_cct_insert(struct nw_cct *cct, const struct nw_frame *frames, size_t
 
 		if (c >= cct->n || cct->nodes[c].parent != node || cct->nodes[c].ip != f->ip)
 			break;
-		if (!cct->nodes[c].sp)
+		if (!cct->nodes[c].sp && f->sp) {
 			cct->nodes[c].sp = f->sp;
+			nw_cct_mark_changed(cct, c);
+		}
 		node = c;
 	}
 	if (n > cct->cap_path && n <= NW_CCT_NONE) {

@@ -50,9 +50,10 @@ struct nw_cct {
 	uint64_t *metrics;     /* n * nmetrics, node-major */
 	/*
 	 * Where tracked (nw_cct_track_changes()): a bit per node whose metrics
-	 * changed since the last nw_cct_clear_changes(), set by whoever
-	 * changes them (nw_cct_mark_changed()).  A checkpoint writes those
-	 * nodes' metrics and the nodes added, not the whole tree again.
+	 * or sp tag changed since the last nw_cct_clear_changes(), set by
+	 * whoever changes the metrics (nw_cct_mark_changed()) and by the tree
+	 * when a tag goes from unknown to known.  A checkpoint writes those
+	 * nodes' tags and metrics and the nodes added, not the whole tree.
 	 */
 	uint64_t *changed;
 	uint32_t *slots;       /* open-addressing index over (parent, ip); NULL: none yet */

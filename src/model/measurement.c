@@ -279,6 +279,20 @@ uint64_t nw_mthread_total(const struct nw_mthread *th, unsigned metric)
 	return sum;
 }
 
+void nw_mthread_totals(const struct nw_mthread *th, unsigned nmetrics, uint64_t *sums)
+{
+	memset(sums, 0, nmetrics * sizeof(*sums));
+	for (uint32_t t = 0; t < th->ntrees; t++) {
+		const struct nw_cct *c = th->trees[t].cct;
+		unsigned k = c->nmetrics < nmetrics ? c->nmetrics : nmetrics;
+		const uint64_t *v = c->metrics;
+
+		for (uint32_t i = 0; i < c->n; i++, v += c->nmetrics)
+			for (unsigned j = 0; j < k; j++)
+				sums[j] += v[j];
+	}
+}
+
 void nw_measurement_borrow(struct nw_measurement *m, struct nw_module_table *modules,
 			   struct nw_symtab *symtab)
 {

@@ -214,6 +214,11 @@ const struct nw_mprocess *nw_measurement_process(const struct nw_measurement *m,
 
 /* Sum of metric @metric over every node of @th's trees. */
 uint64_t nw_mthread_total(const struct nw_mthread *th, unsigned metric);
+/*
+ * @sums[i] (room for @nmetrics): the sum of metric i over every node of
+ * @th's trees, in one pass over their metrics.
+ */
+void nw_mthread_totals(const struct nw_mthread *th, unsigned nmetrics, uint64_t *sums);
 
 /* Where an ip of a tree is, and what the symbol table knows of it. */
 struct nw_resolved {

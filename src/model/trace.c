@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/strbuf.h"
+#include "util/varint.h"
 
 enum { TAG_SAMPLE, TAG_PERIOD, TAG_OFFCPU, TAG_CONTROL };
 enum { CTL_EVENT, CTL_EPOCH, CTL_OFFCPU_EVENT };
@@ -22,47 +23,6 @@ void nw_trace_fini(struct nw_trace *t)
 {
 	free(t->bytes);
 	memset(t, 0, sizeof(*t));
-}
-
-static uint64_t zigzag(int64_t v)
-{
-	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static int64_t unzigzag(uint64_t v)
-{
-	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
-/* Appends varint @v to @buf at *@n (room for 10 bytes is there). */
-static void put_varint(uint8_t *buf, size_t *n, uint64_t v)
-{
-	while (v >= 0x80) {
-		buf[(*n)++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	buf[(*n)++] = (uint8_t)v;
-}
-
-static int get_varint(const uint8_t *buf, size_t size, size_t *off, uint64_t *ret)
-{
-	uint64_t v = 0;
-
-	for (unsigned shift = 0; shift < 64; shift += 7) {
-		uint8_t b;
-
-		if (*off >= size)
-			return -EBADMSG;
-		b = buf[(*off)++];
-		if (shift == 63 && b > 1)
-			return -EBADMSG;
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			*ret = v;
-			return 0;
-		}
-	}
-	return -EBADMSG;
 }
 
 /* Appends the @n bytes of @rec, or sets t->failed.  -ENOMEM. */
@@ -81,19 +41,17 @@ static int append(struct nw_trace *t, const uint8_t *rec, size_t n)
 
 static int control(struct nw_trace *t, unsigned code, uint32_t value)
 {
-	uint8_t rec[20];
-	size_t n = 0;
+	uint8_t rec[2 * NW_VARINT_MAX], *p = rec;
 
-	put_varint(rec, &n, ((uint64_t)code << 2) | TAG_CONTROL);
-	put_varint(rec, &n, value);
-	return append(t, rec, n);
+	p = nw_put_varint(p, ((uint64_t)code << 2) | TAG_CONTROL);
+	p = nw_put_varint(p, value);
+	return append(t, rec, (size_t)(p - rec));
 }
 
 int nw_trace_add(struct nw_trace *t, const struct nw_trace_event *ev)
 {
 	struct nw_trace_state *st = &t->enc;
-	uint8_t rec[40];
-	size_t n = 0;
+	uint8_t rec[3 * NW_VARINT_MAX], *p = rec;
 	uint64_t time, dt;
 	unsigned tag;
 	int err;
@@ -123,13 +81,13 @@ int nw_trace_add(struct nw_trace *t, const struct nw_trace_event *ev)
 		tag = TAG_OFFCPU;
 	else
 		tag = ev->value == st->period[ev->event] ? TAG_SAMPLE : TAG_PERIOD;
-	put_varint(rec, &n, (zigzag((int64_t)ev->node - (int64_t)st->node) << 2) | tag);
-	put_varint(rec, &n, zigzag((int64_t)(dt - st->dt)));
+	p = nw_put_varint(p, (nw_zigzag((int64_t)ev->node - (int64_t)st->node) << 2) | tag);
+	p = nw_put_varint(p, nw_zigzag((int64_t)(dt - st->dt)));
 	if (tag == TAG_PERIOD)
-		put_varint(rec, &n, zigzag((int64_t)(ev->value - st->period[ev->event])));
+		p = nw_put_varint(p, nw_zigzag((int64_t)(ev->value - st->period[ev->event])));
 	else if (tag == TAG_OFFCPU)
-		put_varint(rec, &n, ev->value / t->tick_ns);
-	err = append(t, rec, n);
+		p = nw_put_varint(p, ev->value / t->tick_ns);
+	err = append(t, rec, (size_t)(p - rec));
 	if (err)
 		return err;
 	if (tag == TAG_PERIOD)
@@ -159,11 +117,11 @@ int nw_trace_next(struct nw_trace_reader *r, struct nw_trace_event *ev)
 			r->off = off;
 			return 0;
 		}
-		if (get_varint(t->bytes, t->size, &off, &head))
+		if (nw_get_varint(t->bytes, &off, t->size, &head))
 			return -EBADMSG;
 		if ((head & 3) != TAG_CONTROL)
 			break;
-		if (get_varint(t->bytes, t->size, &off, &v) || v > UINT32_MAX)
+		if (nw_get_varint(t->bytes, &off, t->size, &v) || v > UINT32_MAX)
 			return -EBADMSG;
 		if (head >> 2 == CTL_EVENT || head >> 2 == CTL_OFFCPU_EVENT) {
 			if (v >= NW_TRACE_MAX_EVENTS)
@@ -180,28 +138,28 @@ int nw_trace_next(struct nw_trace_reader *r, struct nw_trace_event *ev)
 		r->off = off;
 	}
 	{
-		int64_t node = (int64_t)st->node + unzigzag(head >> 2);
+		int64_t node = (int64_t)st->node + nw_unzigzag(head >> 2);
 
 		if (node < 0 || node > UINT32_MAX)
 			return -EBADMSG;
 		ev->node = (uint32_t)node;
 	}
-	if (get_varint(t->bytes, t->size, &off, &dd))
+	if (nw_get_varint(t->bytes, &off, t->size, &dd))
 		return -EBADMSG;
-	st->dt += (uint64_t)unzigzag(dd);
+	st->dt += (uint64_t)nw_unzigzag(dd);
 	st->time += st->dt;
 	ev->kind = NW_TRACE_SAMPLE;
 	switch (head & 3) {
 	case TAG_PERIOD:
-		if (get_varint(t->bytes, t->size, &off, &v))
+		if (nw_get_varint(t->bytes, &off, t->size, &v))
 			return -EBADMSG;
-		st->period[st->event] += (uint64_t)unzigzag(v);
+		st->period[st->event] += (uint64_t)nw_unzigzag(v);
 		/* fall through */
 	case TAG_SAMPLE:
 		ev->value = st->period[st->event];
 		break;
 	default: /* TAG_OFFCPU */
-		if (get_varint(t->bytes, t->size, &off, &v) || v > UINT64_MAX / t->tick_ns)
+		if (nw_get_varint(t->bytes, &off, t->size, &v) || v > UINT64_MAX / t->tick_ns)
 			return -EBADMSG;
 		ev->kind = NW_TRACE_OFFCPU;
 		ev->value = v * t->tick_ns;

@@ -427,11 +427,15 @@ int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_f
 {
 	struct thread_row *v;
 	uint32_t n = 0;
-	uint64_t total = 0;
+	uint64_t total = 0, *sums;
 
 	v = malloc((m->nthreads ? m->nthreads : 1) * sizeof(*v));
-	if (!v)
+	sums = malloc((m->nmetrics ? m->nmetrics : 1) * sizeof(*sums));
+	if (!v || !sums) {
+		free(v);
+		free(sums);
 		return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < m->nthreads; i++) {
 		if (!nw_filter_thread(f, &m->threads[i]))
 			continue;
@@ -460,12 +464,12 @@ int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_f
 		fprintf(out, "%8u %8u  %-16s %10llu  %5.1f%%", th->pid, th->tid,
 			th->comm ? th->comm : "", (unsigned long long)v[k].samples,
 			pct(v[k].samples, total));
+		nw_mthread_totals(th, m->nmetrics, sums);
 		for (unsigned i = 0; i < m->nmetrics; i++) {
-			uint64_t sum;
+			uint64_t sum = sums[i];
 
 			if (!extra_column(m, i))
 				continue;
-			sum = nw_mthread_total(th, i);
 			if (m->metrics[i].unit == NW_UNIT_NANOSECONDS)
 				fprintf(out, "  %14.3f", (double)sum / 1e9);
 			else
@@ -479,6 +483,7 @@ int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_f
 		fputc('\n', out);
 	}
 	free(v);
+	free(sums);
 	return finish(out);
 }
 

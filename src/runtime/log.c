@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "sections/seclog.h"
+#include "util/varint.h"
 
 #include "rt.h"
 
@@ -33,16 +34,6 @@ static unsigned char *put_u64(unsigned char *p, uint64_t v)
 	for (int i = 0; i < 8; i++)
 		p[i] = (unsigned char)(v >> (8 * i));
 	return p + 8;
-}
-
-static unsigned char *put_varint(unsigned char *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (unsigned char)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (unsigned char)v;
-	return p;
 }
 
 static int write_block(int fd, const void *buf, size_t len)
@@ -225,11 +216,11 @@ static void log_encode(struct rt_thread *t, const struct rt_rec *recs, uint32_t 
 
 			if (e < s)
 				e = s;
-			p = put_varint(p, r->section);
-			p = put_varint(p, r->depth);
-			p = put_varint(p, r->flags);
-			p = put_varint(p, ((uint64_t)delta << 1) ^ (uint64_t)(delta >> 63));
-			p = put_varint(p, e - s);
+			p = nw_put_varint(p, r->section);
+			p = nw_put_varint(p, r->depth);
+			p = nw_put_varint(p, r->flags);
+			p = nw_put_varint(p, nw_zigzag(delta));
+			p = nw_put_varint(p, e - s);
 			prev = s;
 		}
 		count = i - first;

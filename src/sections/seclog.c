@@ -24,6 +24,7 @@
 #include "model/cct.h"
 #include "util/file.h"
 #include "util/log.h"
+#include "util/varint.h"
 
 #define MAX_SECTION_ID (1u << 20)
 
@@ -35,28 +36,6 @@ static uint32_t get_u32(const uint8_t *b)
 static uint64_t get_u64(const uint8_t *b)
 {
 	return (uint64_t)get_u32(b) | (uint64_t)get_u32(b + 4) << 32;
-}
-
-/* A LEB128 varint at *pos, before @end: 0, or -1 when it runs past it or past 64 bits. */
-static int get_varint(const uint8_t *buf, size_t *pos, size_t end, uint64_t *ret)
-{
-	uint64_t v = 0;
-
-	for (unsigned shift = 0; shift < 64; shift += 7) {
-		uint8_t b;
-
-		if (*pos >= end)
-			return -1;
-		b = buf[(*pos)++];
-		if (shift == 63 && b > 1)
-			return -1;
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			*ret = v;
-			return 0;
-		}
-	}
-	return -1;
 }
 
 /* ---- the interval logs ---- */
@@ -232,9 +211,9 @@ static int parse_intervals(struct nw_seclog *log, const struct image *im, const 
 		struct nw_secinterval *iv = &th->v[th->n];
 		size_t rec = pos;
 
-		if (get_varint(buf, &pos, end, &id) || get_varint(buf, &pos, end, &depth) ||
-		    get_varint(buf, &pos, end, &flags) || get_varint(buf, &pos, end, &zz) ||
-		    get_varint(buf, &pos, end, &dur)) {
+		if (nw_get_varint(buf, &pos, end, &id) || nw_get_varint(buf, &pos, end, &depth) ||
+		    nw_get_varint(buf, &pos, end, &flags) || nw_get_varint(buf, &pos, end, &zz) ||
+		    nw_get_varint(buf, &pos, end, &dur)) {
 			nw_set_err(err, errlen, "%s: interval %u of the block at offset %zu runs past "
 					     "it (offset %zu)",
 				path, i, at - NW_SECLOG_BLOCK_HEADER, rec);

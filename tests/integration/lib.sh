@@ -243,20 +243,16 @@ def entries(d, where):
 
 
 class Csprof:
-    """Just enough of HPC_CSPROF to extend a file: the metrics' periods and the trees."""
+    """Just enough of HPC_CSPROF to extend a file: its trees."""
 
     def __init__(self, d, where):
         self.d, self.o, self.where = d, 0, where
         self.take(24)
         self.string()
         (nm,) = self.u("<I")
-        self.periods = []
         for _ in range(nm):
             self.string()
-            self.take(12)
-            self.take(4)
-            self.periods.append(self.o)
-            self.take(8)
+            self.take(12 + 4 + 8)
         (ne,) = self.u("<I")
         for _ in range(ne):
             (nmod,) = self.u("<I")
@@ -295,16 +291,33 @@ class Csprof:
         self.take(n)
 
     def extend(self, d, where):
-        if d[:8] != b"NWCSDLT1":
-            bad(where, "no NWCSDLT1 magic")
+        if d[:8] != b"NWCSDLT2":
+            bad(where, "no NWCSDLT2 magic")
         nm, nt = struct.unpack_from("<II", d, 8)
         if nm != self.nmetrics or nt != len(self.trees):
             bad(where, "%d metrics, %d trees: the file has %d and %d"
                 % (nm, nt, self.nmetrics, len(self.trees)))
         o = 16
-        for k in range(nm):
-            self.head[self.periods[k]:self.periods[k] + 8] = d[o:o + 8]
-            o += 8
+
+        def varint():
+            nonlocal o
+            v, shift = 0, 0
+            while True:
+                if o >= len(d) or shift > 63:
+                    bad(where, "a varint cut short at byte %d" % o)
+                v |= (d[o] & 0x7F) << shift
+                shift += 7
+                o += 1
+                if not d[o - 1] & 0x80:
+                    return v
+
+        def signed():
+            v = varint()
+            return (v >> 1) ^ -(v & 1)
+
+        def metrics():
+            return b"".join(struct.pack("<Q", varint()) for _ in range(nm))
+
         for tree in self.trees:
             epoch, base, added, changed = struct.unpack_from("<IIII", d, o)
             o += 16
@@ -312,19 +325,27 @@ class Csprof:
             if epoch != tree[1] or base != len(recs):
                 bad(where, "a tree of epoch %d and %d nodes extends one of epoch %d and %d"
                     % (epoch, base, tree[1], len(recs)))
-            for _ in range(added):
-                parent, ip, sp = struct.unpack_from("<IQQ", d, o)
-                if parent >= len(recs):
-                    bad(where, "node %d: parent %d is not an earlier node" % (len(recs), parent))
-                recs.append(bytearray(struct.pack("<QQQQ", len(recs), parent, ip, sp) +
-                                      d[o + 20:o + 20 + 8 * nm]))
-                o += 20 + 8 * nm
+            i = -1
             for _ in range(changed):
-                (i,) = struct.unpack_from("<I", d, o)
+                i += varint() + 1
                 if i >= base:
                     bad(where, "changed node %d is not one of the %d before" % (i, base))
-                recs[i][32:] = d[o + 4:o + 4 + 8 * nm]
-                o += 4 + 8 * nm
+                (parent,) = struct.unpack_from("<Q", recs[i], 8)
+                psp = struct.unpack_from("<Q", recs[parent], 24)[0] if i else 0
+                recs[i][24:32] = struct.pack("<Q", (psp + signed()) % (1 << 64))
+                recs[i][32:] = metrics()
+            for _ in range(added):
+                node = len(recs)
+                up = varint()
+                has_metrics, up = up & 1, up >> 1
+                if not 1 <= up <= node:
+                    bad(where, "node %d: parent %d is not an earlier node" % (node, node - up))
+                parent = node - up
+                pip, psp = struct.unpack_from("<QQ", recs[parent], 16)
+                ip = (pip + signed()) % (1 << 64)
+                sp = (psp + signed()) % (1 << 64)
+                met = metrics() if has_metrics else bytes(8 * nm)
+                recs.append(bytearray(struct.pack("<QQQQ", node, parent, ip, sp) + met))
         if o != len(d):
             bad(where, "the delta is %d bytes, its trees end at %d" % (len(d), o))
 
