@@ -86,9 +86,9 @@ def record(rec, args, prog, data):
     # What the checkpoints add: writing them, and the model building they
     # add to the end's (the nodes' parents symbolized again as callers).
     ckpt_write = sum(w[6] for w in writes if w[0] != "end") / 1e3
-    model = sum(w[5] for w in writes) / 1e3
+    building = sum(w[5] for w in writes) / 1e3
     return {"recorder_cpu": cpu, "write_cpu": write, "wall": r["wall"], "samples": samples,
-            "writes": writes, "ckpt_write_cpu": ckpt_write, "model_cpu": model,
+            "writes": writes, "ckpt_write_cpu": ckpt_write, "model_cpu": building,
             "end_write_cpu": sum(w[6] for w in writes if w[0] == "end") / 1e3}
 
 

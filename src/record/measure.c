@@ -8,13 +8,17 @@
 
 #include "util/strbuf.h"
 
+/* Slots of nw_measure.recent (a power of two). */
+#define RECENT_SLOTS 8192u
+
 int nw_measure_init(struct nw_measure *ms, struct nw_elf_cache *elf)
 {
 	memset(ms, 0, sizeof(*ms));
 	nw_perfmaps_init(&ms->jit, "/tmp");
 	ms->sym = nw_symbolizer_new(elf);
 	ms->symtab = nw_symtab_new();
-	return ms->sym && ms->symtab ? 0 : -ENOMEM;
+	ms->recent = calloc(RECENT_SLOTS, sizeof(*ms->recent));
+	return ms->sym && ms->symtab && ms->recent ? 0 : -ENOMEM;
 }
 
 void nw_measure_fini(struct nw_measure *ms)
@@ -32,6 +36,7 @@ void nw_measure_fini(struct nw_measure *ms)
 	free(ms->marks);
 	nw_symtab_free(ms->symtab);
 	nw_symbolizer_free(ms->sym);
+	free(ms->recent);
 	memset(ms, 0, sizeof(*ms));
 }
 
@@ -148,17 +153,27 @@ static int symbolize_node(struct nw_measure *ms, const struct nw_measurement *m,
 {
 	const struct nw_cct_node *node = &th->trees[t].cct->nodes[i];
 	bool caller = node->first_child != NW_CCT_NONE;
+	const struct nw_epoch *epoch = m->epochs[th->trees[t].epoch];
+	uint64_t ip2 = node->ip << 1 | caller;
+	struct nw_measure_recent *slot =
+		&ms->recent[nw_hash_add(nw_hash_u64(ip2), (uintptr_t)epoch) & (RECENT_SLOTS - 1)];
 	struct nw_symframe *frames = NULL;
 	struct nw_resolved r;
 	uint32_t nframes = 0;
 	int ret;
 
-	nw_measurement_locate(m, th->trees[t].epoch, node->ip, caller, &r);
-	if (!r.map)
+	if (slot->epoch == epoch && slot->ip2 == ip2)
 		return 0;
-	ret = mark_pc(ms, r.module_index, r.addr);
-	if (ret <= 0)
+	nw_measurement_locate(m, th->trees[t].epoch, node->ip, caller, &r);
+	ret = r.map ? mark_pc(ms, r.module_index, r.addr) : 0;
+	if (ret <= 0) {
+		/* Nothing to symbolize there, or done before. */
+		if (!ret) {
+			slot->epoch = epoch;
+			slot->ip2 = ip2;
+		}
 		return ret;
+	}
 	if (!strcmp(r.module->path, NW_KERNEL_MODULE))
 		ret = kernel_symbolize(ms, r.addr, &frames, &nframes);
 	else
@@ -175,7 +190,11 @@ static int symbolize_node(struct nw_measure *ms, const struct nw_measurement *m,
 			return ret;
 	}
 	ret = nw_symtab_add(ms->symtab, r.module_index, r.addr, frames, nframes);
-	return ret < 0 ? ret : 0;
+	if (ret < 0)
+		return ret;
+	slot->epoch = epoch;
+	slot->ip2 = ip2;
+	return 0;
 }
 
 /*

@@ -38,6 +38,13 @@ struct nw_measure {
 	 */
 	struct nw_measure_marks { uint32_t *v; size_t n; } *marks;
 	size_t nmarks, cap_marks;
+	/*
+	 * The (epoch, ip, as a caller) symbolized most recently in each slot
+	 * of a small direct-mapped cache: new nodes mostly repeat the PCs of
+	 * older ones (other paths through the same call sites), and a hit
+	 * costs neither the epoch's search nor the (module, addr) index.
+	 */
+	struct nw_measure_recent { const struct nw_epoch *epoch; uint64_t ip2; } *recent;
 };
 
 /* -ENOMEM. */

@@ -325,15 +325,15 @@ class Csprof:
             if epoch != tree[1] or base != len(recs):
                 bad(where, "a tree of epoch %d and %d nodes extends one of epoch %d and %d"
                     % (epoch, base, tree[1], len(recs)))
-            i = -1
+            i, ip, sp = -1, 0, 0
             for _ in range(changed):
                 i += varint() + 1
                 if i >= base:
                     bad(where, "changed node %d is not one of the %d before" % (i, base))
-                (parent,) = struct.unpack_from("<Q", recs[i], 8)
-                psp = struct.unpack_from("<Q", recs[parent], 24)[0] if i else 0
-                recs[i][24:32] = struct.pack("<Q", (psp + signed()) % (1 << 64))
+                sp = (sp + signed()) % (1 << 64)
+                recs[i][24:32] = struct.pack("<Q", sp)
                 recs[i][32:] = metrics()
+            sp = 0
             for _ in range(added):
                 node = len(recs)
                 up = varint()
@@ -341,9 +341,8 @@ class Csprof:
                 if not 1 <= up <= node:
                     bad(where, "node %d: parent %d is not an earlier node" % (node, node - up))
                 parent = node - up
-                pip, psp = struct.unpack_from("<QQ", recs[parent], 16)
-                ip = (pip + signed()) % (1 << 64)
-                sp = (psp + signed()) % (1 << 64)
+                ip = (ip + signed()) % (1 << 64)
+                sp = (sp + signed()) % (1 << 64)
                 met = metrics() if has_metrics else bytes(8 * nm)
                 recs.append(bytearray(struct.pack("<QQQQ", node, parent, ip, sp) + met))
         if o != len(d):
