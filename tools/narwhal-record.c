@@ -1259,6 +1259,9 @@ static int start(struct run *r)
 	/* Symbolized as it goes: each write symbolizes the PCs new since the last. */
 	ret = nw_measure_init(&r->ms, r->s.elf);
 	r->measure_ready = true;
+	/* Kernel frames will want the kernel's symbols: read them before anything runs. */
+	if (!ret && r->s.opts.kernel)
+		ret = nw_measure_load_kernel(&r->ms);
 	if (ret) {
 		fprintf(stderr, "narwhal-record: out of memory\n");
 		return 1;

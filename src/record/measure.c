@@ -112,6 +112,18 @@ static int jit_symbolize(struct nw_measure *ms, uint32_t pid, uint64_t pc,
 	return nw_perfmap_symbolize(map, pc, frames, nframes);
 }
 
+int nw_measure_load_kernel(struct nw_measure *ms)
+{
+	if (!ms->ksyms_state) {
+		int rc = nw_kallsyms_load(&ms->ksyms, NULL);
+
+		if (rc == -ENOMEM)
+			return rc;
+		ms->ksyms_state = rc ? rc : 1;
+	}
+	return 0;
+}
+
 /*
  * A kernel PC from /proc/kallsyms, read once: one frame named after the
  * function (and its module, for a loadable one), or none when kallsyms
@@ -122,14 +134,10 @@ static int kernel_symbolize(struct nw_measure *ms, uint64_t pc, struct nw_symfra
 {
 	const struct nw_ksym *k;
 	struct nw_symframe *fr;
+	int rc = nw_measure_load_kernel(ms);
 
-	if (!ms->ksyms_state) {
-		int rc = nw_kallsyms_load(&ms->ksyms, NULL);
-
-		if (rc == -ENOMEM)
-			return rc;
-		ms->ksyms_state = rc ? rc : 1;
-	}
+	if (rc)
+		return rc;
 	k = ms->ksyms_state == 1 ? nw_kallsyms_find(&ms->ksyms, pc) : NULL;
 	if (!k)
 		return 0;

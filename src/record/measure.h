@@ -52,6 +52,14 @@ int nw_measure_init(struct nw_measure *ms, struct nw_elf_cache *elf);
 void nw_measure_fini(struct nw_measure *ms);
 
 /*
+ * Reads /proc/kallsyms now, if not read yet (else the first kernel PC
+ * does): the recorder does it in its set-up, where it costs half the CPU
+ * it does beside a busy program (the kernel formats 120 K lines).  A
+ * kallsyms that cannot be read leaves kernel PCs unnamed.  -ENOMEM.
+ */
+int nw_measure_load_kernel(struct nw_measure *ms);
+
+/*
  * The model of @s as it stands: @run (moved into the model: the caller's
  * strings now belong to it, and *run is zeroed), the metrics of the
  * session's events, its modules, epochs, processes, threads with samples
