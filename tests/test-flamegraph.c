@@ -56,20 +56,33 @@ static struct fx *known_tree(uint64_t zw)
 	return fx;
 }
 
-static struct nw_stacks *stacks_of(const struct fx *fx)
+/* The stacks of @fx, without what @o cannot draw when @prune. */
+static struct nw_stacks *stacks_for(const struct fx *fx, const struct nw_flamegraph_opts *o,
+				    bool prune)
 {
 	struct nw_stacks_opts so = { 0 };
 	struct nw_stacks *s = nw_stacks_new(fx->m, fx->m->nmetrics);
 
+	if (prune) {
+		so.prune_share = nw_flamegraph_min_share(o);
+		so.prune_metric = o->metric;
+	}
 	assert_non_null(s);
 	assert_int_equal(nw_stacks_build(s, &so), 0);
 	return s;
 }
 
-/* The flame graph of the stacks of @fx. */
-static char *draw(const struct fx *fx, const struct nw_flamegraph_opts *o)
+static struct nw_stacks *stacks_of(const struct fx *fx)
 {
-	struct nw_stacks *st = stacks_of(fx);
+	static const struct nw_flamegraph_opts none = { .base_metric = -1 };
+
+	return stacks_for(fx, &none, false);
+}
+
+/* The flame graph of the stacks of @fx, built whole or without what it cannot draw. */
+static char *draw_stacks(const struct fx *fx, const struct nw_flamegraph_opts *o, bool prune)
+{
+	struct nw_stacks *st = stacks_for(fx, o, prune);
 	char *s = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&s, &len);
@@ -79,6 +92,11 @@ static char *draw(const struct fx *fx, const struct nw_flamegraph_opts *o)
 	fclose(f);
 	nw_stacks_free(st);
 	return s;
+}
+
+static char *draw(const struct fx *fx, const struct nw_flamegraph_opts *o)
+{
+	return draw_stacks(fx, o, false);
 }
 
 static size_t count(const char *s, const char *what)
@@ -323,6 +341,39 @@ static void test_errors(void **state)
 	fx_free(p);
 }
 
+/*
+ * Stacks built without the subtrees too narrow to draw (nw_flamegraph_min_share)
+ * draw the same file, at the default width and at a narrow one.
+ */
+static void test_pruned_same(void **state)
+{
+	struct fx *fx = known_tree(2000000);
+	struct nw_flamegraph_opts o = { .title = "t", .metric = 0, .base_metric = -1 };
+	char *whole, *pruned;
+
+	(void)state;
+	add(fx, "main;tiny;t2;t3", 0, 1);
+	add(fx, "main;a;tiny;t4", 0, 3);
+	{
+		/* Pruning leaves nodes out (t2 and t3, t4 below tiny). */
+		struct nw_stacks *a = stacks_for(fx, &o, false), *b = stacks_for(fx, &o, true);
+
+		assert_int_equal(a->tree->n, b->tree->n + 3);
+		nw_stacks_free(a);
+		nw_stacks_free(b);
+	}
+	for (unsigned w = 0; w <= 300; w += 300) {
+		o.width = w;
+		whole = draw_stacks(fx, &o, false);
+		pruned = draw_stacks(fx, &o, true);
+		assert_string_equal(whole, pruned);
+		assert_null(strstr(whole, "<title>t3\n"));
+		free(whole);
+		free(pruned);
+	}
+	fx_free(fx);
+}
+
 static void test_empty(void **state)
 {
 	struct fx *p = fx_new(NULL, 0);
@@ -345,6 +396,7 @@ int main(void)
 		cmocka_unit_test(test_differential),
 		cmocka_unit_test(test_text),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_pruned_same),
 		cmocka_unit_test(test_empty),
 	};
 

@@ -431,6 +431,59 @@ static void test_split(void **state)
 }
 
 /* Stacks need a model to be built from. */
+/*
+ * Pruning: a node lighter (in the metric asked) than the share asked of the
+ * total is a leaf that holds its subtree's metrics; heavier ones, with
+ * their frames and weights, are as without pruning; the totals stay; and
+ * what pruning cannot follow is refused.
+ */
+static void test_prune(void **state)
+{
+	struct fx *fx = fx_new(NULL, 0);
+	struct nw_stacks_opts o = { .prune_share = 0.1, .prune_metric = 1 };
+	struct nw_mthread *th = fx_thread(fx, 1, 1, "app");
+	struct nw_stacks *s, *full;
+	uint32_t n;
+
+	(void)state;
+	/* Total 100 samples, 10000 of metric 1; under 1000 of it is pruned. */
+	fx_add(fx, th, "main;hot;leaf", 60, 6000);
+	fx_add(fx, th, "main;hot", 10, 1000);
+	fx_add(fx, fx_thread(fx, 1, 2, "app"), "main;hot;leaf", 20, 2000);
+	fx_add(fx, th, "main;cold;a;b", 5, 500);
+	fx_add(fx, th, "main;cold;c", 4, 400);
+	fx_add(fx, th, "main;cold", 1, 100);
+	full = merged(fx, NULL);
+	s = build(fx, &o);
+	/* main, hot, leaf as they are; cold, 1000 in all, the limit: kept, its children not. */
+	assert_folded(s, 1, "main;cold 100\nmain;cold;a 500\nmain;cold;c 400\n"
+			    "main;hot 1000\nmain;hot;leaf 8000\n");
+	assert_int_equal(total(s->tree, 0), total(full->tree, 0));
+	assert_int_equal(total(s->tree, 1), total(full->tree, 1));
+	n = find_path(s, "main;cold;a");
+	assert_int_not_equal(n, NW_CCT_NONE);
+	/* a took b's metrics, both of them. */
+	assert_int_equal(nw_cct_metrics(s->tree, n)[0], 5);
+	assert_int_equal(s->tree->nodes[n].first_child, NW_CCT_NONE);
+	assert_true(s->tree->n < full->tree->n);
+	nw_stacks_free(s);
+	/* A higher share: cold (1000) goes whole into one node. */
+	o.prune_share = 0.15;
+	s = build(fx, &o);
+	assert_folded(s, 1, "main;cold 1000\nmain;hot 1000\nmain;hot;leaf 8000\n");
+	nw_stacks_free(s);
+	/* Per thread, with a split or a node map, pruning is refused. */
+	s = nw_stacks_new(fx->m, fx->m->nmetrics);
+	o.per_thread = true;
+	assert_int_equal(nw_stacks_build(s, &o), -EINVAL);
+	o.per_thread = false;
+	o.node_map = true;
+	assert_int_equal(nw_stacks_build(s, &o), -EINVAL);
+	nw_stacks_free(s);
+	nw_stacks_free(full);
+	fx_free(fx);
+}
+
 static void test_no_model(void **state)
 {
 	struct nw_stacks_opts o = { 0 };
@@ -489,6 +542,7 @@ int main(void)
 		cmocka_unit_test(test_per_thread),
 		cmocka_unit_test(test_filters),
 		cmocka_unit_test(test_split),
+		cmocka_unit_test(test_prune),
 		cmocka_unit_test(test_no_model),
 		cmocka_unit_test(test_intern),
 	};

@@ -584,8 +584,10 @@ static void unload(struct loaded *l)
  * they are freed once the stacks are built (a large measurement and its
  * stacks are then not both held).  NULL after telling the user.
  */
-static struct nw_stacks *report_stacks(const struct report_opts *o, const struct loaded *l,
-				       bool per_thread, bool inverted, bool last)
+static struct nw_stacks *report_stacks_pruned(const struct report_opts *o,
+					      const struct loaded *l, bool per_thread,
+					      bool inverted, bool last, double prune_share,
+					      unsigned prune_metric)
 {
 	struct nw_stacks_opts so = { .filter = &o->filter, .per_thread = per_thread };
 	struct nw_stacks *s = nw_stacks_new(l->m, l->m->nmetrics);
@@ -595,6 +597,16 @@ static struct nw_stacks *report_stacks(const struct report_opts *o, const struct
 	if (!ret && o->by_section)
 		ret = nw_sections_split(l->sections, l->m, &s->frames, &split);
 	so.split = split;
+	/*
+	 * Stacks shown by one metric as merged, down to @prune_share of the
+	 * total: what is lighter is not built (the stacks that --focus,
+	 * inversion or folding reshape need every frame).
+	 */
+	if (prune_share > 0 && !per_thread && !inverted && !split && !o->fold_recursion &&
+	    !nw_stack_filter_active(&o->stack_filter)) {
+		so.prune_share = prune_share;
+		so.prune_metric = prune_metric;
+	}
 	if (!ret)
 		ret = nw_stacks_build(s, &so);
 	nw_split_free(split);
@@ -618,6 +630,12 @@ static struct nw_stacks *report_stacks(const struct report_opts *o, const struct
 		return NULL;
 	}
 	return s;
+}
+
+static struct nw_stacks *report_stacks(const struct report_opts *o, const struct loaded *l,
+				       bool per_thread, bool inverted, bool last)
+{
+	return report_stacks_pruned(o, l, per_thread, inverted, last, 0, 0);
 }
 
 /* Does @o reshape the stacks (which the time-ordered outputs cannot follow)? */
@@ -719,8 +737,11 @@ static int run_view(FILE *out, const struct report_opts *o, const struct loaded 
 			fprintf(stderr, "narwhal-report: %s: %s\n", l->dir, strerror(-ret));
 		return ret ? 1 : 0;
 	}
-	s = report_stacks(o, l, o->per_thread,
-			  o->inverted && (o->view == VIEW_TREE || o->view == VIEW_FOLDED), true);
+	/* The tree hides what is under --percent-limit: it need not be built (half, for rounding). */
+	s = report_stacks_pruned(o, l, o->per_thread,
+				 o->inverted && (o->view == VIEW_TREE || o->view == VIEW_FOLDED), true,
+				 o->view == VIEW_TREE ? o->view_opts.percent_limit / 100 / 2 : 0,
+				 o->view_opts.metric);
 	if (!s)
 		return 1;
 	switch (o->view) {
@@ -910,7 +931,8 @@ static int run_exports(const struct report_opts *o, const struct loaded *l)
 						 .base_metric = -1 };
 		char *subtitle;
 
-		s = report_stacks(o, l, o->per_thread, o->inverted, !view);
+		s = report_stacks_pruned(o, l, o->per_thread, o->inverted, !view,
+					 nw_flamegraph_min_share(&fo), metric);
 		if (!s)
 			return 1;
 		subtitle = nw_export_subtitle(s, metric);

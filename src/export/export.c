@@ -138,6 +138,9 @@ static int write_svg(const char *path, const struct nw_measurement *m)
 		return metric;
 	o.metric = (unsigned)metric;
 	o.unit = nw_export_unit(&m->metrics[metric]);
+	/* Frames too narrow to draw are not built. */
+	so.prune_share = nw_flamegraph_min_share(&o);
+	so.prune_metric = o.metric;
 	s = nw_stacks_new(m, m->nmetrics);
 	ret = s ? nw_stacks_build(s, &so) : -ENOMEM;
 	if (ret)

@@ -616,15 +616,27 @@ static int put_legend(FILE *out, const struct layout *l, int y, double width)
 	return ret;
 }
 
+/* The width frames are drawn in, pixels. */
+static double frames_width(const struct nw_flamegraph_opts *o)
+{
+	double width = (double)((o->width ? o->width : 1200) - 2 * XPAD);
+
+	return width < 100 ? 100 : width;
+}
+
+double nw_flamegraph_min_share(const struct nw_flamegraph_opts *o)
+{
+	/* Half of it: rounding never leaves out a frame that is drawn. */
+	return MIN_PX / frames_width(o) / 2;
+}
+
 int nw_flamegraph_write(FILE *out, const struct nw_stacks *s, const struct nw_flamegraph_opts *o)
 {
 	const struct nw_cct *tree = s->tree;
-	double width = (double)((o->width ? o->width : 1200) - 2 * XPAD);
+	double width = frames_width(o);
 	int top = o->subtitle ? 66 : 50, frames_h, height, total_w, ret;
 	struct layout l;
 
-	if (width < 100)
-		width = 100;
 	ret = layout_init(&l, &s->frames, tree, o, width);
 	if (ret)
 		goto out;

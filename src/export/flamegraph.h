@@ -28,6 +28,13 @@ struct nw_flamegraph_opts {
 };
 
 /*
+ * The share of the total under which a frame is too narrow to draw
+ * (a tenth of a pixel): stacks built with it as nw_stacks_opts.prune_share
+ * (by the metric drawn) draw the same flame graph.
+ */
+double nw_flamegraph_min_share(const struct nw_flamegraph_opts *o);
+
+/*
  * Writes the flame graph of the stacks @s to @out.  0, -EINVAL when a
  * metric is not a metric of the tree or a node's frame is not in the
  * table, -ENOMEM, or -EIO when writing failed.

@@ -177,6 +177,7 @@ struct btree {
 	const struct nw_tree *tr;
 	uint32_t ti, t;
 	uint32_t *to;             /* with a split: each node's symbolic node */
+	uint64_t *incl;           /* pruning: each node's inclusive weight */
 };
 
 struct builder {
@@ -194,6 +195,10 @@ struct builder {
 	struct level *levels;
 	size_t nlevels, cap_levels;
 	unsigned nm;              /* metrics copied */
+	unsigned prune_metric;
+	uint64_t prune_below;     /* 0: no pruning */
+	uint32_t *walk;           /* pruning: a stack of physical nodes */
+	size_t cap_walk;
 };
 
 static uint64_t chain_key_hash(uint32_t module, uint64_t addr)
@@ -254,9 +259,12 @@ static void builder_fini(struct builder *b)
 	free(b->chains);
 	nw_index_fini(&b->ix);
 	free(b->pool);
-	for (size_t i = 0; i < b->ntrees; i++)
+	for (size_t i = 0; i < b->ntrees; i++) {
 		free(b->trees[i].to);
+		free(b->trees[i].incl);
+	}
 	free(b->trees);
+	free(b->walk);
 	free(b->cur);
 	free(b->levels);
 }
@@ -348,6 +356,47 @@ static int expand(struct builder *b, uint32_t sym, size_t a, size_t e)
 	return 0;
 }
 
+/* The weight of metric prune_metric of every node of @tree below and with it, in @v. */
+static void inclusive(const struct nw_cct *tree, unsigned metric, uint64_t *v)
+{
+	for (uint32_t i = 0; i < tree->n; i++)
+		v[i] = metric < tree->nmetrics ? nw_cct_metrics(tree, i)[metric] : 0;
+	/* Parents come before their children in every tree: one pass up. */
+	for (uint32_t i = tree->n; i-- > 1;)
+		v[tree->nodes[i].parent] += v[i];
+}
+
+/*
+ * Symbolic node @sym, too light to draw, takes as its own the metrics of
+ * the physical subtrees of the cursors [a, e).  -ENOMEM.
+ */
+static int collapse(struct builder *b, uint32_t sym, size_t a, size_t e)
+{
+	uint64_t *dst = nw_cct_metrics(b->s->tree, sym);
+
+	for (size_t i = a; i < e; i++) {
+		const struct nw_cct *src = b->trees[b->cur[i].tree].tr->cct;
+		size_t n = 0;
+
+		if (nw_grow(&b->walk, &b->cap_walk, 1, sizeof(*b->walk)))
+			return -ENOMEM;
+		b->walk[n++] = b->cur[i].node;
+		while (n) {
+			uint32_t node = b->walk[--n];
+
+			for (unsigned k = 0; k < b->nm; k++)
+				dst[k] += nw_cct_metrics(src, node)[k];
+			for (uint32_t c = src->nodes[node].first_child; c != NW_CCT_NONE;
+			     c = src->nodes[c].next_sibling) {
+				if (nw_grow(&b->walk, &b->cap_walk, n + 1, sizeof(*b->walk)))
+					return -ENOMEM;
+				b->walk[n++] = c;
+			}
+		}
+	}
+	return 0;
+}
+
 /* Merges the cursors at [a, e) (children of the symbolic root @top) into the tree. */
 static int merge(struct builder *b, uint32_t top, size_t a, size_t e)
 {
@@ -364,7 +413,7 @@ static int merge(struct builder *b, uint32_t top, size_t a, size_t e)
 		struct level *l = &b->levels[b->nlevels - 1];
 		size_t r = l->next;
 		uint32_t f, child;
-		uint64_t sp = 0;
+		uint64_t sp = 0, weight;
 
 		if (r == l->end) {
 			b->ncur = l->begin;
@@ -372,11 +421,14 @@ static int merge(struct builder *b, uint32_t top, size_t a, size_t e)
 			continue;
 		}
 		f = b->cur[r].frame;
+		weight = 0;
 		for (; r < l->end && b->cur[r].frame == f; r++) {
 			const struct cursor *c = &b->cur[r];
 
 			if (!sp)
 				sp = c->sp;
+			if (b->prune_below)
+				weight += b->trees[c->tree].incl[c->node];
 		}
 		child = nw_cct_append(dst, l->sym, f, sp);
 		if (child == NW_CCT_NONE)
@@ -384,7 +436,10 @@ static int merge(struct builder *b, uint32_t top, size_t a, size_t e)
 		a = l->next;
 		/* Before expand(), which may move the levels. */
 		l->next = r;
-		ret = expand(b, child, a, r);
+		if (b->prune_below && weight < b->prune_below)
+			ret = collapse(b, child, a, r);
+		else
+			ret = expand(b, child, a, r);
 	}
 	return ret;
 }
@@ -407,6 +462,12 @@ static int push_thread(struct builder *b, uint32_t ti, bool with_to)
 			if (!bt->to)
 				return -ENOMEM;
 			bt->to[NW_CCT_ROOT] = NW_CCT_ROOT;
+		}
+		if (b->prune_below) {
+			bt->incl = malloc((size_t)th->trees[t].cct->n * sizeof(*bt->incl));
+			if (!bt->incl)
+				return -ENOMEM;
+			inclusive(th->trees[t].cct, b->prune_metric, bt->incl);
 		}
 		b->ntrees++;
 		ret = push_roots(b, b->ntrees - 1);
@@ -533,9 +594,20 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 	uint32_t *tops = NULL;
 	int ret = 0;
 
-	if (!s->m || (o->node_map && split))
+	if (!s->m || (o->node_map && split) ||
+	    (o->prune_share > 0 && (o->per_thread || split || o->node_map)))
 		return -EINVAL;
 	b.nm = s->tree->nmetrics < s->m->nmetrics ? s->tree->nmetrics : s->m->nmetrics;
+	if (o->prune_share > 0 && o->prune_metric < b.nm) {
+		/* The total of the selected threads, then what is too light to draw. */
+		uint64_t total = 0;
+
+		for (uint32_t ti = 0; ti < s->m->nthreads; ti++)
+			if (nw_filter_thread(o->filter, &s->m->threads[ti]))
+				total += nw_mthread_total(&s->m->threads[ti], o->prune_metric);
+		b.prune_metric = o->prune_metric;
+		b.prune_below = (uint64_t)((double)total * o->prune_share);
+	}
 	tops = malloc((s->m->nthreads ? s->m->nthreads : 1) * sizeof(*tops));
 	if (!tops)
 		return -ENOMEM;

@@ -75,6 +75,16 @@ struct nw_stacks_opts {
 	bool per_thread;           /* each thread below its frame "comm-tid" */
 	const struct nw_split *split; /* NULL: none */
 	bool node_map;             /* keep s->node_map (not with a split) */
+	/*
+	 * > 0: a symbolic node whose weight in metric @prune_metric
+	 * (inclusive) is under this share of the total is not expanded: it
+	 * takes its subtree's metrics as its own.  What a flame graph cannot
+	 * draw anyway (frames under a tenth of a pixel), not built.  Not with
+	 * per_thread, a split or node_map; the tree is then only fit to be
+	 * drawn by that metric as it is (not inverted, filtered or folded).
+	 */
+	double prune_share;
+	unsigned prune_metric;
 };
 
 /*
