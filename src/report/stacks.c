@@ -195,6 +195,7 @@ struct builder {
 	struct level *levels;
 	size_t nlevels, cap_levels;
 	unsigned nm;              /* metrics copied */
+	bool prune;               /* weigh each tree's nodes, prune at prune_below */
 	unsigned prune_metric;
 	uint64_t prune_below;     /* 0: no pruning */
 	uint32_t *walk;           /* pruning: a stack of physical nodes */
@@ -463,7 +464,7 @@ static int push_thread(struct builder *b, uint32_t ti, bool with_to)
 				return -ENOMEM;
 			bt->to[NW_CCT_ROOT] = NW_CCT_ROOT;
 		}
-		if (b->prune_below) {
+		if (b->prune) {
 			bt->incl = malloc((size_t)th->trees[t].cct->n * sizeof(*bt->incl));
 			if (!bt->incl)
 				return -ENOMEM;
@@ -598,16 +599,8 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 	    (o->prune_share > 0 && (o->per_thread || split || o->node_map)))
 		return -EINVAL;
 	b.nm = s->tree->nmetrics < s->m->nmetrics ? s->tree->nmetrics : s->m->nmetrics;
-	if (o->prune_share > 0 && o->prune_metric < b.nm) {
-		/* The total of the selected threads, then what is too light to draw. */
-		uint64_t total = 0;
-
-		for (uint32_t ti = 0; ti < s->m->nthreads; ti++)
-			if (nw_filter_thread(o->filter, &s->m->threads[ti]))
-				total += nw_mthread_total(&s->m->threads[ti], o->prune_metric);
-		b.prune_metric = o->prune_metric;
-		b.prune_below = (uint64_t)((double)total * o->prune_share);
-	}
+	b.prune = o->prune_share > 0 && o->prune_metric < b.nm;
+	b.prune_metric = o->prune_metric;
 	tops = malloc((s->m->nthreads ? s->m->nthreads : 1) * sizeof(*tops));
 	if (!tops)
 		return -ENOMEM;
@@ -659,6 +652,14 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 			ret = merge(&b, top, a, b.ncur);
 			b.ncur = a;
 		}
+	}
+	if (!ret && b.prune) {
+		/* The selected trees' roots weigh the total: what is lighter than its share goes. */
+		uint64_t total = 0;
+
+		for (size_t t = 0; t < b.ntrees; t++)
+			total += b.trees[t].incl[NW_CCT_ROOT];
+		b.prune_below = (uint64_t)((double)total * o->prune_share);
 	}
 	if (!ret && !o->per_thread) {
 		for (size_t t = 0; t < b.ntrees; t++)
