@@ -26,37 +26,66 @@
 
 /* ---- text ---- */
 
-/* Writes @s with XML's special characters escaped, made valid UTF-8. */
-static int put_xml(FILE *out, const char *s)
+/* Appends @s to @b with XML's special characters escaped, made valid UTF-8. */
+static void sb_xml(struct nw_strbuf *b, const char *s)
 {
-	int failed = 0;
-	char *c = nw_export_clean(s ? s : "", &failed);
+	char *c = nw_export_clean(s ? s : "", NULL);
 
-	if (!c)
-		return -ENOMEM;
-	for (const char *q = c; *q; q++) {
+	if (!c) {
+		b->failed = true;
+		return;
+	}
+	for (char *q = c, *run = c;; q++) {
+		const char *esc;
+
 		switch (*q) {
 		case '&':
-			fputs("&amp;", out);
+			esc = "&amp;";
 			break;
 		case '<':
-			fputs("&lt;", out);
+			esc = "&lt;";
 			break;
 		case '>':
-			fputs("&gt;", out);
+			esc = "&gt;";
 			break;
 		case '"':
-			fputs("&quot;", out);
+			esc = "&quot;";
 			break;
 		case '\'':
-			fputs("&apos;", out);
+			esc = "&apos;";
 			break;
+		case '\0':
+			nw_sb_puts(b, run);
+			free(c);
+			return;
 		default:
-			fputc(*q, out);
+			continue;
 		}
+		if (q > run) {
+			char keep = *q;
+
+			/* The run before the special character, as it is. */
+			*q = '\0';
+			nw_sb_puts(b, run);
+			*q = keep;
+		}
+		nw_sb_puts(b, esc);
+		run = q + 1;
 	}
-	free(c);
-	return 0;
+}
+
+/* Writes @s escaped (sb_xml) to @out. */
+static int put_xml(FILE *out, const char *s)
+{
+	struct nw_strbuf b = { 0 };
+	int ret;
+
+	sb_xml(&b, s);
+	ret = b.failed ? -ENOMEM : 0;
+	if (!ret)
+		fputs(nw_sb_str(&b), out);
+	nw_sb_fini(&b);
+	return ret;
 }
 
 /* The number of bytes of @s that hold its first @nchars characters (UTF-8). */
@@ -82,27 +111,29 @@ static size_t utf8_chars(const char *s)
 	return n;
 }
 
-/* The label of a frame @px wide: the name, cut with ".." to fit, or nothing. */
-static int put_label(FILE *out, const char *name, double px)
+/* Appends the label of a frame @px wide: the name, cut with ".." to fit, or nothing. */
+static void sb_label(struct nw_strbuf *b, const char *name, const char *escaped, double px)
 {
 	double fit = (px - 6) / CHAR_W;
 	size_t n = fit > 0 ? (size_t)fit : 0, len;
 	char *cut;
-	int ret;
 
 	if (n < 3)
-		return 0;
-	if (utf8_chars(name) <= n)
-		return put_xml(out, name);
+		return;
+	if (utf8_chars(name) <= n) {
+		nw_sb_puts(b, escaped);
+		return;
+	}
 	len = utf8_prefix(name, n - 2);
 	cut = malloc(len + 3);
-	if (!cut)
-		return -ENOMEM;
+	if (!cut) {
+		b->failed = true;
+		return;
+	}
 	memcpy(cut, name, len);
 	memcpy(cut + len, "..", 3);
-	ret = put_xml(out, cut);
+	sb_xml(b, cut);
 	free(cut);
-	return ret;
 }
 
 static const char *base_name(const char *path)
@@ -205,6 +236,17 @@ static struct rgb diff_colour(double t)
 
 /* ---- layout ---- */
 
+/*
+ * What every drawn node of one frame writes alike, made once: a graph
+ * draws a frame in many places, and cleaning and escaping its strings
+ * each time was most of the writing.
+ */
+struct ftext {
+	char *name;        /* escaped */
+	char *where;       /* "\nfile:line module", escaped; "" when unknown */
+	struct rgb c;
+};
+
 struct layout {
 	const struct nw_frames *p;
 	const struct nw_cct *t;
@@ -214,6 +256,8 @@ struct layout {
 	uint64_t *start;   /* in metric units from the left */
 	uint32_t *depth;
 	uint32_t *kids;    /* scratch for sorting children */
+	struct ftext *text; /* per frame of the table, made when first drawn */
+	struct nw_strbuf line; /* the frame being written */
 	unsigned metric;
 	double scale;      /* pixels per unit */
 	double maxd;       /* differential: the largest change of share drawn */
@@ -229,6 +273,12 @@ static void layout_fini(struct layout *l)
 	free(l->start);
 	free(l->depth);
 	free(l->kids);
+	for (uint32_t i = 0; l->text && i < l->p->n; i++) {
+		free(l->text[i].name);
+		free(l->text[i].where);
+	}
+	free(l->text);
+	nw_sb_fini(&l->line);
 }
 
 static const char *node_name(const struct layout *l, uint32_t node)
@@ -283,7 +333,8 @@ static int layout_init(struct layout *l, const struct nw_frames *p, const struct
 	l->start = calloc(t->n, sizeof(*l->start));
 	l->depth = calloc(t->n, sizeof(*l->depth));
 	l->kids = malloc((size_t)t->n * sizeof(*l->kids));
-	if (!l->order || !l->start || !l->depth || !l->kids)
+	l->text = calloc(p->n ? p->n : 1, sizeof(*l->text));
+	if (!l->order || !l->start || !l->depth || !l->kids || !l->text)
 		return -ENOMEM;
 	nw_cct_preorder(t, l->order);
 	if (sum_incl(t, l->order, o->metric, &l->incl))
@@ -436,101 +487,146 @@ static int put_script(FILE *out)
 	return 0;
 }
 
-static int put_frame(FILE *out, const struct layout *l, uint32_t node, double width, int top,
+/* The text of frame @fi, made on its first use; NULL on ENOMEM. */
+static const struct ftext *frame_text(struct layout *l, uint32_t fi)
+{
+	const struct nw_func *f = &l->p->v[fi];
+	struct ftext *t = &l->text[fi];
+	struct nw_strbuf b = { 0 };
+
+	if (t->name)
+		return t;
+	sb_xml(&b, f->name);
+	t->name = nw_sb_take(&b);
+	if (f->file || f->module)
+		nw_sb_putc(&b, '\n');
+	if (f->file) {
+		sb_xml(&b, base_name(f->file));
+		if (f->line)
+			nw_sb_printf(&b, ":%u", f->line);
+		if (f->module)
+			nw_sb_putc(&b, ' ');
+	}
+	if (f->module)
+		sb_xml(&b, base_name(f->module));
+	t->where = b.len ? nw_sb_take(&b) : strdup("");
+	nw_sb_fini(&b);
+	t->c = module_colour(f);
+	if (!t->name || !t->where) {
+		free(t->name);
+		free(t->where);
+		t->name = t->where = NULL;
+		return NULL;
+	}
+	return t;
+}
+
+/* Room for @n more bytes at the end of @b: where to write them; NULL when out of memory. */
+static char *sb_room(struct nw_strbuf *b, size_t n)
+{
+	if (b->failed || nw_grow(&b->s, &b->cap, b->len + n + 1, 1)) {
+		b->failed = true;
+		return NULL;
+	}
+	return b->s + b->len;
+}
+
+/* Ends @b's contents at @end, written into the room sb_room() gave. */
+static void sb_end(struct nw_strbuf *b, const char *end)
+{
+	b->len = (size_t)(end - b->s);
+	b->s[b->len] = '\0';
+}
+
+static int put_frame(FILE *out, struct layout *l, uint32_t node, double width, int top,
 		     const struct nw_flamegraph_opts *o)
 {
-	const struct nw_func *f = node == NW_CCT_ROOT ? NULL : &l->p->v[l->t->nodes[node].ip];
+	const struct ftext *ft = NULL;
 	const char *unit = o->unit ? o->unit : "samples";
 	double x = XPAD + (double)l->start[node] * l->scale;
 	double w = node == NW_CCT_ROOT || !l->total ? width : (double)l->incl[node] * l->scale;
 	int y = top + (int)(l->maxdepth - l->depth[node]) * FRAME_H;
 	double sh = share(l->incl[node], l->total);
-	struct rgb c;
-	int ret;
+	struct nw_strbuf *b = &l->line;
+	struct rgb c = { 200, 200, 200 };
+	char *q;
 
+	if (node != NW_CCT_ROOT) {
+		ft = frame_text(l, (uint32_t)l->t->nodes[node].ip);
+		if (!ft)
+			return -ENOMEM;
+		c = ft->c;
+	}
 	if (l->base) {
 		double d = sh - share(l->base[node], l->base_total);
 
 		c = diff_colour(l->maxd > 0 ? d / l->maxd : 0);
-	} else {
-		c = f ? module_colour(f) : (struct rgb){ 200, 200, 200 };
 	}
-	{
-		char buf[128], *q = buf;
-
-		q = stpcpy(q, "<g class=\"f\" data-s=\"");
-		q = nw_put_u64(q, l->start[node]);
-		q = stpcpy(q, "\" data-w=\"");
-		q = nw_put_u64(q, l->incl[node]);
-		q = stpcpy(q, "\" data-d=\"");
-		q = nw_put_u64(q, l->depth[node]);
-		q = stpcpy(q, "\"><title>");
-		fwrite(buf, 1, (size_t)(q - buf), out);
-	}
-	ret = put_xml(out, node_name(l, node));
-	if (ret)
-		return ret;
-	{
-		char buf[96], *q = buf;
-
-		*q++ = '\n';
-		q = nw_put_u64(q, l->incl[node]);
-		*q++ = ' ';
-		fwrite(buf, 1, (size_t)(q - buf), out);
-		fputs(unit, out);
-		q = buf;
-		q = stpcpy(q, " (");
-		q = nw_put_fixed2(q, 100 * sh);
-		*q++ = '%';
-		fwrite(buf, 1, (size_t)(q - buf), out);
-	}
+	nw_sb_reset(b);
+	q = sb_room(b, 128);
+	if (!q)
+		return -ENOMEM;
+	q = stpcpy(q, "<g class=\"f\" data-s=\"");
+	q = nw_put_u64(q, l->start[node]);
+	q = stpcpy(q, "\" data-w=\"");
+	q = nw_put_u64(q, l->incl[node]);
+	q = stpcpy(q, "\" data-d=\"");
+	q = nw_put_u64(q, l->depth[node]);
+	q = stpcpy(q, "\"><title>");
+	sb_end(b, q);
+	nw_sb_puts(b, ft ? ft->name : "all");
+	q = sb_room(b, 64);
+	if (!q)
+		return -ENOMEM;
+	*q++ = '\n';
+	q = nw_put_u64(q, l->incl[node]);
+	*q++ = ' ';
+	sb_end(b, q);
+	nw_sb_puts(b, unit);
+	q = sb_room(b, 64);
+	if (!q)
+		return -ENOMEM;
+	q = stpcpy(q, " (");
+	q = nw_put_fixed2(q, 100 * sh);
+	*q++ = '%';
+	sb_end(b, q);
 	if (l->base) {
 		double bs = share(l->base[node], l->base_total);
 
-		fprintf(out, "; base %.2f%%, change %+.2f%%", 100 * bs, 100 * (sh - bs));
+		nw_sb_printf(b, "; base %.2f%%, change %+.2f%%", 100 * bs, 100 * (sh - bs));
 	}
-	fputc(')', out);
-	if (f && (f->file || f->module)) {
-		fputc('\n', out);
-		if (f->file) {
-			ret = put_xml(out, base_name(f->file));
-			if (!ret && f->line)
-				fprintf(out, ":%u", f->line);
-			if (!ret && f->module)
-				fputs(" ", out);
-		}
-		if (!ret && f->module)
-			ret = put_xml(out, base_name(f->module));
-		if (ret)
-			return ret;
-	}
-	{
-		char buf[256], *q = buf;
-
-		q = stpcpy(q, "</title><rect x=\"");
-		q = nw_put_fixed2(q, x);
-		q = stpcpy(q, "\" y=\"");
-		q = nw_put_u64(q, (uint64_t)y);
-		q = stpcpy(q, "\" width=\"");
-		q = nw_put_fixed2(q, w);
-		q = stpcpy(q, "\" height=\"");
-		q = nw_put_u64(q, FRAME_H - 1);
-		q = stpcpy(q, "\" fill=\"rgb(");
-		q = nw_put_u64(q, (uint64_t)c.r);
-		*q++ = ',';
-		q = nw_put_u64(q, (uint64_t)c.g);
-		*q++ = ',';
-		q = nw_put_u64(q, (uint64_t)c.b);
-		q = stpcpy(q, ")\" rx=\"2\"/><text x=\"");
-		q = nw_put_fixed2(q, x + 3);
-		q = stpcpy(q, "\" y=\"");
-		q = nw_put_u64(q, (uint64_t)(y + FRAME_H - 4));
-		q = stpcpy(q, "\">");
-		fwrite(buf, 1, (size_t)(q - buf), out);
-	}
-	ret = put_label(out, node_name(l, node), w);
-	fputs("</text></g>\n", out);
-	return ret;
+	nw_sb_putc(b, ')');
+	if (ft)
+		nw_sb_puts(b, ft->where);
+	q = sb_room(b, 256);
+	if (!q)
+		return -ENOMEM;
+	q = stpcpy(q, "</title><rect x=\"");
+	q = nw_put_fixed2(q, x);
+	q = stpcpy(q, "\" y=\"");
+	q = nw_put_u64(q, (uint64_t)y);
+	q = stpcpy(q, "\" width=\"");
+	q = nw_put_fixed2(q, w);
+	q = stpcpy(q, "\" height=\"");
+	q = nw_put_u64(q, FRAME_H - 1);
+	q = stpcpy(q, "\" fill=\"rgb(");
+	q = nw_put_u64(q, (uint64_t)c.r);
+	*q++ = ',';
+	q = nw_put_u64(q, (uint64_t)c.g);
+	*q++ = ',';
+	q = nw_put_u64(q, (uint64_t)c.b);
+	q = stpcpy(q, ")\" rx=\"2\"/><text x=\"");
+	q = nw_put_fixed2(q, x + 3);
+	q = stpcpy(q, "\" y=\"");
+	q = nw_put_u64(q, (uint64_t)(y + FRAME_H - 4));
+	q = stpcpy(q, "\">");
+	sb_end(b, q);
+	sb_label(b, node_name(l, node), ft ? ft->name : "all", w);
+	nw_sb_puts(b, "</text></g>\n");
+	if (b->failed)
+		return -ENOMEM;
+	fwrite(b->s, 1, b->len, out);
+	return 0;
 }
 
 /* The largest change of share over the drawn frames, for scaling colours. */
