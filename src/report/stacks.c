@@ -15,6 +15,10 @@
 
 /* Inline chains deeper than this keep their outermost frames. */
 #define MAX_CHAIN 256
+/* The recently met (epoch, ip) kept in front of the chain memo; a power of two. */
+#define RECENT 4096
+/* Groups of children up to this many are sorted by insertion, not qsort(). */
+#define SMALL_SORT 48
 
 bool nw_filter_thread(const struct nw_filter *f, const struct nw_mthread *th)
 {
@@ -180,9 +184,17 @@ struct btree {
 	uint64_t *incl;           /* pruning: each node's inclusive weight */
 };
 
+/* A chain recently looked up: the memo's answer without the resolver or its hash. */
+struct recent {
+	uint64_t ip;              /* ip << 1 | caller */
+	uint32_t epoch;
+	uint32_t chain;           /* UINT32_MAX: empty */
+};
+
 struct builder {
 	struct nw_stacks *s;
 	const struct nw_measurement *m;
+	struct recent *recent;    /* RECENT slots, direct-mapped */
 	struct chain *chains;
 	size_t nchains, cap_chains;
 	struct nw_index ix;
@@ -222,8 +234,8 @@ static bool chain_eq(const void *ctx, uint32_t i, const void *key)
 	return b->chains[i].module == k->module && b->chains[i].addr == k->addr;
 }
 
-/* The chain of ip @ip of a tree of epoch @epoch (caller frames at ip - 1); NULL on ENOMEM. */
-static const struct chain *chain_of(struct builder *b, uint32_t epoch, uint64_t ip, bool caller)
+/* chain_of() past the recent ones: the memo by (module, address), made on a miss. */
+static struct chain *chain_of_slow(struct builder *b, uint32_t epoch, uint64_t ip, bool caller)
 {
 	struct nw_resolved r;
 	struct chain key, *c;
@@ -255,8 +267,24 @@ static const struct chain *chain_of(struct builder *b, uint32_t epoch, uint64_t 
 	return &b->chains[b->nchains++];
 }
 
+/* The chain of ip @ip of a tree of epoch @epoch (caller frames at ip - 1); NULL on ENOMEM. */
+static const struct chain *chain_of(struct builder *b, uint32_t epoch, uint64_t ip, bool caller)
+{
+	uint64_t key_ip = ip << 1 | caller;
+	struct recent *rc = &b->recent[nw_hash_add(nw_hash_u64(key_ip), epoch) & (RECENT - 1)];
+	const struct chain *c;
+
+	if (rc->chain != UINT32_MAX && rc->ip == key_ip && rc->epoch == epoch)
+		return &b->chains[rc->chain];
+	c = chain_of_slow(b, epoch, ip, caller);
+	if (c)
+		*rc = (struct recent){ key_ip, epoch, (uint32_t)(c - b->chains) };
+	return c;
+}
+
 static void builder_fini(struct builder *b)
 {
+	free(b->recent);
 	free(b->chains);
 	nw_index_fini(&b->ix);
 	free(b->pool);
@@ -315,6 +343,23 @@ static int cmp_cursor(const void *x, const void *y)
 	return cx->node < cy->node ? -1 : cx->node > cy->node;
 }
 
+/* Sorts @n cursors by cmp_cursor(): most groups are a few children, for which qsort() costs. */
+static void sort_cursors(struct cursor *v, size_t n)
+{
+	if (n > SMALL_SORT) {
+		qsort(v, n, sizeof(*v), cmp_cursor);
+		return;
+	}
+	for (size_t i = 1; i < n; i++) {
+		struct cursor c = v[i];
+		size_t j = i;
+
+		for (; j > 0 && cmp_cursor(&v[j - 1], &c) > 0; j--)
+			v[j] = v[j - 1];
+		v[j] = c;
+	}
+}
+
 /*
  * Symbolic node @sym gets the cursors [a, e): the weight of the physical
  * nodes whose chain ends there, and a level of their children, sorted.
@@ -349,8 +394,7 @@ static int expand(struct builder *b, uint32_t sym, size_t a, size_t e)
 	}
 	if (ret)
 		return ret;
-	if (b->ncur - begin > 1)
-		qsort(b->cur + begin, b->ncur - begin, sizeof(*b->cur), cmp_cursor);
+	sort_cursors(b->cur + begin, b->ncur - begin);
 	if (nw_grow(&b->levels, &b->cap_levels, b->nlevels + 1, sizeof(*b->levels)))
 		return -ENOMEM;
 	b->levels[b->nlevels++] = (struct level){ sym, begin, b->ncur, begin };
@@ -405,8 +449,7 @@ static int merge(struct builder *b, uint32_t top, size_t a, size_t e)
 	size_t base = b->nlevels;
 	int ret = 0;
 
-	if (e - a > 1)
-		qsort(b->cur + a, e - a, sizeof(*b->cur), cmp_cursor);
+	sort_cursors(b->cur + a, e - a);
 	if (nw_grow(&b->levels, &b->cap_levels, b->nlevels + 1, sizeof(*b->levels)))
 		return -ENOMEM;
 	b->levels[b->nlevels++] = (struct level){ top, a, e, a };
@@ -602,8 +645,13 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 	b.prune = o->prune_share > 0 && o->prune_metric < b.nm;
 	b.prune_metric = o->prune_metric;
 	tops = malloc((s->m->nthreads ? s->m->nthreads : 1) * sizeof(*tops));
-	if (!tops)
+	b.recent = malloc(RECENT * sizeof(*b.recent));
+	if (!tops || !b.recent) {
+		free(tops);
+		free(b.recent);
 		return -ENOMEM;
+	}
+	memset(b.recent, 0xff, RECENT * sizeof(*b.recent));
 	if (o->per_thread) {
 		free(s->thread_node);
 		s->thread_node = malloc((s->m->nthreads ? s->m->nthreads : 1) *

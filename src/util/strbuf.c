@@ -137,7 +137,7 @@ const char *nw_basename(const char *path)
 	return s && s[1] ? s + 1 : path;
 }
 
-int nw_grow(void *pv, size_t *cap, size_t need, size_t size)
+int nw_grow_slow(void *pv, size_t *cap, size_t need, size_t size)
 {
 	void **p = pv;
 	size_t c = *cap ? *cap : 16;

@@ -52,7 +52,12 @@ const char *nw_basename(const char *path);
  * has room for *@cap: doubles the capacity (from 16) until it fits.  0 or
  * -ENOMEM (the array is unchanged).
  */
-int nw_grow(void *pv, size_t *cap, size_t need, size_t size);
+int nw_grow_slow(void *pv, size_t *cap, size_t need, size_t size);
+static inline int nw_grow(void *pv, size_t *cap, size_t need, size_t size)
+{
+	/* Inline: the hot loops call it for every element they append. */
+	return need <= *cap ? 0 : nw_grow_slow(pv, cap, need, size);
+}
 
 /*
  * Asks for transparent huge pages under the big array @p of @size bytes
