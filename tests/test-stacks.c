@@ -484,6 +484,119 @@ static void test_prune(void **state)
 	fx_free(fx);
 }
 
+/* The path of symbolic node @n, "a;b;c", in @buf. */
+static const char *path_of(const struct nw_stacks *s, uint32_t n, char *buf, size_t len)
+{
+	uint32_t v[64], d = 0;
+	size_t at = 0;
+
+	for (; n != NW_CCT_ROOT && d < 64; n = s->tree->nodes[n].parent)
+		v[d++] = n;
+	buf[0] = '\0';
+	while (d-- > 0)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ";" : "",
+				       s->frames.v[s->tree->nodes[v[d]].ip].name);
+	return buf;
+}
+
+/* A pseudo-random number (an LCG's high bits): the same paths in every run. */
+static uint32_t next(uint32_t *seed)
+{
+	*seed = *seed * 1103515245u + 12345u;
+	return *seed >> 8;
+}
+
+/*
+ * Workers expand the groups of little work side by side and graft them:
+ * the same stacks, the same frames and node maps, however many there are.
+ */
+static void test_workers(void **state)
+{
+	static const char *const names[] = { "main", "a", "b", "c", "d", "e", "f", "g" };
+	static const unsigned counts[] = { 2, 3, 5 };
+	struct fx *fx = fx_new(NULL, 0);
+	struct nw_stacks_opts o = { .workers = 1 };
+	struct nw_stacks_opts t = { .workers = 1, .per_thread = true };
+	struct nw_stacks_opts m = { .workers = 1, .node_map = true };
+	struct nw_stacks_opts p = { .workers = 1, .prune_share = 0.01, .prune_metric = 0 };
+	struct nw_stacks *one, *one_t, *one_m, *one_p;
+	char *want, *want_t, *want_p;
+	uint32_t seed = 7;
+
+	(void)state;
+	fx_inline(fx, "e", "e;inl");
+	for (unsigned th = 0; th < 3; th++) {
+		struct nw_mthread *mt = fx_thread(fx, 1, 1 + th, "app");
+
+		for (unsigned k = 0; k < 300; k++) {
+			char path[128];
+			size_t at = (size_t)snprintf(path, sizeof(path), "main");
+			unsigned depth = 1 + next(&seed) % 7;
+
+			for (unsigned d = 0; d < depth; d++)
+				at += (size_t)snprintf(path + at, sizeof(path) - at, ";%s",
+						       names[1 + next(&seed) % 7]);
+			fx_add(fx, mt, path, 1 + next(&seed) % 5, 1000);
+		}
+	}
+	one = build(fx, &o);
+	one_t = build(fx, &t);
+	one_m = build(fx, &m);
+	one_p = build(fx, &p);
+	want = folded(one, 0);
+	want_t = folded(one_t, 0);
+	want_p = folded(one_p, 0);
+	for (unsigned i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		struct nw_stacks *s;
+		char *got, a[512], b[512];
+
+		o.workers = t.workers = m.workers = p.workers = counts[i];
+		s = build(fx, &o);
+		got = folded(s, 0);
+		assert_string_equal(got, want);
+		assert_int_equal(s->tree->n, one->tree->n);
+		assert_int_equal(s->frames.n, one->frames.n);
+		for (uint32_t f = 0; f < s->frames.n; f++)
+			assert_string_equal(s->frames.v[f].name, one->frames.v[f].name);
+		free(got);
+		nw_stacks_free(s);
+
+		s = build(fx, &t);
+		got = folded(s, 0);
+		assert_string_equal(got, want_t);
+		free(got);
+		nw_stacks_free(s);
+
+		s = build(fx, &p);
+		got = folded(s, 0);
+		assert_string_equal(got, want_p);
+		assert_int_equal(s->tree->n, one_p->tree->n);
+		free(got);
+		nw_stacks_free(s);
+
+		/* Every physical node maps to a node of the same path. */
+		s = build(fx, &m);
+		for (uint32_t ti = 0; ti < fx->m->nthreads; ti++) {
+			const struct nw_cct *src = fx->m->threads[ti].trees[0].cct;
+
+			for (uint32_t n = 1; n < src->n; n++)
+				assert_string_equal(
+					path_of(s, s->node_map[ti][0][n], a, sizeof(a)),
+					path_of(one_m, one_m->node_map[ti][0][n], b, sizeof(b)));
+		}
+		nw_stacks_free(s);
+	}
+	assert_true(one->tree->n > 500);
+	free(want);
+	free(want_t);
+	free(want_p);
+	nw_stacks_free(one);
+	nw_stacks_free(one_t);
+	nw_stacks_free(one_m);
+	nw_stacks_free(one_p);
+	fx_free(fx);
+}
+
 static void test_no_model(void **state)
 {
 	struct nw_stacks_opts o = { 0 };
@@ -543,6 +656,7 @@ int main(void)
 		cmocka_unit_test(test_filters),
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_prune),
+		cmocka_unit_test(test_workers),
 		cmocka_unit_test(test_no_model),
 		cmocka_unit_test(test_intern),
 	};

@@ -8,8 +8,10 @@
 #include "report/stacks.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/strbuf.h"
 
@@ -19,6 +21,11 @@
 #define RECENT 4096
 /* Groups of children up to this many are sorted by insertion, not qsort(). */
 #define SMALL_SORT 48
+/* Workers when nw_stacks_opts.workers leaves it to the machine, and the least work for them. */
+#define MAX_WORKERS 8
+#define PARALLEL_NODES 200000
+/* Work is handed out in groups of a share of the whole to each worker: 1 / (n * PARTS). */
+#define PARTS 16
 
 bool nw_filter_thread(const struct nw_filter *f, const struct nw_mthread *th)
 {
@@ -156,6 +163,15 @@ struct chain {
  * of equal frames becomes one new symbolic child, created once, in
  * preorder.  No (parent, frame) lookups in the growing tree, which would
  * miss the caches once it is large.
+ *
+ * Each node's chain is found before the merge, in node order, so the
+ * frames are numbered by the trees alone.  On a machine of several
+ * processors, a group of less than a share of the work (physical nodes
+ * below it) is left as a part: after the top of the tree is merged,
+ * workers expand the parts side by side into trees of their own, each
+ * part whole by one of them, and the parts are grafted in their order.
+ * Each symbolic node's children are in frame order either way: the tree
+ * does not depend on the number of workers.
  */
 
 /*
@@ -180,8 +196,26 @@ struct level {
 struct btree {
 	const struct nw_tree *tr;
 	uint32_t ti, t;
+	uint32_t *chain;          /* each node's frame chain (the root's is not used) */
+	uint32_t *size;           /* in parallel: each node's subtree's node count */
 	uint32_t *to;             /* with a split: each node's symbolic node */
+	uint32_t *part;           /* with both and workers: the part whose tree @to names */
 	uint64_t *incl;           /* pruning: each node's inclusive weight */
+};
+
+/*
+ * A group left to the workers: symbolic node @sym of the tree, to be
+ * expanded from the cursors [first, first + n) of the deferred ones.  The
+ * worker @worker builds it in a tree of its own, then it is grafted at
+ * @sym.
+ */
+struct part {
+	uint32_t sym;
+	size_t first, n;
+	uint64_t work;            /* physical nodes below */
+	uint32_t worker;
+	struct nw_cct *tree;      /* its root is @sym */
+	uint32_t *map;            /* once grafted: its tree's nodes in the stacks' tree */
 };
 
 /* A chain recently looked up: the memo's answer without the resolver or its hash. */
@@ -194,6 +228,7 @@ struct recent {
 struct builder {
 	struct nw_stacks *s;
 	const struct nw_measurement *m;
+	struct nw_cct *dst;       /* the stacks' tree, or a worker's */
 	struct recent *recent;    /* RECENT slots, direct-mapped */
 	struct chain *chains;
 	size_t nchains, cap_chains;
@@ -212,6 +247,12 @@ struct builder {
 	uint64_t prune_below;     /* 0: no pruning */
 	uint32_t *walk;           /* pruning: a stack of physical nodes */
 	size_t cap_walk;
+	uint64_t defer_below;     /* groups of less work go to the workers; 0: none */
+	uint32_t in_part;         /* a worker: the part being expanded */
+	struct cursor *dcur;      /* the deferred groups' cursors */
+	size_t ndcur, cap_dcur;
+	struct part *parts;
+	size_t nparts, cap_parts;
 };
 
 static uint64_t chain_key_hash(uint32_t module, uint64_t addr)
@@ -289,9 +330,18 @@ static void builder_fini(struct builder *b)
 	nw_index_fini(&b->ix);
 	free(b->pool);
 	for (size_t i = 0; i < b->ntrees; i++) {
+		free(b->trees[i].chain);
+		free(b->trees[i].size);
 		free(b->trees[i].to);
+		free(b->trees[i].part);
 		free(b->trees[i].incl);
 	}
+	free(b->dcur);
+	for (size_t i = 0; i < b->nparts; i++) {
+		nw_cct_free(b->parts[i].tree);
+		free(b->parts[i].map);
+	}
+	free(b->parts);
 	free(b->trees);
 	free(b->walk);
 	free(b->cur);
@@ -306,15 +356,15 @@ static uint32_t frame_of(const struct builder *b, const struct cursor *c)
 /* Appends the cursor of node @node of tree @tree (at its chain's start).  -ENOMEM. */
 static int push_node(struct builder *b, uint32_t tree, uint32_t node)
 {
-	const struct nw_tree *tr = b->trees[tree].tr;
-	const struct nw_cct_node *n = &tr->cct->nodes[node];
-	const struct chain *c = chain_of(b, tr->epoch, n->ip, n->first_child != NW_CCT_NONE);
+	const struct btree *bt = &b->trees[tree];
+	const struct nw_cct_node *n = &bt->tr->cct->nodes[node];
+	uint32_t c = bt->chain[node];
 
-	if (!c || nw_grow(&b->cur, &b->cap_cur, b->ncur + 1, sizeof(*b->cur)))
+	if (nw_grow(&b->cur, &b->cap_cur, b->ncur + 1, sizeof(*b->cur)))
 		return -ENOMEM;
 	/* A chain of no frames cannot happen: frames_of gives one at least. */
-	b->cur[b->ncur++] = (struct cursor){ tree, node, (uint32_t)(c - b->chains), 0,
-					     b->pool[c->first], n->first_child, n->sp };
+	b->cur[b->ncur++] = (struct cursor){ tree, node, c, 0, b->pool[b->chains[c].first],
+					     n->first_child, n->sp };
 	return 0;
 }
 
@@ -366,7 +416,7 @@ static void sort_cursors(struct cursor *v, size_t n)
  */
 static int expand(struct builder *b, uint32_t sym, size_t a, size_t e)
 {
-	struct nw_cct *dst = b->s->tree;
+	struct nw_cct *dst = b->dst;
 	size_t begin = b->ncur;
 	int ret = 0;
 
@@ -388,6 +438,8 @@ static int expand(struct builder *b, uint32_t sym, size_t a, size_t e)
 			nw_cct_metrics(dst, sym)[k] += nw_cct_metrics(src, c.node)[k];
 		if (bt->to)
 			bt->to[c.node] = sym;
+		if (bt->part)
+			bt->part[c.node] = b->in_part;
 		for (uint32_t k = c.first_child; k != NW_CCT_NONE && !ret;
 		     k = src->nodes[k].next_sibling)
 			ret = push_node(b, c.tree, k);
@@ -417,7 +469,7 @@ static void inclusive(const struct nw_cct *tree, unsigned metric, uint64_t *v)
  */
 static int collapse(struct builder *b, uint32_t sym, size_t a, size_t e)
 {
-	uint64_t *dst = nw_cct_metrics(b->s->tree, sym);
+	uint64_t *dst = nw_cct_metrics(b->dst, sym);
 
 	for (size_t i = a; i < e; i++) {
 		const struct nw_cct *src = b->trees[b->cur[i].tree].tr->cct;
@@ -442,22 +494,29 @@ static int collapse(struct builder *b, uint32_t sym, size_t a, size_t e)
 	return 0;
 }
 
-/* Merges the cursors at [a, e) (children of the symbolic root @top) into the tree. */
-static int merge(struct builder *b, uint32_t top, size_t a, size_t e)
+/* Leaves symbolic node @sym, to be expanded from the cursors [a, e), to the workers. */
+static int defer(struct builder *b, uint32_t sym, size_t a, size_t e, uint64_t work)
 {
-	struct nw_cct *dst = b->s->tree;
-	size_t base = b->nlevels;
+	if (nw_grow(&b->dcur, &b->cap_dcur, b->ndcur + (e - a), sizeof(*b->dcur)) ||
+	    nw_grow(&b->parts, &b->cap_parts, b->nparts + 1, sizeof(*b->parts)))
+		return -ENOMEM;
+	memcpy(b->dcur + b->ndcur, b->cur + a, (e - a) * sizeof(*b->cur));
+	b->parts[b->nparts++] = (struct part){ .sym = sym, .first = b->ndcur, .n = e - a,
+					       .work = work };
+	b->ndcur += e - a;
+	return 0;
+}
+
+/* Expands the levels above @base, each symbolic child in turn, depth first. */
+static int descend(struct builder *b, size_t base)
+{
 	int ret = 0;
 
-	sort_cursors(b->cur + a, e - a);
-	if (nw_grow(&b->levels, &b->cap_levels, b->nlevels + 1, sizeof(*b->levels)))
-		return -ENOMEM;
-	b->levels[b->nlevels++] = (struct level){ top, a, e, a };
 	while (b->nlevels > base && !ret) {
 		struct level *l = &b->levels[b->nlevels - 1];
-		size_t r = l->next;
+		size_t r = l->next, a;
 		uint32_t f, child;
-		uint64_t sp = 0, weight;
+		uint64_t sp = 0, weight = 0, work = 0;
 
 		if (r == l->end) {
 			b->ncur = l->begin;
@@ -465,7 +524,6 @@ static int merge(struct builder *b, uint32_t top, size_t a, size_t e)
 			continue;
 		}
 		f = b->cur[r].frame;
-		weight = 0;
 		for (; r < l->end && b->cur[r].frame == f; r++) {
 			const struct cursor *c = &b->cur[r];
 
@@ -473,8 +531,10 @@ static int merge(struct builder *b, uint32_t top, size_t a, size_t e)
 				sp = c->sp;
 			if (b->prune_below)
 				weight += b->trees[c->tree].incl[c->node];
+			if (b->defer_below)
+				work += b->trees[c->tree].size[c->node];
 		}
-		child = nw_cct_append(dst, l->sym, f, sp);
+		child = nw_cct_append(b->dst, l->sym, f, sp);
 		if (child == NW_CCT_NONE)
 			return -ENOMEM;
 		a = l->next;
@@ -482,10 +542,55 @@ static int merge(struct builder *b, uint32_t top, size_t a, size_t e)
 		l->next = r;
 		if (b->prune_below && weight < b->prune_below)
 			ret = collapse(b, child, a, r);
+		else if (work < b->defer_below)
+			ret = defer(b, child, a, r, work);
 		else
 			ret = expand(b, child, a, r);
 	}
 	return ret;
+}
+
+/* Merges the cursors at [a, e) (children of the symbolic root @top) into the tree. */
+static int merge(struct builder *b, uint32_t top, size_t a, size_t e)
+{
+	sort_cursors(b->cur + a, e - a);
+	if (nw_grow(&b->levels, &b->cap_levels, b->nlevels + 1, sizeof(*b->levels)))
+		return -ENOMEM;
+	b->levels[b->nlevels++] = (struct level){ top, a, e, a };
+	return descend(b, b->nlevels - 1);
+}
+
+/*
+ * Each node's frame chain, in node order before the merge: the frames are
+ * then numbered in an order of the trees alone, whichever worker meets
+ * them first.  With workers, each node's subtree size too: their work.
+ */
+static int chains_of(struct builder *b, struct btree *bt)
+{
+	const struct nw_cct *t = bt->tr->cct;
+
+	bt->chain = malloc((size_t)t->n * sizeof(*bt->chain));
+	if (!bt->chain)
+		return -ENOMEM;
+	bt->chain[NW_CCT_ROOT] = 0;
+	for (uint32_t i = 1; i < t->n; i++) {
+		const struct chain *c = chain_of(b, bt->tr->epoch, t->nodes[i].ip,
+						 t->nodes[i].first_child != NW_CCT_NONE);
+
+		if (!c)
+			return -ENOMEM;
+		bt->chain[i] = (uint32_t)(c - b->chains);
+	}
+	if (!b->defer_below)
+		return 0;
+	bt->size = malloc((size_t)t->n * sizeof(*bt->size));
+	if (!bt->size)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->n; i++)
+		bt->size[i] = 1;
+	for (uint32_t i = t->n; i-- > 1;)
+		bt->size[t->nodes[i].parent] += bt->size[i];
+	return 0;
 }
 
 /* The cursors of the roots of every tree of thread @ti. */
@@ -506,6 +611,13 @@ static int push_thread(struct builder *b, uint32_t ti, bool with_to)
 			if (!bt->to)
 				return -ENOMEM;
 			bt->to[NW_CCT_ROOT] = NW_CCT_ROOT;
+			if (b->defer_below) {
+				bt->part = malloc((size_t)th->trees[t].cct->n * sizeof(*bt->part));
+				if (!bt->part)
+					return -ENOMEM;
+				memset(bt->part, 0xff,
+				       (size_t)th->trees[t].cct->n * sizeof(*bt->part));
+			}
 		}
 		if (b->prune) {
 			bt->incl = malloc((size_t)th->trees[t].cct->n * sizeof(*bt->incl));
@@ -514,8 +626,182 @@ static int push_thread(struct builder *b, uint32_t ti, bool with_to)
 			inclusive(th->trees[t].cct, b->prune_metric, bt->incl);
 		}
 		b->ntrees++;
-		ret = push_roots(b, b->ntrees - 1);
+		ret = chains_of(b, bt);
+		if (!ret)
+			ret = push_roots(b, b->ntrees - 1);
 	}
+	return ret;
+}
+
+/* ---- the workers: the deferred groups, expanded side by side ---- */
+
+/* A worker: a builder of its own cursors and levels, sharing the rest. */
+struct worker {
+	struct builder b;
+	struct builder *main;
+	uint32_t index;
+	pthread_t thread;
+	int ret;
+};
+
+/* Expands the parts given to @w, each into a tree of its own, from its root. */
+static void *worker_run(void *arg)
+{
+	struct worker *w = arg;
+	struct builder *b = &w->b;
+
+	for (size_t i = 0; i < w->main->nparts && !w->ret; i++) {
+		struct part *p = &w->main->parts[i];
+
+		if (p->worker != w->index)
+			continue;
+		p->tree = b->dst = nw_cct_new(w->main->dst->nmetrics);
+		if (!p->tree || nw_grow(&b->cur, &b->cap_cur, p->n, sizeof(*b->cur))) {
+			w->ret = -ENOMEM;
+			break;
+		}
+		memcpy(b->cur, w->main->dcur + p->first, p->n * sizeof(*b->cur));
+		b->ncur = p->n;
+		b->in_part = (uint32_t)i;
+		w->ret = expand(b, NW_CCT_ROOT, 0, p->n);
+		if (!w->ret)
+			w->ret = descend(b, 0);
+		b->ncur = 0;
+	}
+	return NULL;
+}
+
+/* Gives each part to the least loaded worker, the heaviest parts first. */
+static int assign(struct builder *b, uint32_t nworkers)
+{
+	uint64_t load[MAX_WORKERS] = { 0 };
+	size_t *order = malloc((b->nparts ? b->nparts : 1) * sizeof(*order));
+
+	if (!order)
+		return -ENOMEM;
+	for (size_t i = 0; i < b->nparts; i++)
+		order[i] = i;
+	/* Insertion by work, stable: the same parts, the same workers. */
+	for (size_t i = 1; i < b->nparts; i++) {
+		size_t v = order[i], j = i;
+
+		for (; j > 0 && b->parts[order[j - 1]].work < b->parts[v].work; j--)
+			order[j] = order[j - 1];
+		order[j] = v;
+	}
+	for (size_t i = 0; i < b->nparts; i++) {
+		uint32_t least = 0;
+
+		for (uint32_t k = 1; k < nworkers; k++)
+			if (load[k] < load[least])
+				least = k;
+		b->parts[order[i]].worker = least;
+		load[least] += b->parts[order[i]].work;
+	}
+	free(order);
+	return 0;
+}
+
+/*
+ * The physical nodes the workers expanded were mapped to their parts'
+ * trees: to the stacks' tree now, one pass over each tree's nodes.
+ */
+static void remap_to(struct builder *b)
+{
+	for (size_t t = 0; t < b->ntrees; t++) {
+		const struct btree *bt = &b->trees[t];
+
+		for (uint32_t n = 0; bt->part && n < bt->tr->cct->n; n++)
+			if (bt->part[n] != UINT32_MAX)
+				bt->to[n] = b->parts[bt->part[n]].map[bt->to[n]];
+	}
+}
+
+/*
+ * Copies each part's tree below its symbolic node, in the parts' order,
+ * freeing it once copied: the parts and the tree are not both held whole.
+ * -ENOMEM.
+ */
+static int graft(struct builder *b)
+{
+	struct nw_cct *dst = b->dst;
+	uint64_t total = dst->n;
+	int ret = 0;
+
+	for (size_t i = 0; i < b->nparts; i++)
+		total += b->parts[i].tree->n - 1;
+	if (total >= NW_CCT_NONE || nw_cct_reserve(dst, (uint32_t)total))
+		return -ENOMEM;
+	for (size_t i = 0; i < b->nparts && !ret; i++) {
+		struct part *p = &b->parts[i];
+		const struct nw_cct *src = p->tree;
+		uint32_t *map = malloc((size_t)src->n * sizeof(*map));
+
+		if (!map) {
+			ret = -ENOMEM;
+			break;
+		}
+		/* Kept for remap_to() when physical nodes are mapped; small beside the tree. */
+		p->map = map;
+		map[NW_CCT_ROOT] = p->sym;
+		for (unsigned k = 0; k < b->nm; k++)
+			nw_cct_metrics(dst, p->sym)[k] += nw_cct_metrics(src, NW_CCT_ROOT)[k];
+		for (uint32_t j = 1; j < src->n; j++) {
+			const struct nw_cct_node *n = &src->nodes[j];
+
+			map[j] = nw_cct_append(dst, map[n->parent], n->ip, n->sp);
+			if (map[j] == NW_CCT_NONE) {
+				ret = -ENOMEM;
+				break;
+			}
+			memcpy(nw_cct_metrics(dst, map[j]), nw_cct_metrics(src, j),
+			       b->nm * sizeof(uint64_t));
+		}
+		nw_cct_free(p->tree);
+		p->tree = NULL;
+	}
+	if (!ret)
+		remap_to(b);
+	return ret;
+}
+
+/* Expands the deferred parts on @nworkers threads (this one among them) and grafts them. */
+static int run_parts(struct builder *b, uint32_t nworkers)
+{
+	struct worker w[MAX_WORKERS];
+	uint32_t started = 0;
+	int ret = assign(b, nworkers);
+
+	for (uint32_t k = 0; k < nworkers; k++) {
+		w[k] = (struct worker){ .b = *b, .main = b, .index = k };
+		/* Shared: the trees, chains and frames, read only now.  Its own: */
+		w[k].b.cur = NULL, w[k].b.ncur = w[k].b.cap_cur = 0;
+		w[k].b.levels = NULL, w[k].b.nlevels = w[k].b.cap_levels = 0;
+		w[k].b.walk = NULL, w[k].b.cap_walk = 0;
+		w[k].b.defer_below = 0;
+	}
+	for (uint32_t k = 1; k < nworkers && !ret; k++) {
+		if (pthread_create(&w[k].thread, NULL, worker_run, &w[k]))
+			break;
+		started++;
+	}
+	if (!ret) {
+		worker_run(&w[0]);
+		/* Workers that could not start run here. */
+		for (uint32_t k = started + 1; k < nworkers; k++)
+			worker_run(&w[k]);
+	}
+	for (uint32_t k = 1; k <= started; k++)
+		pthread_join(w[k].thread, NULL);
+	for (uint32_t k = 0; k < nworkers; k++) {
+		if (!ret)
+			ret = w[k].ret;
+		free(w[k].b.cur);
+		free(w[k].b.levels);
+		free(w[k].b.walk);
+	}
+	if (!ret)
+		ret = graft(b);
 	return ret;
 }
 
@@ -560,7 +846,7 @@ static uint32_t below_prefix(struct nw_cct *dst, uint32_t top, const struct nw_s
 /* What a split moves: out of its node, below the prefix frames. */
 static int apply_split(struct builder *b, const struct nw_split *split, const uint32_t *tops)
 {
-	struct nw_cct *dst = b->s->tree;
+	struct nw_cct *dst = b->dst;
 	size_t se = 0;
 
 	uint64_t *left = malloc((b->nm ? b->nm : 1) * sizeof(*left));
@@ -631,11 +917,35 @@ static int keep_node_map(struct nw_stacks *s, struct builder *b)
 	return 0;
 }
 
+/*
+ * How many workers expand the tree: @o's, else one per processor once the
+ * selected trees are large enough to pay for the threads.
+ */
+static uint32_t workers_for(const struct nw_stacks *s, const struct nw_stacks_opts *o,
+			    uint64_t *nodes)
+{
+	long cpus;
+
+	*nodes = 0;
+	for (uint32_t ti = 0; ti < s->m->nthreads; ti++)
+		for (uint32_t t = 0; nw_filter_thread(o->filter, &s->m->threads[ti]) &&
+				     t < s->m->threads[ti].ntrees;
+		     t++)
+			*nodes += s->m->threads[ti].trees[t].cct->n;
+	if (o->workers)
+		return o->workers < MAX_WORKERS ? o->workers : MAX_WORKERS;
+	if (*nodes < PARALLEL_NODES)
+		return 1;
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	return cpus < 1 ? 1 : cpus > MAX_WORKERS ? MAX_WORKERS : (uint32_t)cpus;
+}
+
 int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 {
 	const struct nw_split *split = o->split;
-	struct builder b = { .s = s, .m = s->m };
-	uint32_t *tops = NULL;
+	struct builder b = { .s = s, .m = s->m, .dst = s->tree, .in_part = UINT32_MAX };
+	uint32_t *tops = NULL, nworkers;
+	uint64_t nodes;
 	int ret = 0;
 
 	if (!s->m || (o->node_map && split) ||
@@ -644,12 +954,15 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 	b.nm = s->tree->nmetrics < s->m->nmetrics ? s->tree->nmetrics : s->m->nmetrics;
 	b.prune = o->prune_share > 0 && o->prune_metric < b.nm;
 	b.prune_metric = o->prune_metric;
+	nworkers = workers_for(s, o, &nodes);
+	/* Groups of less than a share of the work for each worker are theirs. */
+	if (nworkers > 1)
+		b.defer_below = nodes / (nworkers * PARTS) + 1;
 	tops = malloc((s->m->nthreads ? s->m->nthreads : 1) * sizeof(*tops));
 	b.recent = malloc(RECENT * sizeof(*b.recent));
 	if (!tops || !b.recent) {
-		free(tops);
-		free(b.recent);
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto out;
 	}
 	memset(b.recent, 0xff, RECENT * sizeof(*b.recent));
 	if (o->per_thread) {
@@ -657,8 +970,8 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 		s->thread_node = malloc((s->m->nthreads ? s->m->nthreads : 1) *
 					sizeof(*s->thread_node));
 		if (!s->thread_node) {
-			free(tops);
-			return -ENOMEM;
+			ret = -ENOMEM;
+			goto out;
 		}
 		memset(s->thread_node, 0xff, (s->m->nthreads ? s->m->nthreads : 1) *
 						     sizeof(*s->thread_node));
@@ -716,12 +1029,15 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 					nw_cct_metrics(b.trees[t].tr->cct, NW_CCT_ROOT)[k];
 		ret = merge(&b, NW_CCT_ROOT, 0, b.ncur);
 	}
+	if (!ret && b.nparts)
+		ret = run_parts(&b, nworkers);
 	if (!ret)
 		nw_cct_reverse_children(s->tree);
 	if (!ret && split)
 		ret = apply_split(&b, split, tops);
 	if (!ret && o->node_map)
 		ret = keep_node_map(s, &b);
+out:
 	free(tops);
 	builder_fini(&b);
 	return ret;

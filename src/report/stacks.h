@@ -85,6 +85,12 @@ struct nw_stacks_opts {
 	 */
 	double prune_share;
 	unsigned prune_metric;
+	/*
+	 * Threads that expand the tree: 0 leaves it to the machine (one per
+	 * processor, for trees of many nodes), 1 builds here alone.  The tree
+	 * is the same whatever the count.
+	 */
+	unsigned workers;
 };
 
 /*
