@@ -24,6 +24,7 @@
 #include "report/transform.h"
 #include "report/views.h"
 #include "sections/join.h"
+#include "util/file.h"
 #include "util/strbuf.h"
 
 /* VIEW_NONE: no view asked for; the tree, unless an export was asked for. */
@@ -788,21 +789,21 @@ static bool wants_export(const struct report_opts *o)
 /* Opens @path for writing; NULL after telling the user. */
 static FILE *open_out(const char *path)
 {
-	FILE *f = fopen(path, "w");
+	/* Exports run to tens of megabytes: written behind, while the next is made. */
+	FILE *f = nw_fopen_behind(path);
 
 	if (!f)
 		fprintf(stderr, "narwhal-report: %s: %s\n", path, strerror(errno));
-	else
-		/* Exports run to tens of megabytes: a write per 4 KiB costs. */
-		setvbuf(f, NULL, _IOFBF, 1 << 20);
 	return f;
 }
 
 /* Closes @f, written with result @ret; 0, or 1 after telling the user. */
 static int close_out(FILE *f, const char *path, int ret)
 {
-	if (fclose(f) != 0 && !ret)
-		ret = -EIO;
+	errno = 0;
+	/* A writer that saw its stream fail says -EIO; fclose() says why. */
+	if (fclose(f) != 0 && (!ret || ret == -EIO))
+		ret = errno ? -errno : -EIO;
 	if (!ret)
 		return 0;
 	fprintf(stderr, "narwhal-report: %s: %s\n", path, strerror(-ret));
@@ -1081,17 +1082,18 @@ static int report(struct report_opts *o)
 	}
 	if (o->view == VIEW_NONE)
 		o->view = VIEW_TREE;
-	if (o->output) {
-		out = fopen(o->output, "w");
-		if (!out) {
-			fprintf(stderr, "narwhal-report: %s: %s\n", o->output, strerror(errno));
-			ret = 1;
-			goto out;
-		}
+	/* Folded stacks run to tens of megabytes too. */
+	out = o->output ? nw_fopen_behind(o->output) : nw_fdopen_behind(fileno(stdout), false);
+	if (!out) {
+		fprintf(stderr, "narwhal-report: %s: %s\n", o->output ? o->output : "stdout",
+			strerror(errno));
+		ret = 1;
+		goto out;
 	}
 	ret = run_view(out, o, &l);
-	if (out != stdout && fclose(out) != 0 && !ret)
-		ret = -EIO;
+	errno = 0;
+	if (fclose(out) != 0 && (!ret || ret == -EIO))
+		ret = errno ? -errno : -EIO;
 	/* Negative: an errno not told yet; positive: told already. */
 	if (ret < 0) {
 		fprintf(stderr, "narwhal-report: %s: %s\n", o->output ? o->output : "stdout",

@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* Whole-file reading; see file.h. */
+/* Whole-file reading, writing behind; see file.h. */
 #include "util/file.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+
+/* Bytes handed to the writing thread at a time (the stream's buffer). */
+#define BEHIND_CHUNK ((size_t)1 << 20)
 
 int nw_read_file(const char *path, char **ret, size_t *ret_len)
 {
@@ -52,3 +57,166 @@ int nw_read_file(const char *path, char **ret, size_t *ret_len)
 	return 0;
 }
 
+
+/* ---- writing behind ---- */
+
+struct behind {
+	int fd;
+	bool own_fd;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	char *chunk;           /* the thread's while len > 0 */
+	size_t len, cap;
+	bool closing;
+	int err;               /* the first failed write's errno */
+	char *stdio_buf;       /* the stream's buffer: glibc sizes its own at 8 KiB */
+};
+
+static void *behind_run(void *arg)
+{
+	struct behind *b = arg;
+
+	pthread_mutex_lock(&b->lock);
+	for (;;) {
+		size_t done = 0;
+		int err = 0;
+
+		while (!b->len && !b->closing)
+			pthread_cond_wait(&b->cond, &b->lock);
+		if (!b->len)
+			break;
+		pthread_mutex_unlock(&b->lock);
+		while (done < b->len && !err) {
+			ssize_t w = write(b->fd, b->chunk + done, b->len - done);
+
+			if (w > 0)
+				done += (size_t)w;
+			else if (w < 0 && errno != EINTR)
+				err = errno;
+			else if (w == 0)
+				err = EIO;
+		}
+		pthread_mutex_lock(&b->lock);
+		if (err && !b->err)
+			b->err = err;
+		b->len = 0;
+		pthread_cond_broadcast(&b->cond);
+	}
+	pthread_mutex_unlock(&b->lock);
+	return NULL;
+}
+
+static ssize_t behind_write(void *cookie, const char *buf, size_t size)
+{
+	struct behind *b = cookie;
+	ssize_t ret = (ssize_t)size;
+
+	pthread_mutex_lock(&b->lock);
+	while (b->len && !b->err)
+		pthread_cond_wait(&b->cond, &b->lock);
+	if (b->err) {
+		errno = b->err;
+		ret = -1;
+	} else if (size > b->cap) {
+		char *c = realloc(b->chunk, size);
+
+		if (c) {
+			b->chunk = c;
+			b->cap = size;
+		} else {
+			errno = ENOMEM;
+			ret = -1;
+		}
+	}
+	if (ret > 0) {
+		memcpy(b->chunk, buf, size);
+		b->len = size;
+		pthread_cond_broadcast(&b->cond);
+	}
+	pthread_mutex_unlock(&b->lock);
+	return ret;
+}
+
+static int behind_close(void *cookie)
+{
+	struct behind *b = cookie;
+	int err;
+
+	pthread_mutex_lock(&b->lock);
+	b->closing = true;
+	pthread_cond_broadcast(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+	pthread_join(b->thread, NULL);
+	err = b->err;
+	if (b->own_fd && close(b->fd) != 0 && !err)
+		err = errno;
+	pthread_mutex_destroy(&b->lock);
+	pthread_cond_destroy(&b->cond);
+	free(b->chunk);
+	free(b->stdio_buf);
+	free(b);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+FILE *nw_fdopen_behind(int fd, bool own_fd)
+{
+	cookie_io_functions_t io = { .write = behind_write, .close = behind_close };
+	struct behind *b = calloc(1, sizeof(*b));
+	FILE *f;
+
+	if (!b) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	b->fd = fd;
+	b->own_fd = own_fd;
+	b->stdio_buf = malloc(BEHIND_CHUNK);
+	if (!b->stdio_buf) {
+		free(b);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_init(&b->lock, NULL);
+	pthread_cond_init(&b->cond, NULL);
+	if (pthread_create(&b->thread, NULL, behind_run, b)) {
+		pthread_mutex_destroy(&b->lock);
+		pthread_cond_destroy(&b->cond);
+		free(b->stdio_buf);
+		free(b);
+		errno = EAGAIN;
+		return NULL;
+	}
+	f = fopencookie(b, "w", io);
+	if (!f) {
+		int err = errno;
+
+		b->own_fd = false; /* the caller's still */
+		behind_close(b);
+		errno = err;
+		return NULL;
+	}
+	setvbuf(f, b->stdio_buf, _IOFBF, BEHIND_CHUNK);
+	return f;
+}
+
+FILE *nw_fopen_behind(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	f = nw_fdopen_behind(fd, true);
+	if (!f) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+	}
+	return f;
+}

@@ -70,4 +70,17 @@ rc=0
 grep -qF nothing-here "$NW_TMP/missing.err" || fail "the message does not name the directory"
 ok "$(head -n 1 "$NW_TMP/missing.err")"
 
+check "a full disk: the view and the exports exit 1 saying so"
+d=$NW_TMP/narwhal.data
+for args in "--folded" "--folded -o /dev/full" "--flamegraph /dev/full" "--speedscope /dev/full" \
+	"--pprof /dev/full"; do
+	rc=0
+	# shellcheck disable=SC2086 # the options are words
+	"$NW_REPORT" $args "$d" >/dev/full 2>"$NW_TMP/full.err" || rc=$?
+	((rc == 1)) || fail "narwhal-report $args to /dev/full: exit $rc, expected 1"
+	grep -qF "No space left on device" "$NW_TMP/full.err" ||
+		fail "narwhal-report $args to /dev/full said: $(cat "$NW_TMP/full.err")"
+done
+ok "$(head -n 1 "$NW_TMP/full.err")"
+
 pass
