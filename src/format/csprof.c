@@ -491,11 +491,10 @@ static int read_metrics(struct csprof_in *in, struct nw_csprof *p)
 	err = in_count(in, at, n, 32, "num_metrics");
 	if (err)
 		return err;
-	if (n) {
-		p->metrics = calloc(n, sizeof(*p->metrics));
-		if (!p->metrics)
-			return -ENOMEM;
-	}
+	p->metrics = calloc(n ? n : 1, sizeof(*p->metrics));
+	p->totals = calloc(n ? n : 1, sizeof(*p->totals));
+	if (!p->metrics || !p->totals)
+		return -ENOMEM;
 	p->nmetrics = n;
 	for (uint32_t i = 0; i < n; i++) {
 		struct nw_csprof_metric *m = &p->metrics[i];
@@ -563,26 +562,12 @@ static int read_epochs(struct csprof_in *in, struct nw_csprof *p)
 	return 0;
 }
 
-static void add_metrics(uint64_t *dst, const uint8_t *src, unsigned n)
+/* A node's metrics from the file, added into @totals too. */
+static void put_metrics(uint64_t *dst, const uint8_t *src, unsigned n, uint64_t *totals)
 {
-	for (unsigned k = 0; k < n; k++)
-		dst[k] += peek_u64(src + 8 * k);
-}
-
-/*
- * Relinks every sibling list in node index order.  The reader creates
- * nodes in file order, so the tree's preorder then matches the file's:
- * writing what was read gives the same bytes.
- */
-static void keep_file_order(struct nw_cct *cct)
-{
-	for (uint32_t i = 0; i < cct->n; i++)
-		cct->nodes[i].first_child = NW_CCT_NONE;
-	for (uint32_t i = cct->n - 1; i > 0; i--) {
-		struct nw_cct_node *parent = &cct->nodes[cct->nodes[i].parent];
-
-		cct->nodes[i].next_sibling = parent->first_child;
-		parent->first_child = i;
+	for (unsigned k = 0; k < n; k++) {
+		dst[k] = peek_u64(src + 8 * k);
+		totals[k] += dst[k];
 	}
 }
 
@@ -631,6 +616,8 @@ static int read_tree(struct csprof_in *in, struct nw_csprof *p, uint32_t t,
 		return -ENOMEM;
 	}
 	tr->cct = cct;
+	/* Nodes come in file order: appended unlinked, linked once at the end. */
+	nw_cct_drop_index(cct);
 	for (uint64_t i = 0; i < num_nodes; i++) {
 		const uint8_t *b = in->buf + in->pos;
 		uint64_t id = peek_u64(b), parent = peek_u64(b + 8);
@@ -666,18 +653,22 @@ static int read_tree(struct csprof_in *in, struct nw_csprof *p, uint32_t t,
 			 * (not written by Narwhal) stay two nodes; views that
 			 * merge by frame add them up.
 			 */
-			node = nw_cct_append(cct, (uint32_t)parent, ip, sp);
+			node = nw_cct_append_unlinked(cct, (uint32_t)parent, ip, sp);
 			if (node == NW_CCT_NONE) {
 				err = -ENOMEM;
 				goto out;
 			}
 		}
-		add_metrics(nw_cct_metrics(cct, node), b + NODE_FIXED_SIZE, p->nmetrics);
+		put_metrics(nw_cct_metrics(cct, node), b + NODE_FIXED_SIZE, p->nmetrics, p->totals);
 		in->pos += node_size;
 		if (!(i & 0xffff))
 			in_release(in);
 	}
-	keep_file_order(cct);
+	/*
+	 * Every sibling list in node index order: the tree's preorder is then
+	 * the file's, and writing what was read gives the same bytes.
+	 */
+	nw_cct_link_in_order(cct);
 	err = 0;
 out:
 	return err;
@@ -843,6 +834,7 @@ void nw_csprof_free(struct nw_csprof *p)
 	for (uint32_t i = 0; p->metrics && i < p->nmetrics; i++)
 		free(p->metrics[i].name);
 	free(p->metrics);
+	free(p->totals);
 	for (uint32_t e = 0; p->epochs && e < p->nepochs; e++) {
 		struct nw_csprof_epoch *ep = &p->epochs[e];
 
@@ -1063,7 +1055,7 @@ static int apply_tree_delta(struct csprof_in *in, struct nw_csprof *p, uint32_t 
 			return err;
 	}
 	if (added)
-		keep_file_order(cct);
+		nw_cct_link_in_order(cct);
 	return 0;
 }
 
@@ -1092,5 +1084,15 @@ int nw_csprof_apply_delta(struct nw_csprof *p, const void *buf, size_t size,
 		rc = apply_tree_delta(&in, p, t);
 	if (!rc && in_left(&in))
 		rc = in_fail(&in, in.pos, "%zu bytes after the last tree", in_left(&in));
+	/* The metrics changed: their totals are summed again. */
+	for (uint32_t k = 0; k < p->nmetrics && p->totals; k++)
+		p->totals[k] = 0;
+	for (uint32_t t = 0; t < p->ntrees && p->totals; t++) {
+		const struct nw_cct *c = p->trees[t].cct;
+
+		for (uint32_t i = 0; i < c->n; i++)
+			for (uint32_t k = 0; k < p->nmetrics; k++)
+				p->totals[k] += nw_cct_metrics(c, i)[k];
+	}
 	return rc;
 }

@@ -49,6 +49,7 @@ struct nw_csprof {
 	struct nw_csprof_epoch *epochs;
 	uint32_t ntrees;
 	struct nw_csprof_tree *trees;
+	uint64_t *totals;      /* read: each metric summed over every node of every tree */
 	/*
 	 * Writing: nodes in the order of the tree's array (ids are node
 	 * indexes, parents still before children), not depth-first preorder.

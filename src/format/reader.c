@@ -309,17 +309,10 @@ static int adopt_thread(struct nw_measurement *m, struct parse_job *j, char *err
 		if (!ret)
 			tr->cct = NULL; /* the model's now */
 	}
-	if (!ret) {
-		uint64_t *sums = calloc(m->nmetrics ? m->nmetrics : 1, sizeof(*sums));
-
-		ret = sums ? 0 : -ENOMEM;
-		if (sums)
-			nw_mthread_totals(th, m->nmetrics, sums);
-		for (uint32_t i = 0; sums && i < m->nmetrics; i++)
-			if (nw_metric_counts_samples(&m->metrics[i]))
-				th->samples += sums[i];
-		free(sums);
-	}
+	/* Summed as the file was read, beside the nodes. */
+	for (uint32_t i = 0; !ret && i < m->nmetrics; i++)
+		if (nw_metric_counts_samples(&m->metrics[i]))
+			th->samples += cp->totals[i];
 	if (ret == -ENOMEM)
 		nw_set_err(err, errlen, "%s: out of memory", j->path);
 	return ret;

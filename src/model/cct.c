@@ -386,6 +386,35 @@ uint32_t nw_cct_append(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_
 	return i;
 }
 
+uint32_t nw_cct_append_unlinked(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t sp)
+{
+	struct nw_cct_node *node;
+
+	if (cct->n == cct->cap || cct->slots)
+		return NW_CCT_NONE;
+	node = &cct->nodes[cct->n];
+	node->ip = ip;
+	node->sp = sp;
+	node->parent = parent;
+	node->first_child = NW_CCT_NONE;
+	node->next_sibling = NW_CCT_NONE;
+	node->hash = path_hash(cct->nodes[parent].hash, ip);
+	return cct->n++;
+}
+
+void nw_cct_link_in_order(struct nw_cct *cct)
+{
+	for (uint32_t i = 0; i < cct->n; i++)
+		cct->nodes[i].first_child = NW_CCT_NONE;
+	/* Backwards, each node put first: every list ends in index order. */
+	for (uint32_t i = cct->n; i-- > 1;) {
+		struct nw_cct_node *parent = &cct->nodes[cct->nodes[i].parent];
+
+		cct->nodes[i].next_sibling = parent->first_child;
+		parent->first_child = i;
+	}
+}
+
 void nw_cct_reverse_children(struct nw_cct *cct)
 {
 	for (uint32_t i = 0; i < cct->n; i++) {

@@ -81,6 +81,16 @@ uint32_t nw_cct_child(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t
  * NW_CCT_NONE on allocation failure.
  */
 uint32_t nw_cct_append(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t sp);
+/*
+ * For readers that add a whole tree in node order: appends a node below
+ * @parent without linking it into its parent's children and without
+ * clearing its metrics (the caller writes them), in room reserved before
+ * and with the index dropped (nw_cct_drop_index()); NW_CCT_NONE otherwise.
+ * nw_cct_link_in_order() links every node afterwards.
+ */
+uint32_t nw_cct_append_unlinked(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t sp);
+/* Links every node into its parent's children, each list in node index order. */
+void nw_cct_link_in_order(struct nw_cct *cct);
 /* Room for @n nodes without growing.  -ENOMEM. */
 int nw_cct_reserve(struct nw_cct *cct, uint32_t n);
 /* Reverses every sibling list. */
