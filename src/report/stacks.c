@@ -800,6 +800,13 @@ static int run_parts(struct builder *b, uint32_t nworkers)
 		free(w[k].b.levels);
 		free(w[k].b.walk);
 	}
+	/* Every node is expanded: what the merge read of them goes before the tree grows. */
+	for (size_t t = 0; t < b->ntrees; t++) {
+		free(b->trees[t].chain);
+		free(b->trees[t].size);
+		b->trees[t].chain = NULL;
+		b->trees[t].size = NULL;
+	}
 	if (!ret)
 		ret = graft(b);
 	return ret;
