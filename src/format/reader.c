@@ -4,8 +4,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +16,7 @@
 #include "format/symbols.h"
 #include "format/tracefile.h"
 #include "util/log.h"
+#include "util/parallel.h"
 #include "util/strbuf.h"
 
 /* Makes sure a reader's message names @path. */
@@ -235,7 +234,6 @@ struct parse_pool {
 	const struct source *src;
 	struct parse_job *jobs;
 	uint32_t n;
-	atomic_uint next;
 };
 
 static void parse_one(const struct source *src, struct parse_job *j)
@@ -256,32 +254,11 @@ static void parse_one(const struct source *src, struct parse_job *j)
 	}
 }
 
-static void *parse_worker(void *arg)
+static void parse_job(void *arg, uint32_t i)
 {
 	struct parse_pool *pool = arg;
-	uint32_t i;
 
-	while ((i = atomic_fetch_add(&pool->next, 1)) < pool->n)
-		parse_one(pool->src, &pool->jobs[i]);
-	return NULL;
-}
-
-/* Parses every job's file, on as many threads as there are CPUs (at most 8). */
-static void parse_all(struct parse_pool *pool)
-{
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	uint32_t nworkers = cpus > 1 ? (uint32_t)(cpus < 8 ? cpus : 8) : 1, started = 0;
-	pthread_t workers[8];
-
-	if (nworkers > pool->n)
-		nworkers = pool->n;
-	/* The reader's own thread is one of the workers. */
-	for (uint32_t w = 1; w < nworkers; w++)
-		if (pthread_create(&workers[started], NULL, parse_worker, pool) == 0)
-			started++;
-	parse_worker(pool);
-	for (uint32_t w = 0; w < started; w++)
-		pthread_join(workers[w], NULL);
+	parse_one(pool->src, &pool->jobs[i]);
 }
 
 /* Moves a parsed file's epochs and trees into the model, as @th's.  -errno with a message. */
@@ -338,8 +315,9 @@ static int load_threads(struct nw_measurement *m, const struct source *src, char
 		rc = j->path ? 0 : -ENOMEM;
 		pool.n++;
 	}
+	/* The files side by side, each on one thread. */
 	if (!rc)
-		parse_all(&pool);
+		nw_parallel_for(pool.n, parse_job, &pool);
 	for (uint32_t i = 0; i < pool.n && !rc; i++) {
 		rc = pool.jobs[i].ret;
 		if (rc)

@@ -11,8 +11,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "util/parallel.h"
 #include "util/strbuf.h"
 
 /* Inline chains deeper than this keep their outermost frames. */
@@ -931,7 +931,7 @@ static int keep_node_map(struct nw_stacks *s, struct builder *b)
 static uint32_t workers_for(const struct nw_stacks *s, const struct nw_stacks_opts *o,
 			    uint64_t *nodes)
 {
-	long cpus;
+	uint32_t cpus;
 
 	*nodes = 0;
 	for (uint32_t ti = 0; ti < s->m->nthreads; ti++)
@@ -943,8 +943,8 @@ static uint32_t workers_for(const struct nw_stacks *s, const struct nw_stacks_op
 		return o->workers < MAX_WORKERS ? o->workers : MAX_WORKERS;
 	if (*nodes < PARALLEL_NODES)
 		return 1;
-	cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	return cpus < 1 ? 1 : cpus > MAX_WORKERS ? MAX_WORKERS : (uint32_t)cpus;
+	cpus = nw_parallel_workers();
+	return cpus > MAX_WORKERS ? MAX_WORKERS : cpus;
 }
 
 int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/parallel.h"
 #include "util/strbuf.h"
 
 void nw_timeline_free(struct nw_timeline *tl)
@@ -124,6 +125,18 @@ static int build_thread(struct nw_timeline *tl, uint32_t ti, struct nw_tl_thread
 	return 0;
 }
 
+struct build_pool {
+	struct nw_timeline *tl;
+	int *rc;
+};
+
+static void build_job(void *arg, uint32_t i)
+{
+	struct build_pool *p = arg;
+
+	p->rc[i] = build_thread(p->tl, p->tl->threads[i].thread, &p->tl->threads[i]);
+}
+
 int nw_timeline_build(const struct nw_stacks *s, const struct nw_filter *f,
 		      struct nw_timeline **ret)
 {
@@ -151,12 +164,25 @@ int nw_timeline_build(const struct nw_stacks *s, const struct nw_filter *f,
 		free(tl);
 		return -ENOMEM;
 	}
-	for (uint32_t ti = 0; ti < m->nthreads && !rc; ti++) {
+	for (uint32_t ti = 0; ti < m->nthreads; ti++) {
 		if (!m->threads[ti].trace || !nw_filter_thread(f, &m->threads[ti]) ||
 		    !s->node_map[ti])
 			continue;
-		rc = build_thread(tl, ti, &tl->threads[tl->n]);
-		tl->n++;
+		tl->threads[tl->n++].thread = ti;
+	}
+	/* Each thread's events read and sorted on their own, side by side. */
+	{
+		struct build_pool pool = { .tl = tl };
+
+		pool.rc = calloc(tl->n ? tl->n : 1, sizeof(*pool.rc));
+		if (!pool.rc) {
+			nw_timeline_free(tl);
+			return -ENOMEM;
+		}
+		nw_parallel_for(tl->n, build_job, &pool);
+		for (uint32_t i = 0; i < tl->n && !rc; i++)
+			rc = pool.rc[i];
+		free(pool.rc);
 	}
 	if (!rc && !tl->n)
 		rc = -ENODATA;
