@@ -33,14 +33,18 @@ struct ctx {
 	/*
 	 * In time order a stack comes back again and again: its text, made
 	 * once.  Per node of the tree, where its text starts in @memo_text
-	 * (+ 1; 0 when not made yet) and how long it is.
+	 * (+ 1; 0 when not made yet) and how long it is: one entry, one cache
+	 * miss, for samples of stacks far apart.
 	 */
-	uint64_t *memo_at;
-	uint32_t *memo_len;
+	struct memo {
+		uint32_t at, len;
+	} *memo;
 	char *memo_text;
 	size_t memo_size, cap_memo;
 };
 
+/* Samples ahead whose memo entries are fetched early. */
+#define PREFETCH 16
 /* Bytes of stack text kept for reuse; beyond them, stacks are made each time. */
 #define MEMO_MAX ((size_t)64 << 20)
 
@@ -313,8 +317,8 @@ static int write_timed_stack(struct ctx *c, const struct nw_timeline *tl, uint32
 
 	if (!first)
 		fputc(',', c->out);
-	if (c->memo_at && sym < tl->s->tree->n && c->memo_at[sym]) {
-		fwrite(c->memo_text + c->memo_at[sym] - 1, 1, c->memo_len[sym], c->out);
+	if (c->memo && sym < tl->s->tree->n && c->memo[sym].at) {
+		fwrite(c->memo_text + c->memo[sym].at - 1, 1, c->memo[sym].len, c->out);
 		return 0;
 	}
 	n = nw_timeline_stack(tl, sym, &c->path, &c->cap_path);
@@ -324,11 +328,10 @@ static int write_timed_stack(struct ctx *c, const struct nw_timeline *tl, uint32
 	if (!len)
 		return -ENOMEM;
 	fwrite(c->line, 1, len, c->out);
-	if (c->memo_at && sym < tl->s->tree->n && c->memo_size + len <= MEMO_MAX &&
+	if (c->memo && sym < tl->s->tree->n && c->memo_size + len <= MEMO_MAX &&
 	    !nw_grow(&c->memo_text, &c->cap_memo, c->memo_size + len, 1)) {
 		memcpy(c->memo_text + c->memo_size, c->line, len);
-		c->memo_at[sym] = c->memo_size + 1;
-		c->memo_len[sym] = (uint32_t)len;
+		c->memo[sym] = (struct memo){ (uint32_t)c->memo_size + 1, (uint32_t)len };
 		c->memo_size += len;
 	}
 	return 0;
@@ -367,6 +370,12 @@ static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
 			k++;
 			continue;
 		}
+		/*
+		 * The stacks of samples in time order are far apart in the
+		 * memo: ask for a later sample's entry now, not when it is due.
+		 */
+		if (c->memo && k + PREFETCH < t->n && t->v[k + PREFETCH].sym < tl->s->tree->n)
+			__builtin_prefetch(&c->memo[t->v[k + PREFETCH].sym]);
 		if (write_timed_stack(c, tl, t->v[k].sym, first))
 			return -ENOMEM;
 		first = false;
@@ -425,12 +434,7 @@ int nw_speedscope_write_timeline(FILE *out, const struct nw_timeline *tl, unsign
 	}
 	memset(c.frame_of, 0xff, (nfuncs ? nfuncs : 1) * sizeof(*c.frame_of));
 	/* Without room for the memo, stacks are made each time. */
-	c.memo_at = calloc(tl->s->tree->n ? tl->s->tree->n : 1, sizeof(*c.memo_at));
-	c.memo_len = malloc((tl->s->tree->n ? tl->s->tree->n : 1) * sizeof(*c.memo_len));
-	if (!c.memo_len) {
-		free(c.memo_at);
-		c.memo_at = NULL;
-	}
+	c.memo = calloc(tl->s->tree->n ? tl->s->tree->n : 1, sizeof(*c.memo));
 	/* The busiest thread opens first. */
 	for (uint32_t i = 0; i < tl->n; i++) {
 		uint64_t n = 0;
@@ -475,8 +479,7 @@ out:
 	free(c.frame_of);
 	free(c.used);
 	free(c.path);
-	free(c.memo_at);
-	free(c.memo_len);
+	free(c.memo);
 	free(c.memo_text);
 	free(c.line);
 	return ret;
