@@ -94,6 +94,10 @@ struct nw_pprof {
 	size_t cap_packed;
 	int64_t key_thread, key_tid, key_pid;
 	struct thread_label thread; /* the thread being added */
+	uint8_t labels[3 * (2 + 3 * 11)]; /* its labels, packed (pack_labels()) */
+	size_t nlabels;
+	uint32_t *path;            /* the nodes from the root's child to the one added */
+	size_t npath, cap_path;
 };
 
 /* strings */
@@ -326,61 +330,139 @@ static uint8_t *put_varint(uint8_t *p, uint64_t v)
 	return p;
 }
 
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	for (; v >= 0x80; v >>= 7)
+		n++;
+	return n;
+}
+
+/* Appends field @field of varint @v (proto3: nothing for 0). */
+static uint8_t *put_int_field(uint8_t *p, unsigned field, uint64_t v)
+{
+	if (!v)
+		return p;
+	*p++ = (uint8_t)(field << 3);
+	return put_varint(p, v);
+}
+
+/*
+ * The thread's three Labels (thread, tid, pid), packed once for all its
+ * samples: Label fields key = 1, str = 2, num = 3.
+ */
+static void pack_labels(struct nw_pprof *b)
+{
+	const int64_t keys[3] = { b->key_thread, b->key_tid, b->key_pid };
+	const uint64_t strs[3] = { (uint64_t)b->thread.comm, 0, 0 };
+	const uint64_t nums[3] = { 0, b->thread.tid, b->thread.pid };
+	uint8_t *p = b->labels;
+
+	for (int j = 0; j < 3; j++) {
+		uint8_t body[3 * 11], *q = body;
+
+		q = put_int_field(q, 1, (uint64_t)keys[j]);
+		q = put_int_field(q, 2, strs[j]);
+		q = put_int_field(q, 3, nums[j]);
+		*p++ = 3 << 3 | 2; /* Sample.label */
+		p = put_varint(p, (uint64_t)(q - body));
+		memcpy(p, body, (size_t)(q - body));
+		p += q - body;
+	}
+	b->nlabels = (size_t)(p - b->labels);
+}
+
 /*
  * Packs one Sample and writes it as field 2 of the Profile: the fields of
  * a message may come in any order and repeated ones add up, so samples
  * stream out as they are made and the rest of the Profile follows them.
+ * Packed by hand, as protoc's encoding has it (packed location_id = 1 and
+ * value = 2, then the labels): a million samples through protobuf-c's
+ * generic packer were a third of the export.
  */
 static int write_sample(struct nw_pprof *b, size_t nlocs, const uint64_t *m, unsigned nm)
 {
-	Perftools__Profiles__Sample ps = PERFTOOLS__PROFILES__SAMPLE__INIT;
-	Perftools__Profiles__Label labs[3], *labp[3];
-	size_t len;
+	size_t locs_len = 0, values_len = 0, len;
 	uint8_t *p;
 
-	for (int j = 0; j < 3; j++) {
-		perftools__profiles__label__init(&labs[j]);
-		labp[j] = &labs[j];
-	}
-	labs[0].key = b->key_thread;
-	labs[0].str = b->thread.comm;
-	labs[1].key = b->key_tid;
-	labs[1].num = b->thread.tid;
-	labs[2].key = b->key_pid;
-	labs[2].num = b->thread.pid;
-	for (unsigned k = 0; k < b->nmetrics; k++)
+	for (size_t i = 0; i < nlocs; i++)
+		locs_len += varint_len(b->sample_locs[i]);
+	for (unsigned k = 0; k < b->nmetrics; k++) {
 		b->sample_values[k] = k >= nm ? 0 : m[k] > INT64_MAX ? INT64_MAX : (int64_t)m[k];
-	ps.n_location_id = nlocs;
-	ps.location_id = b->sample_locs;
-	ps.n_value = b->nmetrics;
-	ps.value = b->sample_values;
-	ps.n_label = 3;
-	ps.label = labp;
-	len = perftools__profiles__sample__get_packed_size(&ps);
+		values_len += varint_len((uint64_t)b->sample_values[k]);
+	}
+	len = (nlocs ? 1 + varint_len(locs_len) + locs_len : 0) +
+	      (b->nmetrics ? 1 + varint_len(values_len) + values_len : 0) + b->nlabels;
 	if (nw_grow(&b->packed, &b->cap_packed, len + 11, 1))
 		return -ENOMEM;
 	p = b->packed;
-	*p++ = 2 << 3 | 2; /* field 2 (sample), length-delimited */
+	*p++ = 2 << 3 | 2; /* Profile.sample, length-delimited */
 	p = put_varint(p, len);
-	perftools__profiles__sample__pack(&ps, p);
+	if (nlocs) {
+		*p++ = 1 << 3 | 2;
+		p = put_varint(p, locs_len);
+		for (size_t i = 0; i < nlocs; i++)
+			p = put_varint(p, b->sample_locs[i]);
+	}
+	if (b->nmetrics) {
+		*p++ = 2 << 3 | 2;
+		p = put_varint(p, values_len);
+		for (unsigned k = 0; k < b->nmetrics; k++)
+			p = put_varint(p, (uint64_t)b->sample_values[k]);
+	}
+	memcpy(p, b->labels, b->nlabels);
+	p += b->nlabels;
 	b->nsamples++;
-	return b->write(b->write_arg, b->packed, (size_t)(p - b->packed) + len);
+	return b->write(b->write_arg, b->packed, (size_t)(p - b->packed));
 }
 
-/* A sample of @node (values @m) with the locations of @prefix above its stack. */
-static int add_sample(struct nw_pprof *b, const struct nw_cct *t, uint32_t node, const uint64_t *m,
+/*
+ * Makes b->path the path to @node.  Nodes come in their tree's order, in
+ * which a node's parent is on the path to the node before (files list
+ * them depth first); otherwise the path is walked up from the node.
+ * -ENOMEM.
+ */
+static int path_to(struct nw_pprof *b, const struct nw_cct *t, uint32_t node)
+{
+	uint32_t parent = t->nodes[node].parent;
+
+	if (node == NW_CCT_ROOT) {
+		b->npath = 0;
+		return 0;
+	}
+	while (b->npath && b->path[b->npath - 1] != parent)
+		b->npath--;
+	if (!b->npath && parent != NW_CCT_ROOT) {
+		size_t d = 0;
+
+		for (uint32_t i = parent; i != NW_CCT_ROOT; i = t->nodes[i].parent)
+			d++;
+		if (nw_grow(&b->path, &b->cap_path, d, sizeof(*b->path)))
+			return -ENOMEM;
+		b->npath = d;
+		for (uint32_t i = parent; i != NW_CCT_ROOT; i = t->nodes[i].parent)
+			b->path[--d] = i;
+	}
+	if (nw_grow(&b->path, &b->cap_path, b->npath + 1, sizeof(*b->path)))
+		return -ENOMEM;
+	b->path[b->npath++] = node;
+	return 0;
+}
+
+/* A sample of the node at the end of b->path (values @m) with the locations of @prefix above. */
+static int add_sample(struct nw_pprof *b, const struct nw_cct *t, const uint64_t *m,
 		      const uint32_t *locof, const struct nw_split_prefix *prefix)
 {
 	unsigned nm = t->nmetrics < b->nmetrics ? t->nmetrics : b->nmetrics;
 	uint32_t npre = prefix ? prefix->n : 0;
-	size_t n = 0, depth = 0;
+	size_t n = 0;
 
-	for (uint32_t i = node; i != NW_CCT_ROOT; i = t->nodes[i].parent)
-		depth++;
-	if (nw_grow(&b->sample_locs, &b->cap_sample_locs, depth + npre, sizeof(*b->sample_locs)))
+	if (nw_grow(&b->sample_locs, &b->cap_sample_locs, b->npath + npre,
+		    sizeof(*b->sample_locs)))
 		return -ENOMEM;
-	for (uint32_t i = node; i != NW_CCT_ROOT; i = t->nodes[i].parent)
-		b->sample_locs[n++] = (uint64_t)locof[i] + 1;
+	for (size_t k = b->npath; k-- > 0;)
+		b->sample_locs[n++] = (uint64_t)locof[b->path[k]] + 1;
 	/* Leaf first: the innermost section, then the ones around it. */
 	for (uint32_t k = npre; k-- > 0;) {
 		int64_t loc = frame_location(b, prefix->frames[k]);
@@ -424,12 +506,12 @@ static int node_samples(struct nw_pprof *b, const struct nw_cct *t, uint32_t nod
 			rest[k] -= v[k];
 		}
 		if (e->prefix < split->nprefixes && has_weight(v, nm)) {
-			ret = add_sample(b, t, node, v, locof, &split->prefixes[e->prefix]);
+			ret = add_sample(b, t, v, locof, &split->prefixes[e->prefix]);
 			if (ret)
 				return ret;
 		}
 	}
-	return has_weight(rest, nm) ? add_sample(b, t, node, rest, locof, NULL) : 0;
+	return has_weight(rest, nm) ? add_sample(b, t, rest, locof, NULL) : 0;
 }
 
 static int add_tree(struct nw_pprof *b, const struct nw_tree *tr, const struct nw_split *split,
@@ -455,11 +537,14 @@ static int add_tree(struct nw_pprof *b, const struct nw_tree *tr, const struct n
 		locof[i] = (uint32_t)loc;
 	}
 	/* Samples in node order, as the split's entries are sorted. */
+	b->npath = 0;
 	for (uint32_t i = 0; i < t->n && !ret; i++) {
 		while (split && *se < split->n && split->entries[*se].thread == ti &&
 		       split->entries[*se].tree == tree && split->entries[*se].node < i)
 			(*se)++;
-		ret = node_samples(b, t, i, locof, split, se, ti, tree, rest);
+		ret = path_to(b, t, i);
+		if (!ret)
+			ret = node_samples(b, t, i, locof, split, se, ti, tree, rest);
 	}
 out:
 	free(locof);
@@ -477,6 +562,7 @@ int nw_pprof_add_thread(struct nw_pprof *b, uint32_t ti, const struct nw_split *
 	if (c < 0)
 		return -ENOMEM;
 	b->thread = (struct thread_label){ .comm = c, .pid = th->pid, .tid = th->tid };
+	pack_labels(b);
 	/* The split's entries of this thread. */
 	while (split && se < split->n && split->entries[se].thread < ti)
 		se++;
@@ -548,6 +634,7 @@ void nw_pprof_free(struct nw_pprof *b)
 	nw_index_fini(&b->loc_ix);
 	free(b->lines);
 	free(b->sample_locs);
+	free(b->path);
 	free(b->sample_values);
 	free(b->packed);
 	nw_frames_fini(&b->frames);
@@ -950,6 +1037,7 @@ int nw_pprof_add_stacks(struct nw_pprof *b, const struct nw_stacks *s)
 			break;
 		}
 		b->thread = (struct thread_label){ .comm = c, .pid = th->pid, .tid = th->tid };
+		pack_labels(b);
 		n = nw_cct_subtree_preorder(t, top, order);
 		for (uint32_t k = 1; k < n && !ret; k++) {
 			uint32_t i = order[k];
