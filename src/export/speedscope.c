@@ -30,6 +30,8 @@ struct ctx {
 	uint32_t *depth;     /* per node of the tree: below the thread's frame */
 	char *line;          /* one sample's text */
 	size_t cap_line;
+	size_t *line_at;     /* in preorder: where each depth's frame ends in @line */
+	size_t cap_line_at;
 	/*
 	 * In time order a stack comes back again and again: its text, made
 	 * once.  Per node of the tree, where its text starts in @memo_text
@@ -93,37 +95,49 @@ static size_t format_stack(struct ctx *c, uint32_t d)
 	return (size_t)(q - c->line);
 }
 
-/* Writes the stack of the @d funcs in c->path, after a comma unless @first.  -ENOMEM. */
-static int write_stack(struct ctx *c, uint32_t d, bool first)
-{
-	size_t len = format_stack(c, d);
-
-	if (!len)
-		return -ENOMEM;
-	if (!first)
-		fputc(',', c->out);
-	fwrite(c->line, 1, len, c->out);
-	return 0;
-}
-
 /* Writes the stacks of the thread at @top (@n nodes in c->order), root first. */
 static int write_samples(struct ctx *c, uint32_t n)
 {
 	const struct nw_cct *t = c->p->tree;
+	uint32_t valid = 0; /* c->line holds the stack's text down to this depth */
 	bool first = true;
 
 	fputs("\"samples\":[", c->out);
+	if (nw_grow(&c->line, &c->cap_line, 1, 1) ||
+	    nw_grow(&c->line_at, &c->cap_line_at, 1, sizeof(*c->line_at)))
+		return -ENOMEM;
+	c->line[0] = '[';
+	c->line_at[0] = 1;
 	for (uint32_t k = 1; k < n; k++) {
 		uint32_t i = c->order[k], d = c->depth[i];
 
 		if (nw_grow(&c->path, &c->cap_path, d, sizeof(*c->path)))
 			return -ENOMEM;
 		c->path[d - 1] = (uint32_t)t->nodes[i].ip;
+		if (valid >= d)
+			valid = d - 1;
 		/* A node's own weight is a sample of its whole stack. */
 		if (!nw_cct_metrics(t, i)[c->metric])
 			continue;
-		if (write_stack(c, d, first))
+		/*
+		 * In preorder a stack is the one before, cut and extended: only
+		 * the frames below what still holds are written (and numbered,
+		 * in the order a whole stack would number them).
+		 */
+		if (nw_grow(&c->line, &c->cap_line, c->line_at[valid] + 21 * (size_t)(d - valid) + 2,
+			    1) ||
+		    nw_grow(&c->line_at, &c->cap_line_at, (size_t)d + 1, sizeof(*c->line_at)))
 			return -ENOMEM;
+		for (char *q = c->line + c->line_at[valid]; valid < d; valid++) {
+			if (valid)
+				*q++ = ',';
+			q = nw_put_u64(q, (uint64_t)frame_of(c, c->path[valid]));
+			c->line_at[valid + 1] = (size_t)(q - c->line);
+		}
+		if (!first)
+			fputc(',', c->out);
+		c->line[c->line_at[d]] = ']';
+		fwrite(c->line, 1, c->line_at[d] + 1, c->out);
 		first = false;
 	}
 	fputc(']', c->out);
@@ -303,6 +317,7 @@ out:
 	free(c.depth);
 	free(c.path);
 	free(c.line);
+	free(c.line_at);
 	return ret;
 }
 
@@ -482,5 +497,6 @@ out:
 	free(c.memo);
 	free(c.memo_text);
 	free(c.line);
+	free(c.line_at);
 	return ret;
 }
