@@ -292,6 +292,45 @@ static void test_hide(void **state)
 }
 
 /*
+ * Per thread, the filtered tree's thread frame nodes are the stacks'
+ * thread nodes (speedscope and pprof write each thread from its node):
+ * not the old tree's node numbers, which once named other nodes or none.
+ */
+static void test_thread_nodes(void **state)
+{
+	struct fx *fx = known_profile();
+	struct res r = {0};
+	struct nw_stack_filter f = {0};
+	struct nw_stacks *s;
+
+	(void)state;
+	f.hide = re(&r, "^(a|c)$");
+	s = filtered(fx, true, &f);
+	assert_non_null(s->thread_node);
+	for (uint32_t ti = 0; ti < fx->m->nthreads; ti++) {
+		uint32_t n = s->thread_node[ti];
+		char want[64];
+
+		snprintf(want, sizeof(want), "%s-%u", fx->m->threads[ti].comm,
+			 (unsigned)fx->m->threads[ti].tid);
+		assert_true(n < s->tree->n);
+		assert_int_equal(s->tree->nodes[n].parent, NW_CCT_ROOT);
+		assert_string_equal(s->frames.v[s->tree->nodes[n].ip].name, want);
+	}
+	nw_stacks_free(s);
+	/* A thread whose every frame is hidden has no node left. */
+	res_free(&r);
+	f.hide = re(&r, "^(main|a|b|c|d|x|y|zero)$");
+	s = filtered(fx, true, &f);
+	assert_int_equal(s->thread_node[0], NW_CCT_NONE);
+	assert_true(s->thread_node[1] < s->tree->n);
+	assert_string_equal(s->frames.v[s->tree->nodes[s->thread_node[1]].ip].name, "worker-11");
+	nw_stacks_free(s);
+	res_free(&r);
+	fx_free(fx);
+}
+
+/*
  * A stack whose frames are all hidden has no stack left to count its
  * samples in: they go, as pprof drops a sample without locations, and
  * the views say so (not "7 of 7 kept" over stacks that hold 3).  The
@@ -869,6 +908,7 @@ int main(void)
 		cmocka_unit_test(test_focus),
 		cmocka_unit_test(test_ignore),
 		cmocka_unit_test(test_hide),
+		cmocka_unit_test(test_thread_nodes),
 		cmocka_unit_test(test_hide_whole_stack),
 		cmocka_unit_test(test_root),
 		cmocka_unit_test(test_root_recursion),

@@ -82,6 +82,15 @@ void nw_stacks_free(struct nw_stacks *s)
 void nw_stacks_set_tree(struct nw_stacks *s, struct nw_cct *tree)
 {
 	free_node_map(s); /* it names the nodes of the old tree */
+	/* Each thread's frame node is found again below the root, by its frame. */
+	for (uint32_t ti = 0; s->thread_node && s->m && ti < s->m->nthreads; ti++) {
+		uint32_t old = s->thread_node[ti];
+
+		if (old != NW_CCT_NONE)
+			s->thread_node[ti] = old < s->tree->n
+						     ? nw_cct_find(tree, NW_CCT_ROOT, s->tree->nodes[old].ip)
+						     : NW_CCT_NONE;
+	}
 	nw_cct_free(s->tree);
 	s->tree = tree;
 }

@@ -102,7 +102,11 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o);
 /* An empty view of @m (NULL: none) with an empty tree of @nmetrics metrics; NULL on ENOMEM. */
 struct nw_stacks *nw_stacks_new(const struct nw_measurement *m, unsigned nmetrics);
 void nw_stacks_free(struct nw_stacks *s);
-/* Replaces s->tree with @tree (which @s now owns). */
+/*
+ * Replaces s->tree with @tree (which @s now owns): the threads' frame
+ * nodes are those of @tree's root keyed by the same frames, NW_CCT_NONE
+ * where a thread has none left.
+ */
 void nw_stacks_set_tree(struct nw_stacks *s, struct nw_cct *tree);
 
 /*
