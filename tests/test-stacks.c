@@ -484,6 +484,12 @@ static void test_prune(void **state)
 	fx_free(fx);
 }
 
+static int fold_stop(void *arg, uint32_t depth, uint32_t frame, const uint64_t *metrics)
+{
+	(void)arg, (void)depth, (void)frame, (void)metrics;
+	return -ECANCELED;
+}
+
 /* The path of symbolic node @n, "a;b;c", in @buf. */
 static const char *path_of(const struct nw_stacks *s, uint32_t n, char *buf, size_t len)
 {
@@ -597,6 +603,73 @@ static void test_workers(void **state)
 	fx_free(fx);
 }
 
+/* The folded stacks of @fx's threads that @f selects, streamed: no tree built. */
+static char *folded_stream(const struct fx *fx, const struct nw_filter *f, unsigned m)
+{
+	struct nw_stacks *s = nw_stacks_new(fx->m, fx->m->nmetrics);
+	struct nw_view_opts o = { .metric = m };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	assert_non_null(s);
+	assert_non_null(out);
+	assert_int_equal(nw_view_folded_stream(out, s, f, &o), 0);
+	/* Only the root is left of the tree. */
+	assert_int_equal(s->tree->n, 1);
+	nw_stacks_free(s);
+	fclose(out);
+	return buf;
+}
+
+/*
+ * Folded stacks streamed from the merge are those of the built tree: names
+ * in order, one name in two modules one frame of the line, subtrees of no
+ * weight silent, a thread filter kept.  A visitor with per-thread stacks
+ * is refused, and its error stops the build.
+ */
+static void test_visit(void **state)
+{
+	struct fx *fx = fx_new(NULL, 0);
+	struct nw_mthread *a = fx_thread(fx, 1, 1, "app"), *b = fx_thread(fx, 1, 2, "app");
+	struct nw_filter only_b = NW_FILTER_ALL;
+	struct nw_stacks_opts o = { .per_thread = true, .visit = fold_stop };
+	struct nw_stacks *s;
+	char *want, *got;
+
+	(void)state;
+	fx_add(fx, a, "main;zeta;leaf", 3, 300);
+	fx_add(fx, a, "main;alpha", 2, 200);
+	fx_add(fx, b, "main;alpha@/lib/liba.so;leaf", 4, 400);
+	fx_add(fx, b, "main;alpha;x", 1, 100);
+	fx_add(fx, b, "main", 5, 0);
+	fx_path(fx, a, 0, "main;silent;deeper", 0, NULL);
+	for (unsigned m = 0; m < 2; m++) {
+		s = merged(fx, NULL);
+		want = folded(s, m);
+		nw_stacks_free(s);
+		got = folded_stream(fx, NULL, m);
+		assert_string_equal(got, want);
+		free(got);
+		free(want);
+	}
+	/* alpha in two modules is one name: one line each for main;alpha and below. */
+	got = folded_stream(fx, NULL, 0);
+	assert_string_equal(got, "main 5\nmain;alpha 2\nmain;alpha;leaf 4\nmain;alpha;x 1\n"
+				 "main;zeta;leaf 3\n");
+	free(got);
+	only_b.tid = 2;
+	got = folded_stream(fx, &only_b, 0);
+	assert_string_equal(got, "main 5\nmain;alpha;leaf 4\nmain;alpha;x 1\n");
+	free(got);
+	s = nw_stacks_new(fx->m, fx->m->nmetrics);
+	assert_int_equal(nw_stacks_build(s, &o), -EINVAL);
+	o.per_thread = false;
+	assert_int_equal(nw_stacks_build(s, &o), -ECANCELED);
+	nw_stacks_free(s);
+	fx_free(fx);
+}
+
 static void test_no_model(void **state)
 {
 	struct nw_stacks_opts o = { 0 };
@@ -657,6 +730,7 @@ int main(void)
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_prune),
 		cmocka_unit_test(test_workers),
+		cmocka_unit_test(test_visit),
 		cmocka_unit_test(test_no_model),
 		cmocka_unit_test(test_intern),
 	};

@@ -431,6 +431,14 @@ void nw_cct_reverse_children(struct nw_cct *cct)
 	}
 }
 
+void nw_cct_truncate(struct nw_cct *cct, uint32_t n)
+{
+	if (n < 1 || n >= cct->n)
+		return;
+	nw_cct_drop_index(cct);
+	cct->n = n;
+}
+
 void nw_cct_drop_index(struct nw_cct *cct)
 {
 	free(cct->slots);

@@ -93,6 +93,12 @@ uint32_t nw_cct_append_unlinked(struct nw_cct *cct, uint32_t parent, uint64_t ip
 void nw_cct_link_in_order(struct nw_cct *cct);
 /* Room for @n nodes without growing.  -ENOMEM. */
 int nw_cct_reserve(struct nw_cct *cct, uint32_t n);
+/*
+ * Drops the nodes from @n on (never the root): for a tree used as a stack
+ * of paths, whose nodes past @n are all below the ones kept.  The kept
+ * nodes' child lists may then name nodes that are gone.
+ */
+void nw_cct_truncate(struct nw_cct *cct, uint32_t n);
 /* Reverses every sibling list. */
 void nw_cct_reverse_children(struct nw_cct *cct);
 /* Frees the (parent, ip) index and the insert cache: a finished tree (rebuilt on demand). */

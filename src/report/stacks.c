@@ -257,6 +257,11 @@ struct builder {
 	uint32_t *walk;           /* pruning: a stack of physical nodes */
 	size_t cap_walk;
 	uint64_t defer_below;     /* groups of less work go to the workers; 0: none */
+	/* nw_stacks_opts.visit: frames are sorted by the rank of their names */
+	int (*visit)(void *arg, uint32_t depth, uint32_t frame, const uint64_t *metrics);
+	void *visit_arg;
+	uint32_t *rank;           /* each frame's rank among the names */
+	uint32_t *rep;            /* a frame of each rank */
 	uint32_t in_part;         /* a worker: the part being expanded */
 	struct cursor *dcur;      /* the deferred groups' cursors */
 	size_t ndcur, cap_dcur;
@@ -345,6 +350,8 @@ static void builder_fini(struct builder *b)
 		free(b->trees[i].part);
 		free(b->trees[i].incl);
 	}
+	free(b->rank);
+	free(b->rep);
 	free(b->dcur);
 	for (size_t i = 0; i < b->nparts; i++) {
 		nw_cct_free(b->parts[i].tree);
@@ -357,9 +364,15 @@ static void builder_fini(struct builder *b)
 	free(b->levels);
 }
 
+/* What the merge sorts and groups by: the frame, or with a visitor its name. */
+static uint32_t key_of(const struct builder *b, uint32_t frame)
+{
+	return b->rank ? b->rank[frame] : frame;
+}
+
 static uint32_t frame_of(const struct builder *b, const struct cursor *c)
 {
-	return b->pool[b->chains[c->chain].first + c->pos];
+	return key_of(b, b->pool[b->chains[c->chain].first + c->pos]);
 }
 
 /* Appends the cursor of node @node of tree @tree (at its chain's start).  -ENOMEM. */
@@ -372,7 +385,7 @@ static int push_node(struct builder *b, uint32_t tree, uint32_t node)
 	if (nw_grow(&b->cur, &b->cap_cur, b->ncur + 1, sizeof(*b->cur)))
 		return -ENOMEM;
 	/* A chain of no frames cannot happen: frames_of gives one at least. */
-	b->cur[b->ncur++] = (struct cursor){ tree, node, c, 0, b->pool[b->chains[c].first],
+	b->cur[b->ncur++] = (struct cursor){ tree, node, c, 0, key_of(b, b->pool[b->chains[c].first]),
 					     n->first_child, n->sp };
 	return 0;
 }
@@ -524,12 +537,15 @@ static int descend(struct builder *b, size_t base)
 	while (b->nlevels > base && !ret) {
 		struct level *l = &b->levels[b->nlevels - 1];
 		size_t r = l->next, a;
-		uint32_t f, child;
+		uint32_t f, child, depth;
 		uint64_t sp = 0, weight = 0, work = 0;
 
 		if (r == l->end) {
 			b->ncur = l->begin;
 			b->nlevels--;
+			/* Visited: the node and all below it are done with. */
+			if (b->visit)
+				nw_cct_truncate(b->dst, l->sym);
 			continue;
 		}
 		f = b->cur[r].frame;
@@ -543,9 +559,10 @@ static int descend(struct builder *b, size_t base)
 			if (b->defer_below)
 				work += b->trees[c->tree].size[c->node];
 		}
-		child = nw_cct_append(b->dst, l->sym, f, sp);
+		child = nw_cct_append(b->dst, l->sym, b->rep ? b->rep[f] : f, sp);
 		if (child == NW_CCT_NONE)
 			return -ENOMEM;
+		depth = (uint32_t)(b->nlevels - base);
 		a = l->next;
 		/* Before expand(), which may move the levels. */
 		l->next = r;
@@ -555,6 +572,9 @@ static int descend(struct builder *b, size_t base)
 			ret = defer(b, child, a, r, work);
 		else
 			ret = expand(b, child, a, r);
+		if (!ret && b->visit)
+			ret = b->visit(b->visit_arg, depth, (uint32_t)b->dst->nodes[child].ip,
+				       nw_cct_metrics(b->dst, child));
 	}
 	return ret;
 }
@@ -735,10 +755,13 @@ static int graft(struct builder *b)
 {
 	struct nw_cct *dst = b->dst;
 	uint64_t total = dst->n;
+	bool mapped = false;
 	int ret = 0;
 
 	for (size_t i = 0; i < b->nparts; i++)
 		total += b->parts[i].tree->n - 1;
+	for (size_t t = 0; t < b->ntrees; t++)
+		mapped |= b->trees[t].part != NULL;
 	if (total >= NW_CCT_NONE || nw_cct_reserve(dst, (uint32_t)total))
 		return -ENOMEM;
 	for (size_t i = 0; i < b->nparts && !ret; i++) {
@@ -750,7 +773,7 @@ static int graft(struct builder *b)
 			ret = -ENOMEM;
 			break;
 		}
-		/* Kept for remap_to() when physical nodes are mapped; small beside the tree. */
+		/* Kept for remap_to() when physical nodes are mapped. */
 		p->map = map;
 		map[NW_CCT_ROOT] = p->sym;
 		for (unsigned k = 0; k < b->nm; k++)
@@ -768,8 +791,12 @@ static int graft(struct builder *b)
 		}
 		nw_cct_free(p->tree);
 		p->tree = NULL;
+		if (!mapped) {
+			free(p->map);
+			p->map = NULL;
+		}
 	}
-	if (!ret)
+	if (!ret && mapped)
 		remap_to(b);
 	return ret;
 }
@@ -933,6 +960,44 @@ static int keep_node_map(struct nw_stacks *s, struct builder *b)
 	return 0;
 }
 
+static int cmp_name(const void *x, const void *y, void *arg)
+{
+	const struct nw_frames *f = arg;
+
+	return strcmp(nw_func_name(&f->v[*(const uint32_t *)x], true),
+		      nw_func_name(&f->v[*(const uint32_t *)y], true));
+}
+
+/*
+ * Ranks the frames by name, equal names one rank, for a visitor; the
+ * cursors pushed so far are keyed by rank from now.  -ENOMEM.
+ */
+static int rank_names(struct builder *b)
+{
+	const struct nw_frames *f = &b->s->frames;
+	uint32_t *order = malloc((f->n ? f->n : 1) * sizeof(*order)), r = 0;
+
+	b->rank = malloc((f->n ? f->n : 1) * sizeof(*b->rank));
+	b->rep = malloc((f->n ? f->n : 1) * sizeof(*b->rep));
+	if (!order || !b->rank || !b->rep) {
+		free(order);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < f->n; i++)
+		order[i] = i;
+	qsort_r(order, f->n, sizeof(*order), cmp_name, (void *)f);
+	for (uint32_t i = 0; i < f->n; i++) {
+		if (i && cmp_name(&order[i - 1], &order[i], (void *)f))
+			r++;
+		b->rank[order[i]] = r;
+		b->rep[r] = order[i];
+	}
+	for (size_t i = 0; i < b->ncur; i++)
+		b->cur[i].frame = b->rank[b->cur[i].frame];
+	free(order);
+	return 0;
+}
+
 /*
  * How many workers expand the tree: @o's, else one per processor once the
  * selected trees are large enough to pay for the threads.
@@ -961,16 +1026,20 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 	const struct nw_split *split = o->split;
 	struct builder b = { .s = s, .m = s->m, .dst = s->tree, .in_part = UINT32_MAX };
 	uint32_t *tops = NULL, nworkers;
-	uint64_t nodes;
+	uint64_t nodes = 0;
 	int ret = 0;
 
 	if (!s->m || (o->node_map && split) ||
-	    (o->prune_share > 0 && (o->per_thread || split || o->node_map)))
+	    (o->prune_share > 0 && (o->per_thread || split || o->node_map)) ||
+	    (o->visit && (o->per_thread || split || o->node_map || o->prune_share > 0)))
 		return -EINVAL;
+	b.visit = o->visit;
+	b.visit_arg = o->visit_arg;
 	b.nm = s->tree->nmetrics < s->m->nmetrics ? s->tree->nmetrics : s->m->nmetrics;
 	b.prune = o->prune_share > 0 && o->prune_metric < b.nm;
 	b.prune_metric = o->prune_metric;
-	nworkers = workers_for(s, o, &nodes);
+	/* A visitor is called in order: one worker, this thread. */
+	nworkers = o->visit ? 1 : workers_for(s, o, &nodes);
 	/* Groups of less than a share of the work for each worker are theirs. */
 	if (nworkers > 1)
 		b.defer_below = nodes / (nworkers * PARTS) + 1;
@@ -1038,6 +1107,8 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 			total += b.trees[t].incl[NW_CCT_ROOT];
 		b.prune_below = (uint64_t)((double)total * o->prune_share);
 	}
+	if (!ret && o->visit)
+		ret = rank_names(&b);
 	if (!ret && !o->per_thread) {
 		for (size_t t = 0; t < b.ntrees; t++)
 			for (unsigned k = 0; k < b.nm; k++)
@@ -1047,7 +1118,10 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 	}
 	if (!ret && b.nparts)
 		ret = run_parts(&b, nworkers);
-	if (!ret)
+	/* Visited, the tree is its root: its child lists name nodes gone. */
+	if (o->visit)
+		s->tree->nodes[NW_CCT_ROOT].first_child = NW_CCT_NONE;
+	else if (!ret)
 		nw_cct_reverse_children(s->tree);
 	if (!ret && split)
 		ret = apply_split(&b, split, tops);

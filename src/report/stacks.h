@@ -91,6 +91,16 @@ struct nw_stacks_opts {
 	 * is the same whatever the count.
 	 */
 	unsigned workers;
+	/*
+	 * Set: no tree is kept.  The merged stacks go to @visit as they are
+	 * made, depth first, siblings in name order and siblings of one name
+	 * (the same function in two modules) merged: what folded stacks
+	 * print.  @visit gets each node's depth (1 below the root), a frame of
+	 * its name and its own metrics; nonzero stops the build with it.  Not
+	 * with per_thread, a split, node_map or pruning.
+	 */
+	int (*visit)(void *arg, uint32_t depth, uint32_t frame, const uint64_t *metrics);
+	void *visit_arg;
 };
 
 /*

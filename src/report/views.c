@@ -647,6 +647,55 @@ static int fold_push(struct fold *f, size_t a, size_t e)
 	return 0;
 }
 
+struct fold_stream {
+	FILE *out;
+	const struct nw_stacks *s;
+	unsigned metric;
+	struct nw_strbuf line;
+	size_t *at;               /* where each depth's name ends in @line */
+	size_t cap_at;
+};
+
+static int fold_visit(void *arg, uint32_t depth, uint32_t frame, const uint64_t *metrics)
+{
+	struct fold_stream *f = arg;
+	char num[24], *q = num;
+
+	if (nw_grow(&f->at, &f->cap_at, (size_t)depth + 1, sizeof(*f->at)))
+		return -ENOMEM;
+	f->at[0] = 0;
+	nw_sb_truncate(&f->line, f->at[depth - 1]);
+	if (depth > 1)
+		nw_sb_putc(&f->line, ';');
+	nw_sb_puts(&f->line, nw_func_name(&f->s->frames.v[frame], true));
+	if (f->line.failed)
+		return -ENOMEM;
+	f->at[depth] = f->line.len;
+	if (!metrics[f->metric])
+		return 0;
+	*q++ = ' ';
+	q = nw_put_u64(q, metrics[f->metric]);
+	*q++ = '\n';
+	fwrite(f->line.s, 1, f->line.len, f->out);
+	fwrite(num, 1, (size_t)(q - num), f->out);
+	return 0;
+}
+
+int nw_view_folded_stream(FILE *out, struct nw_stacks *s, const struct nw_filter *f,
+			  const struct nw_view_opts *o)
+{
+	struct fold_stream fs = { .out = out, .s = s, .metric = o->metric };
+	struct nw_stacks_opts so = { .filter = f, .visit = fold_visit, .visit_arg = &fs };
+	int ret;
+
+	if (o->metric >= s->tree->nmetrics)
+		return -EINVAL;
+	ret = nw_stacks_build(s, &so);
+	nw_sb_fini(&fs.line);
+	free(fs.at);
+	return ret ? ret : finish(out);
+}
+
 int nw_view_folded(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o)
 {
 	struct fold f = { .s = s };

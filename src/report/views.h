@@ -29,6 +29,14 @@ int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_f
 /* Folded stacks: root first, whole names joined by ';', a space, the count. */
 int nw_view_folded(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o);
 /*
+ * The same folded stacks of the threads @f selects, written as the stacks
+ * of @s (nw_stacks_new(), unbuilt) are merged: no tree is built (a large
+ * measurement's folded stacks cost the measurement's memory once, not
+ * twice).  0, -EINVAL, -ENOMEM, -EIO.
+ */
+int nw_view_folded_stream(FILE *out, struct nw_stacks *s, const struct nw_filter *f,
+			  const struct nw_view_opts *o);
+/*
  * Shares per module (--by module): SELF% CUMUL% SAMPLES MODULE, a module
  * counted once per stack in its cumulative share.
  */
