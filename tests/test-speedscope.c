@@ -60,6 +60,23 @@ static char *speedscope(const struct fx *p, const struct nw_filter *f, unsigned 
 	return s;
 }
 
+/* The same export written as the stacks are merged (no tree). */
+static char *speedscope_stream(const struct fx *p, const struct nw_filter *f, unsigned metric,
+			       int *ret)
+{
+	struct nw_stacks *st = nw_stacks_new(p->m, p->m->nmetrics);
+	char *s = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&s, &len);
+
+	assert_non_null(st);
+	assert_non_null(out);
+	*ret = nw_speedscope_write_stream(out, st, f, metric);
+	fclose(out);
+	nw_stacks_free(st);
+	return s;
+}
+
 static json_object *export(const struct fx *p, const struct nw_filter *f, unsigned metric)
 {
 	json_object *o;
@@ -212,6 +229,36 @@ static void test_samples_metric_and_filter(void **state)
 	fx_free(p);
 }
 
+/*
+ * Written as the stacks are merged, the file is the one written from the
+ * built tree, byte for byte: every thread or one, either metric, a thread
+ * of no weight left out, a frame in two modules kept two.
+ */
+static void test_stream(void **state)
+{
+	struct fx *p = known_profile("cpu-clock");
+	struct nw_filter one = NW_FILTER_ALL;
+	const struct nw_filter *filters[] = { NULL, &one };
+
+	(void)state;
+	fx_add(p, fx_th(p, 1), "main;a@/lib/liba.so;b", 5, 500);
+	one.tid = 11;
+	for (unsigned fi = 0; fi < 2; fi++) {
+		for (unsigned m = 0; m < 2; m++) {
+			int r1, r2;
+			char *want = speedscope(p, filters[fi], m, &r1);
+			char *got = speedscope_stream(p, filters[fi], m, &r2);
+
+			assert_int_equal(r1, 0);
+			assert_int_equal(r2, 0);
+			assert_string_equal(got, want);
+			free(want);
+			free(got);
+		}
+	}
+	fx_free(p);
+}
+
 static void test_errors_and_names(void **state)
 {
 	struct fx *p = known_profile("cpu-clock");
@@ -242,6 +289,7 @@ int main(void)
 		cmocka_unit_test(test_file),
 		cmocka_unit_test(test_samples_metric_and_filter),
 		cmocka_unit_test(test_errors_and_names),
+		cmocka_unit_test(test_stream),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -484,9 +484,9 @@ static void test_prune(void **state)
 	fx_free(fx);
 }
 
-static int fold_stop(void *arg, uint32_t depth, uint32_t frame, const uint64_t *metrics)
+static int fold_stop(void *arg, const struct nw_visit *v)
 {
-	(void)arg, (void)depth, (void)frame, (void)metrics;
+	(void)arg, (void)v;
 	return -ECANCELED;
 }
 
@@ -633,7 +633,7 @@ static void test_visit(void **state)
 	struct fx *fx = fx_new(NULL, 0);
 	struct nw_mthread *a = fx_thread(fx, 1, 1, "app"), *b = fx_thread(fx, 1, 2, "app");
 	struct nw_filter only_b = NW_FILTER_ALL;
-	struct nw_stacks_opts o = { .per_thread = true, .visit = fold_stop };
+	struct nw_stacks_opts o = { .per_thread = true, .visit = fold_stop, .visit_names = true };
 	struct nw_stacks *s;
 	char *want, *got;
 

@@ -910,6 +910,18 @@ static int run_exports(const struct report_opts *o, const struct loaded *l)
 		nw_stacks_free(s);
 		if (ret)
 			return 1;
+	} else if (o->speedscope && !shaped(o)) {
+		/* Each thread's stacks written as they are merged: no tree beside the model's. */
+		FILE *f = open_out(o->speedscope);
+
+		s = f ? nw_stacks_new(l->m, l->m->nmetrics) : NULL;
+		ret = s ? nw_speedscope_write_stream(
+				  f, s, &o->filter,
+				  o->metric ? metric : nw_speedscope_default_metric(l->m))
+			: -ENOMEM;
+		nw_stacks_free(s);
+		if (!f || close_out(f, o->speedscope, ret))
+			return 1;
 	} else if (o->speedscope) {
 		FILE *f;
 

@@ -96,18 +96,43 @@ static size_t format_stack(struct ctx *c, uint32_t d)
 }
 
 /* Writes the stacks of the thread at @top (@n nodes in c->order), root first. */
+/*
+ * Ends c->line with the stack of the @d funcs in c->path ('[' ... ']',
+ * through c->line_at[d]), given that it holds them down to depth *@valid:
+ * in preorder a stack is the one before, cut and extended, and only the
+ * frames below what still holds are written (and numbered, in the order a
+ * whole stack would number them).  -ENOMEM.
+ */
+static int append_stack(struct ctx *c, uint32_t *valid, uint32_t d)
+{
+	char *q;
+
+	if (nw_grow(&c->line_at, &c->cap_line_at, (size_t)d + 1, sizeof(*c->line_at)) ||
+	    nw_grow(&c->line, &c->cap_line, 1, 1))
+		return -ENOMEM;
+	c->line[0] = '[';
+	c->line_at[0] = 1;
+	if (*valid > d)
+		*valid = d;
+	if (nw_grow(&c->line, &c->cap_line, c->line_at[*valid] + 21 * (size_t)(d - *valid) + 2, 1))
+		return -ENOMEM;
+	for (q = c->line + c->line_at[*valid]; *valid < d; (*valid)++) {
+		if (*valid)
+			*q++ = ',';
+		q = nw_put_u64(q, (uint64_t)frame_of(c, c->path[*valid]));
+		c->line_at[*valid + 1] = (size_t)(q - c->line);
+	}
+	c->line[c->line_at[d]] = ']';
+	return 0;
+}
+
+/* Writes the stacks of the thread at @top (@n nodes in c->order), root first. */
 static int write_samples(struct ctx *c, uint32_t n)
 {
 	const struct nw_cct *t = c->p->tree;
 	uint32_t valid = 0; /* c->line holds the stack's text down to this depth */
 	bool first = true;
 
-	fputs("\"samples\":[", c->out);
-	if (nw_grow(&c->line, &c->cap_line, 1, 1) ||
-	    nw_grow(&c->line_at, &c->cap_line_at, 1, sizeof(*c->line_at)))
-		return -ENOMEM;
-	c->line[0] = '[';
-	c->line_at[0] = 1;
 	for (uint32_t k = 1; k < n; k++) {
 		uint32_t i = c->order[k], d = c->depth[i];
 
@@ -119,24 +144,10 @@ static int write_samples(struct ctx *c, uint32_t n)
 		/* A node's own weight is a sample of its whole stack. */
 		if (!nw_cct_metrics(t, i)[c->metric])
 			continue;
-		/*
-		 * In preorder a stack is the one before, cut and extended: only
-		 * the frames below what still holds are written (and numbered,
-		 * in the order a whole stack would number them).
-		 */
-		if (nw_grow(&c->line, &c->cap_line, c->line_at[valid] + 21 * (size_t)(d - valid) + 2,
-			    1) ||
-		    nw_grow(&c->line_at, &c->cap_line_at, (size_t)d + 1, sizeof(*c->line_at)))
+		if (append_stack(c, &valid, d))
 			return -ENOMEM;
-		for (char *q = c->line + c->line_at[valid]; valid < d; valid++) {
-			if (valid)
-				*q++ = ',';
-			q = nw_put_u64(q, (uint64_t)frame_of(c, c->path[valid]));
-			c->line_at[valid + 1] = (size_t)(q - c->line);
-		}
 		if (!first)
 			fputc(',', c->out);
-		c->line[c->line_at[d]] = ']';
 		fwrite(c->line, 1, c->line_at[d] + 1, c->out);
 		first = false;
 	}
@@ -180,12 +191,12 @@ static uint64_t thread_weight(struct ctx *c, uint32_t top)
 	return w;
 }
 
-static int write_profile(struct ctx *c, const struct nw_mthread *th, uint32_t top, uint64_t w)
+/* A thread's profile up to its samples, @w its weight.  -ENOMEM. */
+static int write_profile_head(struct ctx *c, const struct nw_mthread *th, uint64_t w)
 {
 	const struct nw_measurement *m = c->p->m;
 	char *name = nw_strdup_printf("%s (pid %u, tid %u)", th->comm ? th->comm : "", th->pid,
 				      th->tid);
-	uint32_t n;
 	int ret;
 
 	if (!name)
@@ -195,9 +206,19 @@ static int write_profile(struct ctx *c, const struct nw_mthread *th, uint32_t to
 	free(name);
 	if (ret)
 		return ret;
-	fprintf(c->out, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,",
+	fprintf(c->out, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\"samples\":[",
 		m->metrics[c->metric].unit == NW_UNIT_NANOSECONDS ? "nanoseconds" : "none",
 		(unsigned long long)w);
+	return 0;
+}
+
+static int write_profile(struct ctx *c, const struct nw_mthread *th, uint32_t top, uint64_t w)
+{
+	uint32_t n;
+	int ret = write_profile_head(c, th, w);
+
+	if (ret)
+		return ret;
 	n = walk(c, top);
 	ret = write_samples(c, n);
 	if (ret)
@@ -242,22 +263,19 @@ unsigned nw_speedscope_default_metric(const struct nw_measurement *m)
 	return s > 0 ? (unsigned)s : 0;
 }
 
-static int write_all(struct ctx *c)
+/*
+ * The file up to its profiles: the busiest of the threads of weights
+ * @weight (per model thread, 0 for none) opens first.  -ENOMEM.
+ */
+static int write_head(struct ctx *c, const uint64_t *weight)
 {
 	const struct nw_measurement *m = c->p->m;
 	struct nw_strbuf cmd = { 0 };
-	uint64_t best = 0, *weight;
+	uint64_t best = 0;
 	int64_t active = 0, nprof = 0;
-	int ret = 0;
+	int ret;
 
-	weight = calloc(m->nthreads ? m->nthreads : 1, sizeof(*weight));
-	if (!weight)
-		return -ENOMEM;
-	/* A thread without weight would be an empty, useless tab. */
 	for (uint32_t i = 0; i < m->nthreads; i++) {
-		if (c->p->thread_node[i] == NW_CCT_NONE)
-			continue;
-		weight[i] = thread_weight(c, c->p->thread_node[i]);
 		if (weight[i] > best) {
 			best = weight[i];
 			active = nprof;
@@ -273,7 +291,24 @@ static int write_all(struct ctx *c)
 							      : "narwhal measurement");
 	nw_sb_fini(&cmd);
 	fprintf(c->out, ",\"activeProfileIndex\":%lld,\"profiles\":[", (long long)active);
-	nprof = 0;
+	return ret;
+}
+
+static int write_all(struct ctx *c)
+{
+	const struct nw_measurement *m = c->p->m;
+	uint64_t *weight;
+	int64_t nprof = 0;
+	int ret;
+
+	weight = calloc(m->nthreads ? m->nthreads : 1, sizeof(*weight));
+	if (!weight)
+		return -ENOMEM;
+	/* A thread without weight would be an empty, useless tab. */
+	for (uint32_t i = 0; i < m->nthreads; i++)
+		if (c->p->thread_node[i] != NW_CCT_NONE)
+			weight[i] = thread_weight(c, c->p->thread_node[i]);
+	ret = write_head(c, weight);
 	for (uint32_t i = 0; !ret && i < m->nthreads; i++) {
 		if (!weight[i])
 			continue;
@@ -318,6 +353,147 @@ out:
 	free(c.path);
 	free(c.line);
 	free(c.line_at);
+	return ret;
+}
+
+/* ---- per thread, as the stacks are merged ---- */
+
+struct stream {
+	struct ctx c;
+	const struct nw_filter *filter;
+	uint64_t *weight;         /* each model thread's, of the metric */
+	uint32_t cap_frames;      /* room in c.frame_of and c.used */
+	bool open, first;         /* a profile is being written; no sample in it yet */
+	uint32_t valid;           /* c.line holds the stack down to this depth */
+	uint64_t *weights;        /* the open profile's, written after its samples */
+	size_t nweights, cap_weights;
+	int64_t nprof;
+};
+
+/* Room in the frame numbering for every frame interned so far.  -ENOMEM. */
+static int stream_frames(struct stream *st)
+{
+	uint32_t n = st->c.p->frames.n, had = st->cap_frames;
+	size_t cap = had;
+
+	if (n <= had)
+		return 0;
+	if (nw_grow(&st->c.frame_of, &cap, n, sizeof(*st->c.frame_of)))
+		return -ENOMEM;
+	cap = had;
+	if (nw_grow(&st->c.used, &cap, n, sizeof(*st->c.used)))
+		return -ENOMEM;
+	memset(st->c.frame_of + had, 0xff, (cap - had) * sizeof(*st->c.frame_of));
+	st->cap_frames = (uint32_t)cap;
+	return 0;
+}
+
+/* Ends the open profile: its samples, then their weights.  -ENOMEM. */
+static void stream_close(struct stream *st)
+{
+	FILE *out = st->c.out;
+
+	if (!st->open)
+		return;
+	fputs("],\"weights\":[", out);
+	for (size_t k = 0; k < st->nweights; k++) {
+		char buf[24], *q = buf;
+
+		if (k)
+			*q++ = ',';
+		q = nw_put_u64(q, st->weights[k]);
+		fwrite(buf, 1, (size_t)(q - buf), out);
+	}
+	fputs("]}", out);
+	st->open = false;
+	st->nweights = 0;
+}
+
+static int stream_visit(void *arg, const struct nw_visit *v)
+{
+	struct stream *st = arg;
+	struct ctx *c = &st->c;
+	uint32_t d = v->depth - 1; /* below the thread's frame */
+	uint64_t w = v->metrics[c->metric];
+
+	if (v->depth == 1) {
+		const struct nw_mthread *th = &c->p->m->threads[v->thread];
+
+		stream_close(st);
+		/* A thread without weight would be an empty, useless tab. */
+		if (!st->weight[v->thread])
+			return 0;
+		if (st->nprof++)
+			fputc(',', c->out);
+		st->open = st->first = true;
+		st->valid = 0;
+		return write_profile_head(c, th, st->weight[v->thread]);
+	}
+	if (!st->open)
+		return 0;
+	if (nw_grow(&c->path, &c->cap_path, d, sizeof(*c->path)))
+		return -ENOMEM;
+	c->path[d - 1] = v->frame;
+	if (st->valid >= d)
+		st->valid = d - 1;
+	if (!w)
+		return 0;
+	if (stream_frames(st) || append_stack(c, &st->valid, d) ||
+	    nw_grow(&st->weights, &st->cap_weights, st->nweights + 1, sizeof(*st->weights)))
+		return -ENOMEM;
+	if (!st->first)
+		fputc(',', c->out);
+	fwrite(c->line, 1, c->line_at[d] + 1, c->out);
+	st->first = false;
+	st->weights[st->nweights++] = w;
+	return 0;
+}
+
+int nw_speedscope_write_stream(FILE *out, struct nw_stacks *s, const struct nw_filter *f,
+			       unsigned metric)
+{
+	const struct nw_measurement *m = s->m;
+	struct stream st = { .c = { .p = s, .out = out, .metric = metric }, .filter = f };
+	struct nw_stacks_opts so = { .filter = f, .per_thread = true, .visit = stream_visit,
+				     .visit_arg = &st };
+	uint64_t *sums;
+	int ret;
+
+	if (!m || metric >= m->nmetrics || metric >= s->tree->nmetrics)
+		return -EINVAL;
+	st.weight = calloc(m->nthreads ? m->nthreads : 1, sizeof(*st.weight));
+	sums = calloc(m->nmetrics ? m->nmetrics : 1, sizeof(*sums));
+	ret = st.weight && sums ? 0 : -ENOMEM;
+	/* The threads' weights before their stacks: the busiest opens first. */
+	for (uint32_t i = 0; !ret && i < m->nthreads; i++) {
+		if (!nw_filter_thread(f, &m->threads[i]) || !m->threads[i].ntrees)
+			continue;
+		nw_mthread_totals(&m->threads[i], m->nmetrics, sums);
+		st.weight[i] = sums[metric];
+	}
+	if (!ret)
+		ret = write_head(&st.c, st.weight);
+	if (!ret && nw_grow(&st.c.line, &st.c.cap_line, 1, 1))
+		ret = -ENOMEM;
+	if (!ret) {
+		ret = nw_stacks_build(s, &so);
+		stream_close(&st);
+	}
+	if (!ret) {
+		fputs("],", out);
+		ret = write_frames(&st.c);
+		fputs("}\n", out);
+	}
+	if (!ret && (fflush(out) != 0 || ferror(out)))
+		ret = -EIO;
+	free(sums);
+	free(st.weight);
+	free(st.weights);
+	free(st.c.frame_of);
+	free(st.c.used);
+	free(st.c.path);
+	free(st.c.line);
+	free(st.c.line_at);
 	return ret;
 }
 

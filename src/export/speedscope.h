@@ -22,6 +22,13 @@
  * failed.
  */
 int nw_speedscope_write(FILE *out, const struct nw_stacks *p, unsigned metric);
+/*
+ * The same file for the threads @f selects, written as @s's stacks
+ * (nw_stacks_new(), unbuilt) are merged per thread: no tree is built.
+ * 0, -EINVAL, -ENOMEM, -EIO.
+ */
+int nw_speedscope_write_stream(FILE *out, struct nw_stacks *s, const struct nw_filter *f,
+			       unsigned metric);
 
 /*
  * Writes the threads of the timeline @tl in time order: each thread's

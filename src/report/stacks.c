@@ -257,9 +257,10 @@ struct builder {
 	uint32_t *walk;           /* pruning: a stack of physical nodes */
 	size_t cap_walk;
 	uint64_t defer_below;     /* groups of less work go to the workers; 0: none */
-	/* nw_stacks_opts.visit: frames are sorted by the rank of their names */
-	int (*visit)(void *arg, uint32_t depth, uint32_t frame, const uint64_t *metrics);
+	/* nw_stacks_opts.visit; with visit_names, frames sorted by the rank of their names */
+	int (*visit)(void *arg, const struct nw_visit *v);
 	void *visit_arg;
+	struct nw_visit at;       /* the thread visited, and the depth of its frame */
 	uint32_t *rank;           /* each frame's rank among the names */
 	uint32_t *rep;            /* a frame of each rank */
 	uint32_t in_part;         /* a worker: the part being expanded */
@@ -562,7 +563,7 @@ static int descend(struct builder *b, size_t base)
 		child = nw_cct_append(b->dst, l->sym, b->rep ? b->rep[f] : f, sp);
 		if (child == NW_CCT_NONE)
 			return -ENOMEM;
-		depth = (uint32_t)(b->nlevels - base);
+		depth = (uint32_t)(b->nlevels - base) + b->at.depth;
 		a = l->next;
 		/* Before expand(), which may move the levels. */
 		l->next = r;
@@ -572,9 +573,12 @@ static int descend(struct builder *b, size_t base)
 			ret = defer(b, child, a, r, work);
 		else
 			ret = expand(b, child, a, r);
-		if (!ret && b->visit)
-			ret = b->visit(b->visit_arg, depth, (uint32_t)b->dst->nodes[child].ip,
-				       nw_cct_metrics(b->dst, child));
+		if (!ret && b->visit) {
+			struct nw_visit v = { depth, (uint32_t)b->dst->nodes[child].ip,
+					      b->at.thread, nw_cct_metrics(b->dst, child) };
+
+			ret = b->visit(b->visit_arg, &v);
+		}
 	}
 	return ret;
 }
@@ -1031,10 +1035,12 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 
 	if (!s->m || (o->node_map && split) ||
 	    (o->prune_share > 0 && (o->per_thread || split || o->node_map)) ||
-	    (o->visit && (o->per_thread || split || o->node_map || o->prune_share > 0)))
+	    (o->visit && (split || o->node_map || o->prune_share > 0 ||
+			   (o->visit_names && o->per_thread))))
 		return -EINVAL;
 	b.visit = o->visit;
 	b.visit_arg = o->visit_arg;
+	b.at.thread = UINT32_MAX;
 	b.nm = s->tree->nmetrics < s->m->nmetrics ? s->tree->nmetrics : s->m->nmetrics;
 	b.prune = o->prune_share > 0 && o->prune_metric < b.nm;
 	b.prune_metric = o->prune_metric;
@@ -1080,8 +1086,9 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 			 * merge() appends, which drops the tree's index, and
 			 * rebuilding it for every thread costs the whole tree each.
 			 */
-			uint32_t top = fi < 0 ? NW_CCT_NONE
-					      : nw_cct_find(s->tree, NW_CCT_ROOT, (uint64_t)fi);
+			uint32_t top = fi < 0 || o->visit
+					       ? NW_CCT_NONE
+					       : nw_cct_find(s->tree, NW_CCT_ROOT, (uint64_t)fi);
 
 			if (top == NW_CCT_NONE && fi >= 0)
 				top = nw_cct_append(s->tree, NW_CCT_ROOT, (uint64_t)fi, 0);
@@ -1095,7 +1102,19 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 				for (unsigned k = 0; k < b.nm; k++)
 					nw_cct_metrics(s->tree, top)[k] +=
 						nw_cct_metrics(b.trees[t].tr->cct, NW_CCT_ROOT)[k];
-			ret = merge(&b, top, a, b.ncur);
+			if (o->visit) {
+				/* The thread's frame, then its stacks below it; then none of it is kept. */
+				struct nw_visit v = { 1, (uint32_t)fi, ti,
+						      nw_cct_metrics(s->tree, top) };
+
+				b.at = v;
+				ret = o->visit(o->visit_arg, &v);
+				s->thread_node[ti] = NW_CCT_NONE;
+			}
+			if (!ret)
+				ret = merge(&b, top, a, b.ncur);
+			if (o->visit)
+				nw_cct_truncate(s->tree, top);
 			b.ncur = a;
 		}
 	}
@@ -1107,7 +1126,7 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 			total += b.trees[t].incl[NW_CCT_ROOT];
 		b.prune_below = (uint64_t)((double)total * o->prune_share);
 	}
-	if (!ret && o->visit)
+	if (!ret && o->visit_names)
 		ret = rank_names(&b);
 	if (!ret && !o->per_thread) {
 		for (size_t t = 0; t < b.ntrees; t++)

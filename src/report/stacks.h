@@ -70,6 +70,14 @@ struct nw_stacks {
 	uint32_t ***node_map;
 };
 
+/* A node as a visitor sees it (nw_stacks_opts.visit). */
+struct nw_visit {
+	uint32_t depth;            /* 1 below the root */
+	uint32_t frame;            /* in s->frames (visit_names: one frame of the name) */
+	uint32_t thread;           /* per thread: the model thread's index; else UINT32_MAX */
+	const uint64_t *metrics;   /* the node's own */
+};
+
 struct nw_stacks_opts {
 	const struct nw_filter *filter; /* NULL: every thread */
 	bool per_thread;           /* each thread below its frame "comm-tid" */
@@ -92,15 +100,17 @@ struct nw_stacks_opts {
 	 */
 	unsigned workers;
 	/*
-	 * Set: no tree is kept.  The merged stacks go to @visit as they are
-	 * made, depth first, siblings in name order and siblings of one name
-	 * (the same function in two modules) merged: what folded stacks
-	 * print.  @visit gets each node's depth (1 below the root), a frame of
-	 * its name and its own metrics; nonzero stops the build with it.  Not
-	 * with per_thread, a split, node_map or pruning.
+	 * Set: no tree is kept.  Each merged node goes to @visit as it is
+	 * made (struct nw_visit), depth first, siblings in frame order (with
+	 * @visit_names, in name order and siblings of one name, the same
+	 * function in two modules, merged: what folded stacks print); nonzero
+	 * stops the build with it.  Per thread, each thread's frame is visited
+	 * before its stacks.  Not with a split, node_map or pruning, nor
+	 * visit_names with per_thread.
 	 */
-	int (*visit)(void *arg, uint32_t depth, uint32_t frame, const uint64_t *metrics);
+	int (*visit)(void *arg, const struct nw_visit *v);
 	void *visit_arg;
+	bool visit_names;
 };
 
 /*

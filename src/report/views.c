@@ -656,9 +656,10 @@ struct fold_stream {
 	size_t cap_at;
 };
 
-static int fold_visit(void *arg, uint32_t depth, uint32_t frame, const uint64_t *metrics)
+static int fold_visit(void *arg, const struct nw_visit *v)
 {
 	struct fold_stream *f = arg;
+	uint32_t depth = v->depth;
 	char num[24], *q = num;
 
 	if (nw_grow(&f->at, &f->cap_at, (size_t)depth + 1, sizeof(*f->at)))
@@ -667,14 +668,14 @@ static int fold_visit(void *arg, uint32_t depth, uint32_t frame, const uint64_t 
 	nw_sb_truncate(&f->line, f->at[depth - 1]);
 	if (depth > 1)
 		nw_sb_putc(&f->line, ';');
-	nw_sb_puts(&f->line, nw_func_name(&f->s->frames.v[frame], true));
+	nw_sb_puts(&f->line, nw_func_name(&f->s->frames.v[v->frame], true));
 	if (f->line.failed)
 		return -ENOMEM;
 	f->at[depth] = f->line.len;
-	if (!metrics[f->metric])
+	if (!v->metrics[f->metric])
 		return 0;
 	*q++ = ' ';
-	q = nw_put_u64(q, metrics[f->metric]);
+	q = nw_put_u64(q, v->metrics[f->metric]);
 	*q++ = '\n';
 	fwrite(f->line.s, 1, f->line.len, f->out);
 	fwrite(num, 1, (size_t)(q - num), f->out);
@@ -685,7 +686,8 @@ int nw_view_folded_stream(FILE *out, struct nw_stacks *s, const struct nw_filter
 			  const struct nw_view_opts *o)
 {
 	struct fold_stream fs = { .out = out, .s = s, .metric = o->metric };
-	struct nw_stacks_opts so = { .filter = f, .visit = fold_visit, .visit_arg = &fs };
+	struct nw_stacks_opts so = { .filter = f, .visit = fold_visit, .visit_arg = &fs,
+				     .visit_names = true };
 	int ret;
 
 	if (o->metric >= s->tree->nmetrics)
