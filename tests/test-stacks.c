@@ -670,6 +670,61 @@ static void test_visit(void **state)
 	fx_free(fx);
 }
 
+/* The flat profile of @fx's threads that @f selects: built (@stream false) or streamed. */
+static char *flat(const struct fx *fx, const struct nw_filter *f, unsigned m, bool stream)
+{
+	struct nw_stacks *s = nw_stacks_new(fx->m, fx->m->nmetrics);
+	struct nw_stacks_opts so = { .filter = f };
+	struct nw_view_opts o = { .metric = m };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	assert_non_null(s);
+	assert_non_null(out);
+	if (stream) {
+		assert_int_equal(nw_view_flat_stream(out, s, f, &o), 0);
+	} else {
+		assert_int_equal(nw_stacks_build(s, &so), 0);
+		assert_int_equal(nw_view_flat(out, s, &o), 0);
+	}
+	nw_stacks_free(s);
+	fclose(out);
+	return buf;
+}
+
+/*
+ * The flat profile streamed from the merge is the one of the built tree:
+ * recursion counted once in the cumulative weight, samples without a
+ * stack in the total, either metric, a thread filter.
+ */
+static void test_flat_stream(void **state)
+{
+	struct fx *fx = fx_new(NULL, 0);
+	struct nw_mthread *a = fx_thread(fx, 1, 1, "app"), *b = fx_thread(fx, 1, 2, "app");
+	struct nw_filter only_b = NW_FILTER_ALL;
+	const struct nw_filter *filters[] = { NULL, &only_b };
+
+	(void)state;
+	only_b.tid = 2;
+	fx_add(fx, a, "main;rec;work;rec;rec;leaf", 3, 300);
+	fx_add(fx, a, "main;rec", 2, 200);
+	fx_add(fx, b, "main;other@/lib/libo.so;leaf", 4, 400);
+	fx_add(fx, b, "main;work;rec", 1, 100);
+	fx_add(fx, b, "main", 5, 7000);
+	fx_path(fx, a, 0, "main;silent", 0, NULL);
+	for (unsigned fi = 0; fi < 2; fi++) {
+		for (unsigned m = 0; m < 2; m++) {
+			char *want = flat(fx, filters[fi], m, false), *got = flat(fx, filters[fi], m, true);
+
+			assert_string_equal(got, want);
+			free(want);
+			free(got);
+		}
+	}
+	fx_free(fx);
+}
+
 static void test_no_model(void **state)
 {
 	struct nw_stacks_opts o = { 0 };
@@ -731,6 +786,7 @@ int main(void)
 		cmocka_unit_test(test_prune),
 		cmocka_unit_test(test_workers),
 		cmocka_unit_test(test_visit),
+		cmocka_unit_test(test_flat_stream),
 		cmocka_unit_test(test_no_model),
 		cmocka_unit_test(test_intern),
 	};

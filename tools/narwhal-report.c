@@ -738,11 +738,13 @@ static int run_view(FILE *out, const struct report_opts *o, const struct loaded 
 			fprintf(stderr, "narwhal-report: %s: %s\n", l->dir, strerror(-ret));
 		return ret ? 1 : 0;
 	}
-	if (o->view == VIEW_FOLDED && !o->per_thread && !o->inverted && !o->by_section &&
-	    !o->fold_recursion && !nw_stack_filter_active(&o->stack_filter)) {
-		/* Folded stacks as they are merged: no tree beside the model's. */
+	if ((o->view == VIEW_FOLDED || o->view == VIEW_FLAT) && !o->per_thread && !o->inverted &&
+	    !o->by_section && !o->fold_recursion && !nw_stack_filter_active(&o->stack_filter)) {
+		/* Folded stacks and the flat profile as they are merged: no tree beside the model's. */
 		s = nw_stacks_new(l->m, l->m->nmetrics);
-		ret = s ? nw_view_folded_stream(out, s, &o->filter, &o->view_opts) : -ENOMEM;
+		ret = !s		       ? -ENOMEM
+		      : o->view == VIEW_FLAT ? nw_view_flat_stream(out, s, &o->filter, &o->view_opts)
+					     : nw_view_folded_stream(out, s, &o->filter, &o->view_opts);
 		nw_stacks_free(s);
 		if (ret && ret != -EIO) {
 			fprintf(stderr, "narwhal-report: %s: %s\n", l->dir, strerror(-ret));

@@ -126,16 +126,16 @@ static void print_run_state(FILE *out, const struct nw_run *r)
 			(double)r->window_ns / 1e9);
 }
 
-/* "Samples: N (L lost)", and the metric weighed by when it is not the samples. */
-static void print_totals(FILE *out, const struct nw_stacks *s, const struct weights *w,
+/*
+ * "Samples: N (L lost)", and the metric weighed by when it is not the
+ * samples: @samples of them in all, @total of metric @m.
+ */
+static void print_totals(FILE *out, const struct nw_stacks *s, uint64_t samples, uint64_t total,
 			 unsigned m)
 {
 	unsigned sm = samples_metric(s, m);
-	uint64_t samples = 0;
 	char buf[32];
 
-	for (uint32_t i = 0; i < s->tree->n; i++)
-		samples += node_metric(s->tree, i, sm);
 	if (s->m)
 		print_run_state(out, &s->m->run);
 	if (s->m && s->m->time_hi > s->m->time_lo) {
@@ -152,7 +152,7 @@ static void print_totals(FILE *out, const struct nw_stacks *s, const struct weig
 		/* Allocations: weighed estimates, not samples. */
 		fprintf(out, "Metric: %s, total %llu %s (sampled every %llu bytes on average)\n",
 			metric_name(s, m, buf, sizeof(buf)),
-			(unsigned long long)w->incl[NW_CCT_ROOT],
+			(unsigned long long)total,
 			s->m->metrics[m].unit == NW_UNIT_BYTES ? "bytes" : "objects",
 			(unsigned long long)s->m->metrics[m].period);
 		return;
@@ -167,7 +167,19 @@ static void print_totals(FILE *out, const struct nw_stacks *s, const struct weig
 			(unsigned long long)(s->m ? s->m->run.lost : 0));
 	if (m != sm)
 		fprintf(out, "Metric: %s, total %llu\n", metric_name(s, m, buf, sizeof(buf)),
-			(unsigned long long)w->incl[NW_CCT_ROOT]);
+			(unsigned long long)total);
+}
+
+/* print_totals() of the tree of @s, whose weights for metric @m are @w. */
+static void print_tree_totals(FILE *out, const struct nw_stacks *s, const struct weights *w,
+			      unsigned m)
+{
+	unsigned sm = samples_metric(s, m);
+	uint64_t samples = 0;
+
+	for (uint32_t i = 0; i < s->tree->n; i++)
+		samples += node_metric(s->tree, i, sm);
+	print_totals(out, s, samples, w->incl[NW_CCT_ROOT], m);
 }
 
 /* ---- tree ---- */
@@ -223,7 +235,7 @@ int nw_view_tree(FILE *out, const struct nw_stacks *s, const struct nw_view_opts
 	fprintf(out, "\nEvent: %s\n",
 		s->m && o->metric < s->m->nmetrics ? s->m->metrics[o->metric].event
 						   : metric_name(s, o->metric, buf, sizeof(buf)));
-	print_totals(out, s, &w, o->metric);
+	print_tree_totals(out, s, &w, o->metric);
 	fprintf(out, "Threads: %u\n\n", s->nthreads);
 	fputs(" INCL%   SELF%  FUNCTION\n", out);
 
@@ -342,31 +354,13 @@ static int flat_sums(const struct nw_stacks *s, const struct weights *w, struct 
 	return 0;
 }
 
-int nw_view_flat(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o)
+/* The rows by weight, then the lines of those with any; @total the metric's. */
+static int print_flat(FILE *out, const struct nw_stacks *s, struct flat_row *rows,
+		      uint32_t nfuncs, uint64_t total, const struct nw_view_opts *o)
 {
-	struct row_ctx rc;
-	struct flat_row *rows = NULL;
-	uint32_t nfuncs = s->frames.n;
-	uint64_t total;
-	struct weights w;
-	int ret;
+	struct row_ctx rc = { &s->frames, o->full_names };
 
-	ret = weights_init(&w, s, o->metric);
-	if (ret)
-		return ret;
-	total = w.incl[NW_CCT_ROOT];
-	rows = calloc(nfuncs ? nfuncs : 1, sizeof(*rows));
-	if (!rows) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	ret = flat_sums(s, &w, rows);
-	if (ret)
-		goto out;
-	rc = (struct row_ctx){ &s->frames, o->full_names };
 	qsort_r(rows, nfuncs, sizeof(*rows), cmp_row, &rc);
-
-	print_totals(out, s, &w, o->metric);
 	fputs("\n SELF%  CUMUL%  FUNCTION\n", out);
 	for (uint32_t i = 0; i < nfuncs; i++) {
 		const struct nw_func *f = &s->frames.v[rows[i].func];
@@ -381,10 +375,132 @@ int nw_view_flat(FILE *out, const struct nw_stacks *s, const struct nw_view_opts
 			fprintf(out, " (%s)", nw_basename(f->file));
 		fputc('\n', out);
 	}
-	ret = finish(out);
+	return finish(out);
+}
+
+int nw_view_flat(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o)
+{
+	struct flat_row *rows = NULL;
+	uint32_t nfuncs = s->frames.n;
+	struct weights w;
+	int ret;
+
+	ret = weights_init(&w, s, o->metric);
+	if (ret)
+		return ret;
+	rows = calloc(nfuncs ? nfuncs : 1, sizeof(*rows));
+	if (!rows) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = flat_sums(s, &w, rows);
+	if (ret)
+		goto out;
+	print_tree_totals(out, s, &w, o->metric);
+	ret = print_flat(out, s, rows, nfuncs, w.incl[NW_CCT_ROOT], o);
 out:
 	free(rows);
 	weights_fini(&w);
+	return ret;
+}
+
+/*
+ * The flat profile as the stacks are merged: each node's self weight on
+ * its frame as it comes; its inclusive weight, known once the walk leaves
+ * it (a node at its depth or above comes, or the end), on its frame when
+ * no node above it on the path has that frame, and on its parent's.
+ */
+struct flat_stream {
+	const struct nw_stacks *s;
+	unsigned metric, samples_metric;
+	struct flat_row *rows;
+	uint32_t *onpath;         /* per frame: nodes of it on the path */
+	size_t cap_frames;
+	struct flat_path {
+		uint32_t frame;
+		uint64_t incl;
+	} *path;
+	size_t npath, cap_path;
+	uint64_t samples, total;
+};
+
+/* Leaves the path's nodes at depth @depth and below. */
+static void flat_leave(struct flat_stream *f, uint32_t depth)
+{
+	while (f->npath >= depth && f->npath) {
+		struct flat_path *e = &f->path[--f->npath];
+
+		if (--f->onpath[e->frame] == 0)
+			f->rows[e->frame].cumul += e->incl;
+		if (f->npath)
+			f->path[f->npath - 1].incl += e->incl;
+	}
+}
+
+/* Frames are found as the trees are read: rows for the new ones.  -ENOMEM. */
+static int flat_rows_fit(struct flat_stream *f)
+{
+	uint32_t n = f->s->frames.n;
+
+	if (n > f->cap_frames) {
+		size_t had = f->cap_frames, cap = had;
+
+		if (nw_grow(&f->rows, &cap, n, sizeof(*f->rows)))
+			return -ENOMEM;
+		cap = had;
+		if (nw_grow(&f->onpath, &cap, n, sizeof(*f->onpath)))
+			return -ENOMEM;
+		for (size_t i = had; i < cap; i++) {
+			f->rows[i] = (struct flat_row){ .func = (uint32_t)i };
+			f->onpath[i] = 0;
+		}
+		f->cap_frames = cap;
+	}
+	return 0;
+}
+
+static int flat_visit(void *arg, const struct nw_visit *v)
+{
+	struct flat_stream *f = arg;
+	uint64_t self = v->metrics[f->metric];
+
+	if (flat_rows_fit(f))
+		return -ENOMEM;
+	flat_leave(f, v->depth);
+	if (nw_grow(&f->path, &f->cap_path, f->npath + 1, sizeof(*f->path)))
+		return -ENOMEM;
+	f->path[f->npath++] = (struct flat_path){ v->frame, self };
+	f->onpath[v->frame]++;
+	f->rows[v->frame].self += self;
+	f->total += self;
+	f->samples += v->metrics[f->samples_metric];
+	return 0;
+}
+
+int nw_view_flat_stream(FILE *out, struct nw_stacks *s, const struct nw_filter *flt,
+			const struct nw_view_opts *o)
+{
+	struct flat_stream f = { .s = s, .metric = o->metric,
+				 .samples_metric = samples_metric(s, o->metric) };
+	struct nw_stacks_opts so = { .filter = flt, .visit = flat_visit, .visit_arg = &f };
+	int ret;
+
+	if (o->metric >= s->tree->nmetrics || f.samples_metric >= s->tree->nmetrics)
+		return -EINVAL;
+	ret = nw_stacks_build(s, &so);
+	if (!ret)
+		ret = flat_rows_fit(&f);
+	if (!ret) {
+		flat_leave(&f, 1);
+		/* The root's own weight: samples without a stack. */
+		f.total += nw_cct_metrics(s->tree, NW_CCT_ROOT)[o->metric];
+		f.samples += nw_cct_metrics(s->tree, NW_CCT_ROOT)[f.samples_metric];
+		print_totals(out, s, f.samples, f.total, o->metric);
+		ret = print_flat(out, s, f.rows, s->frames.n, f.total, o);
+	}
+	free(f.rows);
+	free(f.onpath);
+	free(f.path);
 	return ret;
 }
 
@@ -571,7 +687,7 @@ int nw_view_modules(FILE *out, const struct nw_stacks *s, const struct nw_view_o
 	}
 	qsort(rows, nrows, sizeof(*rows), cmp_module);
 	total = w.incl[NW_CCT_ROOT];
-	print_totals(out, s, &w, o->metric);
+	print_tree_totals(out, s, &w, o->metric);
 	fputs("\n SELF%  CUMUL%     SAMPLES  MODULE\n", out);
 	for (uint32_t r = 0; r < nrows; r++) {
 		if (!rows[r].cumul)

@@ -24,6 +24,9 @@ struct nw_view_opts {
 int nw_view_tree(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o);
 /* SELF% CUMUL% FUNCTION (file:line), sorted by self. */
 int nw_view_flat(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o);
+/* The same flat profile of the threads @flt selects, without a tree (nw_view_folded_stream()). */
+int nw_view_flat_stream(FILE *out, struct nw_stacks *s, const struct nw_filter *flt,
+			const struct nw_view_opts *o);
 /* One line per thread of @m that @f selects: pid, tid, name, samples, share. */
 int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_filter *f);
 /* Folded stacks: root first, whole names joined by ';', a space, the count. */
