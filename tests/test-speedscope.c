@@ -42,8 +42,13 @@ static struct fx *known_profile(const char *event)
 	return p;
 }
 
-/* The export of the threads of @p that @f selects, weighed by @metric; its status in *ret. */
-static char *speedscope(const struct fx *p, const struct nw_filter *f, unsigned metric, int *ret)
+/*
+ * The export of the threads of @p that @f selects, weighed by @metric,
+ * from the built tree or (@stream) written as the stacks are merged; its
+ * status in *ret.
+ */
+static char *speedscope_of(const struct fx *p, const struct nw_filter *f, unsigned metric,
+			   bool stream, int *ret)
 {
 	struct nw_stacks_opts so = { .filter = f, .per_thread = true };
 	struct nw_stacks *st = nw_stacks_new(p->m, p->m->nmetrics);
@@ -53,28 +58,20 @@ static char *speedscope(const struct fx *p, const struct nw_filter *f, unsigned 
 
 	assert_non_null(st);
 	assert_non_null(out);
-	assert_int_equal(nw_stacks_build(st, &so), 0);
-	*ret = nw_speedscope_write(out, st, metric);
+	if (stream) {
+		*ret = nw_speedscope_write_stream(out, st, f, metric);
+	} else {
+		assert_int_equal(nw_stacks_build(st, &so), 0);
+		*ret = nw_speedscope_write(out, st, metric);
+	}
 	fclose(out);
 	nw_stacks_free(st);
 	return s;
 }
 
-/* The same export written as the stacks are merged (no tree). */
-static char *speedscope_stream(const struct fx *p, const struct nw_filter *f, unsigned metric,
-			       int *ret)
+static char *speedscope(const struct fx *p, const struct nw_filter *f, unsigned metric, int *ret)
 {
-	struct nw_stacks *st = nw_stacks_new(p->m, p->m->nmetrics);
-	char *s = NULL;
-	size_t len = 0;
-	FILE *out = open_memstream(&s, &len);
-
-	assert_non_null(st);
-	assert_non_null(out);
-	*ret = nw_speedscope_write_stream(out, st, f, metric);
-	fclose(out);
-	nw_stacks_free(st);
-	return s;
+	return speedscope_of(p, f, metric, false, ret);
 }
 
 static json_object *export(const struct fx *p, const struct nw_filter *f, unsigned metric)
@@ -247,7 +244,7 @@ static void test_stream(void **state)
 		for (unsigned m = 0; m < 2; m++) {
 			int r1, r2;
 			char *want = speedscope(p, filters[fi], m, &r1);
-			char *got = speedscope_stream(p, filters[fi], m, &r2);
+			char *got = speedscope_of(p, filters[fi], m, true, &r2);
 
 			assert_int_equal(r1, 0);
 			assert_int_equal(r2, 0);

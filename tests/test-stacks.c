@@ -603,8 +603,11 @@ static void test_workers(void **state)
 	fx_free(fx);
 }
 
-/* The folded stacks of @fx's threads that @f selects, streamed: no tree built. */
-static char *folded_stream(const struct fx *fx, const struct nw_filter *f, unsigned m)
+typedef int (*stream_view)(FILE *out, struct nw_stacks *s, const struct nw_filter *f,
+			   const struct nw_view_opts *o);
+
+/* A streamed view @fn of @fx's threads that @f selects, by metric @m: no tree is kept. */
+static char *view_of(const struct fx *fx, const struct nw_filter *f, unsigned m, stream_view fn)
 {
 	struct nw_stacks *s = nw_stacks_new(fx->m, fx->m->nmetrics);
 	struct nw_view_opts o = { .metric = m };
@@ -614,12 +617,18 @@ static char *folded_stream(const struct fx *fx, const struct nw_filter *f, unsig
 
 	assert_non_null(s);
 	assert_non_null(out);
-	assert_int_equal(nw_view_folded_stream(out, s, f, &o), 0);
+	assert_int_equal(fn(out, s, f, &o), 0);
 	/* Only the root is left of the tree. */
 	assert_int_equal(s->tree->n, 1);
 	nw_stacks_free(s);
 	fclose(out);
 	return buf;
+}
+
+/* The folded stacks of @fx's threads that @f selects, streamed: no tree built. */
+static char *folded_stream(const struct fx *fx, const struct nw_filter *f, unsigned m)
+{
+	return view_of(fx, f, m, nw_view_folded_stream);
 }
 
 /*
@@ -673,21 +682,19 @@ static void test_visit(void **state)
 /* The flat profile of @fx's threads that @f selects: built (@stream false) or streamed. */
 static char *flat(const struct fx *fx, const struct nw_filter *f, unsigned m, bool stream)
 {
-	struct nw_stacks *s = nw_stacks_new(fx->m, fx->m->nmetrics);
 	struct nw_stacks_opts so = { .filter = f };
 	struct nw_view_opts o = { .metric = m };
+	struct nw_stacks *s;
 	char *buf = NULL;
 	size_t len = 0;
-	FILE *out = open_memstream(&buf, &len);
+	FILE *out;
 
-	assert_non_null(s);
+	if (stream)
+		return view_of(fx, f, m, nw_view_flat_stream);
+	s = build(fx, &so);
+	out = open_memstream(&buf, &len);
 	assert_non_null(out);
-	if (stream) {
-		assert_int_equal(nw_view_flat_stream(out, s, f, &o), 0);
-	} else {
-		assert_int_equal(nw_stacks_build(s, &so), 0);
-		assert_int_equal(nw_view_flat(out, s, &o), 0);
-	}
+	assert_int_equal(nw_view_flat(out, s, &o), 0);
 	nw_stacks_free(s);
 	fclose(out);
 	return buf;
