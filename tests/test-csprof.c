@@ -636,6 +636,19 @@ static uint8_t *write_delta_mem(const struct nw_csprof *p, const uint32_t *base,
  * brings the file as it was to the trees as they are; cut anywhere, or
  * with a parent that is not an earlier node, it is refused with a reason.
  */
+/* The totals a read file carries are its nodes' metrics summed (mod 2^64, as they add up). */
+static void assert_totals(const struct nw_csprof *p)
+{
+	for (uint32_t k = 0; k < p->nmetrics; k++) {
+		uint64_t sum = 0;
+
+		for (uint32_t t = 0; t < p->ntrees; t++)
+			for (uint32_t i = 0; i < p->trees[t].cct->n; i++)
+				sum += nw_cct_metrics(p->trees[t].cct, i)[k];
+		assert_int_equal(p->totals[k], sum);
+	}
+}
+
 static void test_delta(void **state)
 {
 	struct nw_csprof *p = random_profile(2, 0x51ed270b2f4a7c15ULL), *q;
@@ -647,6 +660,7 @@ static void test_delta(void **state)
 	p->index_order = true;
 	bytes = write_mem(p, &size);
 	assert_int_equal(read_copy(bytes, size, &q, &err), 0);
+	assert_totals(q);
 	for (uint32_t t = 0; t < p->ntrees; t++) {
 		struct nw_cct *cct = p->trees[t].cct;
 
@@ -673,6 +687,8 @@ static void test_delta(void **state)
 	assert_true(dsize < added * 36 / 2);
 	assert_int_equal(nw_csprof_apply_delta(q, delta, dsize, &err), 0);
 	assert_same_profile(p, q);
+	/* Metrics changed and nodes added: the totals followed them. */
+	assert_totals(q);
 	/* What is applied is checked against what it extends: not twice. */
 	assert_int_equal(nw_csprof_apply_delta(q, delta, dsize, &err), -EBADMSG);
 	assert_non_null(strstr(err.msg, "nodes"));

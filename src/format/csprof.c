@@ -969,13 +969,17 @@ int nw_csprof_write_delta(FILE *f, const struct nw_csprof *p, const uint32_t *ba
 }
 
 /* The @n metric varints at in->pos into @dst.  -EBADMSG. */
+/* A node's metrics from a delta, in place of what it held: @totals follow. */
 static int in_metric_varints(struct csprof_in *in, uint64_t *dst, unsigned n, uint32_t t,
-			     uint32_t node)
+			     uint32_t node, uint64_t *totals)
 {
-	for (unsigned k = 0; k < n; k++)
+	for (unsigned k = 0; k < n; k++) {
+		totals[k] -= dst[k];
 		if (nw_get_varint(in->buf, &in->pos, in->size, &dst[k]))
 			return in_fail(in, in->pos, "delta tree %u node %u: metric %u cut short or "
 						    "over 64 bits", t, node, k);
+		totals[k] += dst[k];
+	}
 	return 0;
 }
 
@@ -1016,7 +1020,7 @@ static int apply_tree_delta(struct csprof_in *in, struct nw_csprof *p, uint32_t 
 		sp += (uint64_t)nw_unzigzag(dsp);
 		cct->nodes[prev].sp = sp;
 		err = in_metric_varints(in, nw_cct_metrics(cct, (uint32_t)prev), p->nmetrics, t,
-					(uint32_t)prev);
+					(uint32_t)prev, p->totals);
 		if (err)
 			return err;
 	}
@@ -1050,7 +1054,7 @@ static int apply_tree_delta(struct csprof_in *in, struct nw_csprof *p, uint32_t 
 		if (node == NW_CCT_NONE)
 			return -ENOMEM;
 		err = has_metrics ? in_metric_varints(in, nw_cct_metrics(cct, node), p->nmetrics,
-						      t, id) : 0;
+						      t, id, p->totals) : 0;
 		if (err)
 			return err;
 	}
@@ -1084,15 +1088,5 @@ int nw_csprof_apply_delta(struct nw_csprof *p, const void *buf, size_t size,
 		rc = apply_tree_delta(&in, p, t);
 	if (!rc && in_left(&in))
 		rc = in_fail(&in, in.pos, "%zu bytes after the last tree", in_left(&in));
-	/* The metrics changed: their totals are summed again. */
-	for (uint32_t k = 0; k < p->nmetrics && p->totals; k++)
-		p->totals[k] = 0;
-	for (uint32_t t = 0; t < p->ntrees && p->totals; t++) {
-		const struct nw_cct *c = p->trees[t].cct;
-
-		for (uint32_t i = 0; i < c->n; i++)
-			for (uint32_t k = 0; k < p->nmetrics; k++)
-				p->totals[k] += nw_cct_metrics(c, i)[k];
-	}
 	return rc;
 }

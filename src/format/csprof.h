@@ -86,7 +86,8 @@ int nw_csprof_write_file(const char *path, const struct nw_csprof *p);
 /*
  * Applies a delta of nw_csprof_write_delta() to @p, as read from the file
  * (or the delta) it extends: the nodes added, the metrics changed (the
- * metrics' periods stay those of the whole file).  Checked against @p before use: -EBADMSG with @err,
+ * metrics' periods stay those of the whole file), @p->totals kept with
+ * them.  Checked against @p before use: -EBADMSG with @err,
  * -ENOMEM (@p may then hold part of the delta).
  */
 int nw_csprof_apply_delta(struct nw_csprof *p, const void *buf, size_t size,
