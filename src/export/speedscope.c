@@ -95,7 +95,6 @@ static size_t format_stack(struct ctx *c, uint32_t d)
 	return (size_t)(q - c->line);
 }
 
-/* Writes the stacks of the thread at @top (@n nodes in c->order), root first. */
 /*
  * Ends c->line with the stack of the @d funcs in c->path ('[' ... ']',
  * through c->line_at[d]), given that it holds them down to depth *@valid:
@@ -126,6 +125,30 @@ static int append_stack(struct ctx *c, uint32_t *valid, uint32_t d)
 	return 0;
 }
 
+/*
+ * A node met in preorder at depth @d (1 below the thread's frame), frame
+ * @frame, its own weight @w: a sample of its whole stack when it has
+ * weight, after a comma unless *@first.  1 when written, 0 when not, -ENOMEM.
+ */
+static int put_node(struct ctx *c, uint32_t *valid, bool *first, uint32_t d, uint32_t frame,
+		    uint64_t w)
+{
+	if (nw_grow(&c->path, &c->cap_path, d, sizeof(*c->path)))
+		return -ENOMEM;
+	c->path[d - 1] = frame;
+	if (*valid >= d)
+		*valid = d - 1;
+	if (!w)
+		return 0;
+	if (append_stack(c, valid, d))
+		return -ENOMEM;
+	if (!*first)
+		fputc(',', c->out);
+	fwrite(c->line, 1, c->line_at[d] + 1, c->out);
+	*first = false;
+	return 1;
+}
+
 /* Writes the stacks of the thread at @top (@n nodes in c->order), root first. */
 static int write_samples(struct ctx *c, uint32_t n)
 {
@@ -134,22 +157,11 @@ static int write_samples(struct ctx *c, uint32_t n)
 	bool first = true;
 
 	for (uint32_t k = 1; k < n; k++) {
-		uint32_t i = c->order[k], d = c->depth[i];
+		uint32_t i = c->order[k];
 
-		if (nw_grow(&c->path, &c->cap_path, d, sizeof(*c->path)))
+		if (put_node(c, &valid, &first, c->depth[i], (uint32_t)t->nodes[i].ip,
+			     nw_cct_metrics(t, i)[c->metric]) < 0)
 			return -ENOMEM;
-		c->path[d - 1] = (uint32_t)t->nodes[i].ip;
-		if (valid >= d)
-			valid = d - 1;
-		/* A node's own weight is a sample of its whole stack. */
-		if (!nw_cct_metrics(t, i)[c->metric])
-			continue;
-		if (append_stack(c, &valid, d))
-			return -ENOMEM;
-		if (!first)
-			fputc(',', c->out);
-		fwrite(c->line, 1, c->line_at[d] + 1, c->out);
-		first = false;
 	}
 	fputc(']', c->out);
 	return 0;
@@ -360,7 +372,6 @@ out:
 
 struct stream {
 	struct ctx c;
-	const struct nw_filter *filter;
 	uint64_t *weight;         /* each model thread's, of the metric */
 	uint32_t cap_frames;      /* room in c.frame_of and c.used */
 	bool open, first;         /* a profile is being written; no sample in it yet */
@@ -388,7 +399,7 @@ static int stream_frames(struct stream *st)
 	return 0;
 }
 
-/* Ends the open profile: its samples, then their weights.  -ENOMEM. */
+/* Ends the open profile: its samples, then their weights. */
 static void stream_close(struct stream *st)
 {
 	FILE *out = st->c.out;
@@ -413,8 +424,8 @@ static int stream_visit(void *arg, const struct nw_visit *v)
 {
 	struct stream *st = arg;
 	struct ctx *c = &st->c;
-	uint32_t d = v->depth - 1; /* below the thread's frame */
 	uint64_t w = v->metrics[c->metric];
+	int put;
 
 	if (v->depth == 1) {
 		const struct nw_mthread *th = &c->p->m->threads[v->thread];
@@ -431,21 +442,15 @@ static int stream_visit(void *arg, const struct nw_visit *v)
 	}
 	if (!st->open)
 		return 0;
-	if (nw_grow(&c->path, &c->cap_path, d, sizeof(*c->path)))
-		return -ENOMEM;
-	c->path[d - 1] = v->frame;
-	if (st->valid >= d)
-		st->valid = d - 1;
-	if (!w)
-		return 0;
-	if (stream_frames(st) || append_stack(c, &st->valid, d) ||
+	/* Frames are interned as each thread's trees are read: numbers for the new ones. */
+	if (stream_frames(st) ||
 	    nw_grow(&st->weights, &st->cap_weights, st->nweights + 1, sizeof(*st->weights)))
 		return -ENOMEM;
-	if (!st->first)
-		fputc(',', c->out);
-	fwrite(c->line, 1, c->line_at[d] + 1, c->out);
-	st->first = false;
-	st->weights[st->nweights++] = w;
+	put = put_node(c, &st->valid, &st->first, v->depth - 1, v->frame, w);
+	if (put < 0)
+		return put;
+	if (put)
+		st->weights[st->nweights++] = w;
 	return 0;
 }
 
@@ -453,7 +458,7 @@ int nw_speedscope_write_stream(FILE *out, struct nw_stacks *s, const struct nw_f
 			       unsigned metric)
 {
 	const struct nw_measurement *m = s->m;
-	struct stream st = { .c = { .p = s, .out = out, .metric = metric }, .filter = f };
+	struct stream st = { .c = { .p = s, .out = out, .metric = metric } };
 	struct nw_stacks_opts so = { .filter = f, .per_thread = true, .visit = stream_visit,
 				     .visit_arg = &st };
 	uint64_t *sums;
@@ -473,8 +478,6 @@ int nw_speedscope_write_stream(FILE *out, struct nw_stacks *s, const struct nw_f
 	}
 	if (!ret)
 		ret = write_head(&st.c, st.weight);
-	if (!ret && nw_grow(&st.c.line, &st.c.cap_line, 1, 1))
-		ret = -ENOMEM;
 	if (!ret) {
 		ret = nw_stacks_build(s, &so);
 		stream_close(&st);
