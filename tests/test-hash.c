@@ -244,6 +244,21 @@ static void test_strbuf(void **state)
 	assert_false(b.failed);
 	nw_sb_puts(&b, "b");
 	assert_string_equal(nw_sb_str(&b), "b");
+	/* Numbers written in place, in the room asked for, then the contents ended there. */
+	{
+		char *q = nw_sb_room(&b, 64);
+
+		assert_non_null(q);
+		q = nw_put_u64(q, 12345);
+		*q++ = ' ';
+		q = nw_put_fixed2(q, 2.5);
+		nw_sb_end(&b, q);
+		nw_sb_puts(&b, "!");
+		assert_string_equal(nw_sb_str(&b), "b12345 2.50!");
+		assert_int_equal(b.len, strlen("b12345 2.50!"));
+		b.failed = true;
+		assert_null(nw_sb_room(&b, 8));
+	}
 	nw_sb_fini(&b);
 	nw_sb_fini(&b);
 }

@@ -521,23 +521,6 @@ static const struct ftext *frame_text(struct layout *l, uint32_t fi)
 	return t;
 }
 
-/* Room for @n more bytes at the end of @b: where to write them; NULL when out of memory. */
-static char *sb_room(struct nw_strbuf *b, size_t n)
-{
-	if (b->failed || nw_grow(&b->s, &b->cap, b->len + n + 1, 1)) {
-		b->failed = true;
-		return NULL;
-	}
-	return b->s + b->len;
-}
-
-/* Ends @b's contents at @end, written into the room sb_room() gave. */
-static void sb_end(struct nw_strbuf *b, const char *end)
-{
-	b->len = (size_t)(end - b->s);
-	b->s[b->len] = '\0';
-}
-
 static int put_frame(FILE *out, struct layout *l, uint32_t node, double width, int top,
 		     const struct nw_flamegraph_opts *o)
 {
@@ -563,7 +546,7 @@ static int put_frame(FILE *out, struct layout *l, uint32_t node, double width, i
 		c = diff_colour(l->maxd > 0 ? d / l->maxd : 0);
 	}
 	nw_sb_reset(b);
-	q = sb_room(b, 128);
+	q = nw_sb_room(b, 128);
 	if (!q)
 		return -ENOMEM;
 	q = stpcpy(q, "<g class=\"f\" data-s=\"");
@@ -573,23 +556,23 @@ static int put_frame(FILE *out, struct layout *l, uint32_t node, double width, i
 	q = stpcpy(q, "\" data-d=\"");
 	q = nw_put_u64(q, l->depth[node]);
 	q = stpcpy(q, "\"><title>");
-	sb_end(b, q);
+	nw_sb_end(b, q);
 	nw_sb_puts(b, ft ? ft->name : "all");
-	q = sb_room(b, 64);
+	q = nw_sb_room(b, 64);
 	if (!q)
 		return -ENOMEM;
 	*q++ = '\n';
 	q = nw_put_u64(q, l->incl[node]);
 	*q++ = ' ';
-	sb_end(b, q);
+	nw_sb_end(b, q);
 	nw_sb_puts(b, unit);
-	q = sb_room(b, 64);
+	q = nw_sb_room(b, 64);
 	if (!q)
 		return -ENOMEM;
 	q = stpcpy(q, " (");
 	q = nw_put_fixed2(q, 100 * sh);
 	*q++ = '%';
-	sb_end(b, q);
+	nw_sb_end(b, q);
 	if (l->base) {
 		double bs = share(l->base[node], l->base_total);
 
@@ -598,7 +581,7 @@ static int put_frame(FILE *out, struct layout *l, uint32_t node, double width, i
 	nw_sb_putc(b, ')');
 	if (ft)
 		nw_sb_puts(b, ft->where);
-	q = sb_room(b, 256);
+	q = nw_sb_room(b, 256);
 	if (!q)
 		return -ENOMEM;
 	q = stpcpy(q, "</title><rect x=\"");
@@ -620,7 +603,7 @@ static int put_frame(FILE *out, struct layout *l, uint32_t node, double width, i
 	q = stpcpy(q, "\" y=\"");
 	q = nw_put_u64(q, (uint64_t)(y + FRAME_H - 4));
 	q = stpcpy(q, "\">");
-	sb_end(b, q);
+	nw_sb_end(b, q);
 	sb_label(b, node_name(l, node), ft ? ft->name : "all", w);
 	nw_sb_puts(b, "</text></g>\n");
 	if (b->failed)

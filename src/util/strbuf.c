@@ -104,6 +104,21 @@ void nw_sb_reset(struct nw_strbuf *b)
 		b->s[0] = '\0';
 }
 
+char *nw_sb_room(struct nw_strbuf *b, size_t n)
+{
+	if (b->failed || nw_grow(&b->s, &b->cap, b->len + n + 1, 1)) {
+		b->failed = true;
+		return NULL;
+	}
+	return b->s + b->len;
+}
+
+void nw_sb_end(struct nw_strbuf *b, const char *end)
+{
+	b->len = (size_t)(end - b->s);
+	b->s[b->len] = '\0';
+}
+
 void nw_sb_truncate(struct nw_strbuf *b, size_t len)
 {
 	if (len < b->len) {

@@ -27,6 +27,13 @@ const char *nw_sb_str(const struct nw_strbuf *b);
 /* Hands the string over (the caller frees it); NULL when an append failed.  Resets @b. */
 char *nw_sb_take(struct nw_strbuf *b);
 void nw_sb_reset(struct nw_strbuf *b);
+/*
+ * Room for @n more bytes at the end of @b, for numbers written in place
+ * (nw_put_u64() and the like): where to write them; NULL when out of
+ * memory (b->failed).  nw_sb_end() then ends the contents where they stop.
+ */
+char *nw_sb_room(struct nw_strbuf *b, size_t n);
+void nw_sb_end(struct nw_strbuf *b, const char *end);
 /* Cuts the contents to their first @len bytes (no-op when shorter). */
 void nw_sb_truncate(struct nw_strbuf *b, size_t len);
 void nw_sb_fini(struct nw_strbuf *b);
