@@ -578,6 +578,13 @@ static void unload(struct loaded *l)
 	nw_measurement_free(l->m);
 }
 
+/* Does @o reshape the stacks (which the time-ordered outputs cannot follow)? */
+static bool shaped(const struct report_opts *o)
+{
+	return nw_stack_filter_active(&o->stack_filter) || o->inverted || o->fold_recursion ||
+	       o->by_section;
+}
+
 /*
  * The stacks the views and the graphs show: merged or per thread, split by
  * section, recursion folded, --focus and the like applied, turned bottom
@@ -603,8 +610,7 @@ static struct nw_stacks *report_stacks_pruned(const struct report_opts *o,
 	 * total: what is lighter is not built (the stacks that --focus,
 	 * inversion or folding reshape need every frame).
 	 */
-	if (prune_share > 0 && !per_thread && !inverted && !split && !o->fold_recursion &&
-	    !nw_stack_filter_active(&o->stack_filter)) {
+	if (prune_share > 0 && !per_thread && !shaped(o)) {
 		so.prune_share = prune_share;
 		so.prune_metric = prune_metric;
 	}
@@ -637,13 +643,6 @@ static struct nw_stacks *report_stacks(const struct report_opts *o, const struct
 				       bool per_thread, bool inverted, bool last)
 {
 	return report_stacks_pruned(o, l, per_thread, inverted, last, 0, 0);
-}
-
-/* Does @o reshape the stacks (which the time-ordered outputs cannot follow)? */
-static bool shaped(const struct report_opts *o)
-{
-	return nw_stack_filter_active(&o->stack_filter) || o->inverted || o->fold_recursion ||
-	       o->by_section;
 }
 
 /*
@@ -738,8 +737,7 @@ static int run_view(FILE *out, const struct report_opts *o, const struct loaded 
 			fprintf(stderr, "narwhal-report: %s: %s\n", l->dir, strerror(-ret));
 		return ret ? 1 : 0;
 	}
-	if ((o->view == VIEW_FOLDED || o->view == VIEW_FLAT) && !o->per_thread && !o->inverted &&
-	    !o->by_section && !o->fold_recursion && !nw_stack_filter_active(&o->stack_filter)) {
+	if ((o->view == VIEW_FOLDED || o->view == VIEW_FLAT) && !o->per_thread && !shaped(o)) {
 		/* Folded stacks and the flat profile as they are merged: no tree beside the model's. */
 		s = nw_stacks_new(l->m, l->m->nmetrics);
 		ret = !s		       ? -ENOMEM
@@ -1084,6 +1082,7 @@ out:
 /* The view and exports asked for: the exit status. */
 static int report(struct report_opts *o)
 {
+	const char *name = o->output ? o->output : "stdout";
 	struct loaded l = { 0 };
 	FILE *out = stdout;
 	int ret, matched = 0;
@@ -1111,21 +1110,16 @@ static int report(struct report_opts *o)
 	/* Folded stacks run to tens of megabytes too. */
 	out = o->output ? nw_fopen_behind(o->output) : nw_fdopen_behind(fileno(stdout), false);
 	if (!out) {
-		fprintf(stderr, "narwhal-report: %s: %s\n", o->output ? o->output : "stdout",
-			strerror(errno));
+		fprintf(stderr, "narwhal-report: %s: %s\n", name, strerror(errno));
 		ret = 1;
 		goto out;
 	}
 	ret = run_view(out, o, &l);
-	errno = 0;
-	if (fclose(out) != 0 && (!ret || ret == -EIO))
-		ret = errno ? -errno : -EIO;
-	/* Negative: an errno not told yet; positive: told already. */
-	if (ret < 0) {
-		fprintf(stderr, "narwhal-report: %s: %s\n", o->output ? o->output : "stdout",
-			strerror(-ret));
-		ret = 1;
-	}
+	/* Positive: told already; negative: an errno close_out() tells. */
+	if (ret > 0)
+		fclose(out);
+	else
+		ret = close_out(out, name, ret);
 out:
 	unload(&l);
 	return ret;

@@ -57,7 +57,6 @@ int nw_read_file(const char *path, char **ret, size_t *ret_len)
 	return 0;
 }
 
-
 /* ---- writing behind ---- */
 
 struct behind {
