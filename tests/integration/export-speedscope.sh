@@ -2,7 +2,8 @@
 # --speedscope FILE: valid against the JSON schema shipped in the speedscope
 # npm package (checked with ajv), one sampled profile per thread holding the
 # stacks and weights of --folded --per-thread (weights in nanoseconds for
-# cpu-clock), and it opens in the speedscope app in headless Chromium.
+# cpu-clock), the same without traces (written as the stacks are merged),
+# and it opens in the speedscope app in headless Chromium.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=export-lib.sh
@@ -61,6 +62,19 @@ diff -q "$NW_TMP/folded.b" "$NW_TMP/b.folded" >/dev/null || fail "--tid --metric
 python3 -c 'import json,sys; f=json.load(open(sys.argv[1])); assert [p["unit"] for p in f["profiles"]] == ["none"]' \
 	"$NW_TMP/b.json" || fail "--metric cpu-clock (samples): unit is not none"
 ok "worker-b ($tid) only, counts"
+
+check "without traces (each thread written as its stacks are merged): valid, the stacks of --folded --per-thread"
+nw_record_ok "$NW_TMP/nt.data" --no-trace "$P/threads"
+nw_report "$NW_TMP/out" "$NW_TMP/nt.data" --speedscope "$NW_TMP/nt.json"
+node "$NW_JS/speedscope-check.mjs" "$NW_TMP/nt.json" >"$NW_TMP/nt.folded" 2>"$NW_TMP/nt.err" || {
+	nw_show "speedscope-check" "$NW_TMP/nt.err"
+	fail "the file without traces does not pass the speedscope schema check"
+}
+nw_report "$NW_TMP/folded.nt" "$NW_TMP/nt.data" --folded --per-thread --metric cpu-clock:period
+diff -q "$NW_TMP/folded.nt" "$NW_TMP/nt.folded" >/dev/null || fail "without traces: stacks differ"
+python3 -c 'import json,sys; f=json.load(open(sys.argv[1])); assert f["profiles"][f["activeProfileIndex"]]["name"].startswith("worker-a ")' \
+	"$NW_TMP/nt.json" || fail "without traces: the heaviest thread does not open first"
+ok "$(wc -l <"$NW_TMP/nt.folded") stacks identical"
 
 check "the speedscope app opens it (headless Chromium) and shows the heaviest thread"
 nw_need_tool chromium
