@@ -263,6 +263,29 @@ static void test_strbuf(void **state)
 	nw_sb_fini(&b);
 }
 
+/* Numbers of every length, and around every power of ten, as printf writes them. */
+static void test_put_u64(void **state)
+{
+	uint64_t v[] = { 0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 4096, 65535, 123456789,
+			 UINT32_MAX, (uint64_t)UINT32_MAX + 1, UINT64_MAX - 1, UINT64_MAX };
+	char want[32], got[32];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		snprintf(want, sizeof(want), "%llu", (unsigned long long)v[i]);
+		*nw_put_u64(got, v[i]) = '\0';
+		assert_string_equal(got, want);
+	}
+	for (uint64_t p = 1, k = 0; k < 20; k++, p *= 10) {
+		for (uint64_t d = p > 1 ? p - 1 : p; d <= p + 1; d++) {
+			snprintf(want, sizeof(want), "%llu", (unsigned long long)d);
+			*nw_put_u64(got, d) = '\0';
+			assert_string_equal(got, want);
+			assert_int_equal(nw_u64_digits(d), strlen(want));
+		}
+	}
+}
+
 static void test_strings(void **state)
 {
 	char *s = nw_strdup_printf("%s+0x%llx", "libc.so", 0x1234ull);
@@ -325,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_index_clear),
 		cmocka_unit_test(test_hash_helpers),
 		cmocka_unit_test(test_strbuf),
+		cmocka_unit_test(test_put_u64),
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_grow),
 	};

@@ -174,19 +174,10 @@ int nw_grow_slow(void *pv, size_t *cap, size_t need, size_t size)
 	return 0;
 }
 
-char *nw_put_u64(char *p, uint64_t v)
-{
-	char tmp[20];
-	int n = 0;
-
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*p++ = tmp[--n];
-	return p;
-}
+const char nw_digit_pairs[200] = "00010203040506070809101112131415161718192021222324"
+				  "25262728293031323334353637383940414243444546474849"
+				  "50515253545556575859606162636465666768697071727374"
+				  "75767778798081828384858687888990919293949596979899";
 
 char *nw_put_fixed2(char *p, double v)
 {
