@@ -3,7 +3,8 @@
  * The helpers of src/util: the hash index (util/hash.h) over an array the
  * test owns, with a good hash, a constant one (every key collides) and
  * growth; the hash helpers; the string buffer, nw_strdup_printf,
- * nw_basename and nw_grow (util/strbuf.h).
+ * nw_basename and nw_grow (util/strbuf.h); files written behind
+ * (util/file.h).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -14,9 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "util/file.h"
 #include "util/hash.h"
 #include "util/strbuf.h"
 
@@ -286,6 +289,61 @@ static void test_put_u64(void **state)
 	}
 }
 
+/* A file written behind: all of it, in order, over a longer one written before, whole. */
+static void test_write_behind(void **state)
+{
+	char path[] = "/tmp/nw-test-behind-XXXXXX", *got;
+	size_t len, big = 3 << 20;
+	int fd = mkstemp(path);
+	FILE *f;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	/* More than a chunk, so that the thread writes several. */
+	f = nw_fopen_behind(path);
+	assert_non_null(f);
+	for (size_t i = 0; i < big; i++)
+		fputc('a' + (int)(i % 26), f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(nw_read_file(path, &got, &len), 0);
+	assert_int_equal(len, big);
+	for (size_t i = 0; i < big; i++)
+		if (got[i] != 'a' + (int)(i % 26))
+			fail_msg("byte %zu is %c", i, got[i]);
+	free(got);
+	/* Written again, shorter: emptied first, nothing of the old left. */
+	f = nw_fopen_behind(path);
+	assert_non_null(f);
+	fputs("short", f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(nw_read_file(path, &got, &len), 0);
+	assert_int_equal(len, 5);
+	assert_string_equal(got, "short");
+	free(got);
+	/* Opened and closed with nothing written: empty. */
+	f = nw_fopen_behind(path);
+	assert_non_null(f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(nw_read_file(path, &got, &len), 0);
+	assert_int_equal(len, 0);
+	free(got);
+	unlink(path);
+	/* A device is written, not emptied; a full one says so at the close. */
+	f = nw_fopen_behind("/dev/null");
+	assert_non_null(f);
+	fputs("x", f);
+	assert_int_equal(fclose(f), 0);
+	f = nw_fopen_behind("/dev/full");
+	assert_non_null(f);
+	fputs("x", f);
+	assert_int_equal(fclose(f), EOF);
+	assert_int_equal(errno, ENOSPC);
+	/* A directory does not open. */
+	assert_null(nw_fopen_behind("/tmp"));
+	assert_int_equal(errno, EISDIR);
+}
+
 static void test_strings(void **state)
 {
 	char *s = nw_strdup_printf("%s+0x%llx", "libc.so", 0x1234ull);
@@ -349,6 +407,7 @@ int main(void)
 		cmocka_unit_test(test_hash_helpers),
 		cmocka_unit_test(test_strbuf),
 		cmocka_unit_test(test_put_u64),
+		cmocka_unit_test(test_write_behind),
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_grow),
 	};

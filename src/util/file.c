@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Bytes handed to the writing thread at a time (the stream's buffer). */
@@ -62,6 +63,7 @@ int nw_read_file(const char *path, char **ret, size_t *ret_len)
 struct behind {
 	int fd;
 	bool own_fd;
+	bool truncate;         /* empty the file first (the thread's first job) */
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -75,8 +77,15 @@ struct behind {
 static void *behind_run(void *arg)
 {
 	struct behind *b = arg;
+	/*
+	 * Emptying a file of tens of megabytes (an export written again)
+	 * frees its pages: done here, while the caller formats.
+	 */
+	int trunc_err = b->truncate && ftruncate(b->fd, 0) != 0 ? errno : 0;
 
 	pthread_mutex_lock(&b->lock);
+	if (trunc_err && !b->err)
+		b->err = trunc_err;
 	for (;;) {
 		size_t done = 0;
 		int err = 0;
@@ -162,7 +171,7 @@ static int behind_close(void *cookie)
 	return 0;
 }
 
-FILE *nw_fdopen_behind(int fd, bool own_fd)
+static FILE *open_behind(int fd, bool own_fd, bool truncate)
 {
 	cookie_io_functions_t io = { .write = behind_write, .close = behind_close };
 	struct behind *b = calloc(1, sizeof(*b));
@@ -174,6 +183,7 @@ FILE *nw_fdopen_behind(int fd, bool own_fd)
 	}
 	b->fd = fd;
 	b->own_fd = own_fd;
+	b->truncate = truncate;
 	b->stdio_buf = malloc(BEHIND_CHUNK);
 	if (!b->stdio_buf) {
 		free(b);
@@ -203,14 +213,22 @@ FILE *nw_fdopen_behind(int fd, bool own_fd)
 	return f;
 }
 
+FILE *nw_fdopen_behind(int fd, bool own_fd)
+{
+	return open_behind(fd, own_fd, false);
+}
+
 FILE *nw_fopen_behind(const char *path)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	/* Emptied by the writing thread, not by open(): see behind_run(). */
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+	struct stat st;
 	FILE *f;
 
 	if (fd < 0)
 		return NULL;
-	f = nw_fdopen_behind(fd, true);
+	/* Devices and pipes are not emptied (O_TRUNC leaves them alone too). */
+	f = open_behind(fd, true, fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0);
 	if (!f) {
 		int err = errno;
 

@@ -22,7 +22,11 @@ int nw_read_file(const char *path, char **ret, size_t *ret_len);
  * closes @fd when @own_fd.  NULL with errno set.
  */
 FILE *nw_fdopen_behind(int fd, bool own_fd);
-/* nw_fdopen_behind() on @path, created or truncated. */
+/*
+ * nw_fdopen_behind() on @path, created or emptied: emptied by the writing
+ * thread before its first write (freeing the pages of a big file written
+ * before takes the kernel a while), so the old contents stay until then.
+ */
 FILE *nw_fopen_behind(const char *path);
 
 #endif
