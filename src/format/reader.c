@@ -317,7 +317,7 @@ static int load_threads(struct nw_measurement *m, const struct source *src, char
 	}
 	/* The files side by side, each on one thread. */
 	if (!rc)
-		nw_parallel_for(pool.n, parse_job, &pool);
+		nw_parallel_for(pool.n, 0, parse_job, &pool);
 	for (uint32_t i = 0; i < pool.n && !rc; i++) {
 		rc = pool.jobs[i].ret;
 		if (rc)

@@ -238,7 +238,6 @@ struct builder {
 	struct nw_stacks *s;
 	const struct nw_measurement *m;
 	struct nw_cct *dst;       /* the stacks' tree, or a worker's */
-	struct recent *recent;    /* RECENT slots, direct-mapped */
 	struct chain *chains;
 	size_t nchains, cap_chains;
 	struct nw_index ix;
@@ -246,6 +245,9 @@ struct builder {
 	size_t npool, cap_pool;
 	struct btree *trees;
 	size_t ntrees, cap_trees;
+	bool with_to;             /* each physical node's symbolic node kept */
+	struct tree_keys *keys;   /* while resolving: per tree */
+	int *keys_ret;
 	struct cursor *cur;       /* a stack of the levels' child cursors */
 	size_t ncur, cap_cur;
 	struct level *levels;
@@ -290,15 +292,13 @@ static bool chain_eq(const void *ctx, uint32_t i, const void *key)
 	return b->chains[i].module == k->module && b->chains[i].addr == k->addr;
 }
 
-/* chain_of() past the recent ones: the memo by (module, address), made on a miss. */
-static struct chain *chain_of_slow(struct builder *b, uint32_t epoch, uint64_t ip, bool caller)
+/* The chain of the place @r (located, not yet looked up): the memo's, made on a miss. */
+static const struct chain *chain_for(struct builder *b, struct nw_resolved r)
 {
-	struct nw_resolved r;
 	struct chain key, *c;
 	uint32_t *slot, buf[MAX_CHAIN];
 	int n;
 
-	nw_measurement_locate(b->m, epoch, ip, caller, &r);
 	key.module = r.map ? r.module_index : UINT32_MAX;
 	key.addr = r.map ? r.addr : 0;
 	slot = nw_index_slot(&b->ix, chain_key_hash(key.module, key.addr), chain_eq, chain_hash, b,
@@ -323,24 +323,67 @@ static struct chain *chain_of_slow(struct builder *b, uint32_t epoch, uint64_t i
 	return &b->chains[b->nchains++];
 }
 
-/* The chain of ip @ip of a tree of epoch @epoch (caller frames at ip - 1); NULL on ENOMEM. */
-static const struct chain *chain_of(struct builder *b, uint32_t epoch, uint64_t ip, bool caller)
+/*
+ * The places a tree's nodes stand for, before the merge: each node's
+ * (module, address), found by a worker per tree (the model is only read),
+ * numbered in the order the tree's nodes meet them.  Their chains are
+ * then taken from the memo tree by tree, in order, so the frames are
+ * numbered by the trees alone, as one thread going through them would.
+ */
+struct tree_keys {
+	struct nw_resolved *v;    /* located, not looked up */
+	size_t n, cap;
+	struct nw_index ix;
+	uint32_t *to_chain;       /* per key: its chain in the memo */
+};
+
+static uint64_t place_hash(const struct nw_resolved *r)
+{
+	return r->map ? chain_key_hash(r->module_index, r->addr) : chain_key_hash(UINT32_MAX, 0);
+}
+
+static uint64_t key_rehash(const void *ctx, uint32_t i)
+{
+	return place_hash(&((const struct tree_keys *)ctx)->v[i]);
+}
+
+static bool key_eq(const void *ctx, uint32_t i, const void *key)
+{
+	const struct nw_resolved *a = &((const struct tree_keys *)ctx)->v[i], *b = key;
+
+	if (!a->map || !b->map)
+		return !a->map && !b->map;
+	return a->module_index == b->module_index && a->addr == b->addr;
+}
+
+/* The key of ip @ip of a tree of epoch @epoch (caller frames at ip - 1) in @k.  -ENOMEM. */
+static int64_t key_of_ip(const struct builder *b, struct tree_keys *k, struct recent *recent,
+			 uint32_t epoch, uint64_t ip, bool caller)
 {
 	uint64_t key_ip = ip << 1 | caller;
-	struct recent *rc = &b->recent[nw_hash_add(nw_hash_u64(key_ip), epoch) & (RECENT - 1)];
-	const struct chain *c;
+	struct recent *rc = &recent[nw_hash_add(nw_hash_u64(key_ip), epoch) & (RECENT - 1)];
+	struct nw_resolved r;
+	uint32_t *slot;
 
 	if (rc->chain != UINT32_MAX && rc->ip == key_ip && rc->epoch == epoch)
-		return &b->chains[rc->chain];
-	c = chain_of_slow(b, epoch, ip, caller);
-	if (c)
-		*rc = (struct recent){ key_ip, epoch, (uint32_t)(c - b->chains) };
-	return c;
+		return rc->chain;
+	nw_measurement_locate(b->m, epoch, ip, caller, &r);
+	slot = nw_index_slot(&k->ix, place_hash(&r), key_eq, key_rehash, k, &r);
+	if (!slot || (*slot == NW_INDEX_NONE && nw_grow(&k->v, &k->cap, k->n + 1, sizeof(*k->v))))
+		return -ENOMEM;
+	if (*slot == NW_INDEX_NONE) {
+		k->v[k->n] = r;
+		nw_index_fill(&k->ix, slot, (uint32_t)k->n++);
+	}
+	*rc = (struct recent){ key_ip, epoch, *slot };
+	return *slot;
 }
+
+static void free_keys(struct builder *b);
 
 static void builder_fini(struct builder *b)
 {
-	free(b->recent);
+	free_keys(b);
 	free(b->chains);
 	nw_index_fini(&b->ix);
 	free(b->pool);
@@ -594,75 +637,156 @@ static int merge(struct builder *b, uint32_t top, size_t a, size_t e)
 }
 
 /*
- * Each node's frame chain, in node order before the merge: the frames are
- * then numbered in an order of the trees alone, whichever worker meets
- * them first.  With workers, each node's subtree size too: their work.
+ * What the merge reads of tree @i besides the tree, on a worker: each
+ * node's key (see struct tree_keys) in bt->chain, taken for its chain
+ * later; with workers, each node's subtree size (their work); pruning,
+ * each node's inclusive weight; with a split or node map, room for each
+ * node's symbolic node.  -ENOMEM in b->keys_ret[i].
  */
-static int chains_of(struct builder *b, struct btree *bt)
+static void resolve_tree(void *arg, uint32_t i)
 {
+	struct builder *b = arg;
+	struct btree *bt = &b->trees[i];
+	struct tree_keys *k = &b->keys[i];
 	const struct nw_cct *t = bt->tr->cct;
+	struct recent *recent = malloc(RECENT * sizeof(*recent));
+	int ret = -ENOMEM;
 
 	bt->chain = malloc((size_t)t->n * sizeof(*bt->chain));
-	if (!bt->chain)
-		return -ENOMEM;
+	if (!recent || !bt->chain)
+		goto out;
+	memset(recent, 0xff, RECENT * sizeof(*recent));
 	bt->chain[NW_CCT_ROOT] = 0;
-	for (uint32_t i = 1; i < t->n; i++) {
-		const struct chain *c = chain_of(b, bt->tr->epoch, t->nodes[i].ip,
-						 t->nodes[i].first_child != NW_CCT_NONE);
+	for (uint32_t n = 1; n < t->n; n++) {
+		int64_t key = key_of_ip(b, k, recent, bt->tr->epoch, t->nodes[n].ip,
+					t->nodes[n].first_child != NW_CCT_NONE);
+
+		if (key < 0)
+			goto out;
+		bt->chain[n] = (uint32_t)key;
+	}
+	if (b->defer_below) {
+		bt->size = malloc((size_t)t->n * sizeof(*bt->size));
+		if (!bt->size)
+			goto out;
+		for (uint32_t n = 0; n < t->n; n++)
+			bt->size[n] = 1;
+		for (uint32_t n = t->n; n-- > 1;)
+			bt->size[t->nodes[n].parent] += bt->size[n];
+	}
+	if (b->with_to) {
+		bt->to = malloc((size_t)t->n * sizeof(*bt->to));
+		if (!bt->to)
+			goto out;
+		bt->to[NW_CCT_ROOT] = NW_CCT_ROOT;
+		if (b->defer_below) {
+			bt->part = malloc((size_t)t->n * sizeof(*bt->part));
+			if (!bt->part)
+				goto out;
+			memset(bt->part, 0xff, (size_t)t->n * sizeof(*bt->part));
+		}
+	}
+	if (b->prune) {
+		bt->incl = malloc((size_t)t->n * sizeof(*bt->incl));
+		if (!bt->incl)
+			goto out;
+		inclusive(t, b->prune_metric, bt->incl);
+	}
+	ret = 0;
+out:
+	free(recent);
+	b->keys_ret[i] = ret;
+}
+
+/* Tree @i's keys to chains of the memo, in the order the tree met them.  -ENOMEM. */
+static int intern_keys(struct builder *b, uint32_t i)
+{
+	struct tree_keys *k = &b->keys[i];
+
+	k->to_chain = malloc((k->n ? k->n : 1) * sizeof(*k->to_chain));
+	if (!k->to_chain)
+		return -ENOMEM;
+	for (size_t j = 0; j < k->n; j++) {
+		const struct chain *c = chain_for(b, k->v[j]);
 
 		if (!c)
 			return -ENOMEM;
-		bt->chain[i] = (uint32_t)(c - b->chains);
+		k->to_chain[j] = (uint32_t)(c - b->chains);
 	}
-	if (!b->defer_below)
-		return 0;
-	bt->size = malloc((size_t)t->n * sizeof(*bt->size));
-	if (!bt->size)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < t->n; i++)
-		bt->size[i] = 1;
-	for (uint32_t i = t->n; i-- > 1;)
-		bt->size[t->nodes[i].parent] += bt->size[i];
 	return 0;
 }
 
-/* The cursors of the roots of every tree of thread @ti. */
-static int push_thread(struct builder *b, uint32_t ti, bool with_to)
+/* Tree @i's nodes' keys replaced by their chains, on a worker. */
+static void keys_to_chains(void *arg, uint32_t i)
 {
-	const struct nw_mthread *th = &b->m->threads[ti];
+	struct builder *b = arg;
+	const struct btree *bt = &b->trees[i];
+	const uint32_t *to = b->keys[i].to_chain;
+
+	for (uint32_t n = 1; n < bt->tr->cct->n; n++)
+		bt->chain[n] = to[bt->chain[n]];
+}
+
+static void free_keys(struct builder *b)
+{
+	for (size_t i = 0; b->keys && i < b->ntrees; i++) {
+		free(b->keys[i].v);
+		free(b->keys[i].to_chain);
+		nw_index_fini(&b->keys[i].ix);
+	}
+	free(b->keys);
+	free(b->keys_ret);
+	b->keys = NULL;
+	b->keys_ret = NULL;
+}
+
+/*
+ * The trees of the threads @o selects, each node's chain and what the
+ * merge reads (resolve_tree()), on @nworkers threads; the frames of each
+ * thread's chains are numbered thread by thread, each followed by the
+ * thread's own frame with per_thread (its number in @thread_frame).
+ * -ENOMEM.
+ */
+static int resolve(struct builder *b, const struct nw_stacks_opts *o, uint32_t nworkers,
+		   int64_t *thread_frame)
+{
+	const struct nw_measurement *m = b->m;
+	size_t t = 0;
 	int ret = 0;
 
-	for (uint32_t t = 0; t < th->ntrees && !ret; t++) {
-		struct btree *bt;
+	for (uint32_t ti = 0; ti < m->nthreads; ti++) {
+		const struct nw_mthread *th = &m->threads[ti];
 
-		if (nw_grow(&b->trees, &b->cap_trees, b->ntrees + 1, sizeof(*b->trees)))
+		if (!nw_filter_thread(o->filter, th))
+			continue;
+		if (nw_grow(&b->trees, &b->cap_trees, b->ntrees + th->ntrees, sizeof(*b->trees)))
 			return -ENOMEM;
-		bt = &b->trees[b->ntrees];
-		*bt = (struct btree){ .tr = &th->trees[t], .ti = ti, .t = t };
-		if (with_to) {
-			bt->to = malloc((size_t)th->trees[t].cct->n * sizeof(*bt->to));
-			if (!bt->to)
-				return -ENOMEM;
-			bt->to[NW_CCT_ROOT] = NW_CCT_ROOT;
-			if (b->defer_below) {
-				bt->part = malloc((size_t)th->trees[t].cct->n * sizeof(*bt->part));
-				if (!bt->part)
-					return -ENOMEM;
-				memset(bt->part, 0xff,
-				       (size_t)th->trees[t].cct->n * sizeof(*bt->part));
-			}
-		}
-		if (b->prune) {
-			bt->incl = malloc((size_t)th->trees[t].cct->n * sizeof(*bt->incl));
-			if (!bt->incl)
-				return -ENOMEM;
-			inclusive(th->trees[t].cct, b->prune_metric, bt->incl);
-		}
-		b->ntrees++;
-		ret = chains_of(b, bt);
-		if (!ret)
-			ret = push_roots(b, b->ntrees - 1);
+		for (uint32_t k = 0; k < th->ntrees; k++)
+			b->trees[b->ntrees++] = (struct btree){ .tr = &th->trees[k], .ti = ti, .t = k };
 	}
+	b->keys = calloc(b->ntrees ? b->ntrees : 1, sizeof(*b->keys));
+	b->keys_ret = calloc(b->ntrees ? b->ntrees : 1, sizeof(*b->keys_ret));
+	if (!b->keys || !b->keys_ret)
+		return -ENOMEM;
+	nw_parallel_for((uint32_t)b->ntrees, nworkers, resolve_tree, b);
+	for (size_t i = 0; i < b->ntrees && !ret; i++)
+		ret = b->keys_ret[i];
+	for (uint32_t ti = 0; ti < m->nthreads && !ret; ti++) {
+		const struct nw_mthread *th = &m->threads[ti];
+
+		if (!nw_filter_thread(o->filter, th))
+			continue;
+		for (; t < b->ntrees && b->trees[t].ti == ti && !ret; t++)
+			ret = intern_keys(b, (uint32_t)t);
+		if (!ret && o->per_thread && th->ntrees) {
+			thread_frame[ti] = nw_stacks_thread_frame(&b->s->frames, th);
+			if (thread_frame[ti] < 0)
+				ret = -ENOMEM;
+		}
+	}
+	if (!ret)
+		nw_parallel_for((uint32_t)b->ntrees, nworkers, keys_to_chains, b);
+	free_keys(b);
 	return ret;
 }
 
@@ -1030,6 +1154,7 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 	const struct nw_split *split = o->split;
 	struct builder b = { .s = s, .m = s->m, .dst = s->tree, .in_part = UINT32_MAX };
 	uint32_t *tops = NULL, nworkers;
+	int64_t *thread_frame = NULL;
 	uint64_t nodes = 0;
 	int ret = 0;
 
@@ -1050,12 +1175,11 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 	if (nworkers > 1)
 		b.defer_below = nodes / (nworkers * PARTS) + 1;
 	tops = malloc((s->m->nthreads ? s->m->nthreads : 1) * sizeof(*tops));
-	b.recent = malloc(RECENT * sizeof(*b.recent));
-	if (!tops || !b.recent) {
+	thread_frame = malloc((s->m->nthreads ? s->m->nthreads : 1) * sizeof(*thread_frame));
+	if (!tops || !thread_frame) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	memset(b.recent, 0xff, RECENT * sizeof(*b.recent));
 	if (o->per_thread) {
 		free(s->thread_node);
 		s->thread_node = malloc((s->m->nthreads ? s->m->nthreads : 1) *
@@ -1067,41 +1191,42 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 		memset(s->thread_node, 0xff, (s->m->nthreads ? s->m->nthreads : 1) *
 						     sizeof(*s->thread_node));
 	}
-	for (uint32_t ti = 0; ti < s->m->nthreads && !ret; ti++) {
+	b.with_to = split != NULL || o->node_map;
+	ret = resolve(&b, o, nworkers, thread_frame);
+	for (uint32_t ti = 0, t = 0; ti < s->m->nthreads && !ret; ti++) {
 		const struct nw_mthread *th = &s->m->threads[ti];
-		size_t a = b.ncur, ta = b.ntrees;
+		size_t a = b.ncur, ta = t;
 
 		tops[ti] = NW_CCT_ROOT;
 		if (!nw_filter_thread(o->filter, th))
 			continue;
 		s->nthreads++;
-		ret = push_thread(&b, ti, split != NULL || o->node_map);
+		for (; t < b.ntrees && b.trees[t].ti == ti && !ret; t++)
+			ret = push_roots(&b, t);
 		if (ret || !o->per_thread || !th->ntrees)
 			continue;
 		/* Each thread below its own frame: its trees merge there, now. */
 		{
-			int64_t fi = nw_stacks_thread_frame(&s->frames, th);
+			int64_t fi = thread_frame[ti];
 			/*
 			 * Found among the root's few children, not by nw_cct_child():
 			 * merge() appends, which drops the tree's index, and
 			 * rebuilding it for every thread costs the whole tree each.
 			 */
-			uint32_t top = fi < 0 || o->visit
-					       ? NW_CCT_NONE
-					       : nw_cct_find(s->tree, NW_CCT_ROOT, (uint64_t)fi);
+			uint32_t top = o->visit ? NW_CCT_NONE
+						: nw_cct_find(s->tree, NW_CCT_ROOT, (uint64_t)fi);
 
-			if (top == NW_CCT_NONE && fi >= 0)
+			if (top == NW_CCT_NONE)
 				top = nw_cct_append(s->tree, NW_CCT_ROOT, (uint64_t)fi, 0);
-
 			if (top == NW_CCT_NONE) {
 				ret = -ENOMEM;
 				break;
 			}
 			s->thread_node[ti] = tops[ti] = top;
-			for (size_t t = ta; t < b.ntrees; t++)
-				for (unsigned k = 0; k < b.nm; k++)
-					nw_cct_metrics(s->tree, top)[k] +=
-						nw_cct_metrics(b.trees[t].tr->cct, NW_CCT_ROOT)[k];
+			for (size_t k = ta; k < t; k++)
+				for (unsigned j = 0; j < b.nm; j++)
+					nw_cct_metrics(s->tree, top)[j] +=
+						nw_cct_metrics(b.trees[k].tr->cct, NW_CCT_ROOT)[j];
 			if (o->visit) {
 				/* The thread's frame, then its stacks below it; then none of it is kept. */
 				struct nw_visit v = { 1, (uint32_t)fi, ti,
@@ -1148,6 +1273,7 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 		ret = keep_node_map(s, &b);
 out:
 	free(tops);
+	free(thread_frame);
 	builder_fini(&b);
 	return ret;
 }

@@ -179,7 +179,7 @@ int nw_timeline_build(const struct nw_stacks *s, const struct nw_filter *f,
 			nw_timeline_free(tl);
 			return -ENOMEM;
 		}
-		nw_parallel_for(tl->n, build_job, &pool);
+		nw_parallel_for(tl->n, 0, build_job, &pool);
 		for (uint32_t i = 0; i < tl->n && !rc; i++)
 			rc = pool.rc[i];
 		free(pool.rc);

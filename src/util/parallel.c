@@ -32,13 +32,15 @@ static void *run(void *arg)
 	return NULL;
 }
 
-void nw_parallel_for(uint32_t n, void (*job)(void *arg, uint32_t i), void *arg)
+void nw_parallel_for(uint32_t n, uint32_t workers, void (*job)(void *arg, uint32_t i), void *arg)
 {
 	struct pool p = { .job = job, .arg = arg, .n = n };
-	uint32_t nworkers = nw_parallel_workers(), started = 0;
+	uint32_t nworkers = workers ? workers : nw_parallel_workers(), started = 0;
 	pthread_t threads[MAX_WORKERS];
 
 	atomic_init(&p.next, 0);
+	if (nworkers > MAX_WORKERS)
+		nworkers = MAX_WORKERS;
 	if (nworkers > n)
 		nworkers = n;
 	for (uint32_t w = 1; w < nworkers; w++)

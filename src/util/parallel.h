@@ -13,12 +13,12 @@
 uint32_t nw_parallel_workers(void);
 
 /*
- * Calls @job(@arg, i) once for every i in [0, @n), on up to
- * nw_parallel_workers() threads, this one among them, each taking the
- * next i not yet taken; returns when all are done.  Jobs keep their own
- * results (there is nothing to fail here: a thread that cannot start
+ * Calls @job(@arg, i) once for every i in [0, @n), on up to @workers
+ * threads (0: nw_parallel_workers()), this one among them, each taking
+ * the next i not yet taken; returns when all are done.  Jobs keep their
+ * own results (there is nothing to fail here: a thread that cannot start
  * leaves its share to the others).
  */
-void nw_parallel_for(uint32_t n, void (*job)(void *arg, uint32_t i), void *arg);
+void nw_parallel_for(uint32_t n, uint32_t workers, void (*job)(void *arg, uint32_t i), void *arg);
 
 #endif
