@@ -173,7 +173,8 @@ struct chain {
  * preorder.  No (parent, frame) lookups in the growing tree, which would
  * miss the caches once it is large.
  *
- * Each node's chain is found before the merge, in node order, so the
+ * Each node's chain is found before the merge (each tree located on a
+ * worker, the chains then taken tree by tree in node order), so the
  * frames are numbered by the trees alone.  On a machine of several
  * processors, a group of less than a share of the work (physical nodes
  * below it) is left as a part: after the top of the tree is merged,
