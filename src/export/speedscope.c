@@ -46,7 +46,7 @@ struct ctx {
 };
 
 /* Samples ahead whose memo entries are fetched early. */
-#define PREFETCH 16
+#define PREFETCH 8
 /* Bytes of stack text kept for reuse; beyond them, stacks are made each time. */
 #define MEMO_MAX ((size_t)64 << 20)
 
@@ -566,10 +566,20 @@ static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
 		}
 		/*
 		 * The stacks of samples in time order are far apart in the
-		 * memo: ask for a later sample's entry now, not when it is due.
+		 * memo: ask for a later sample's entry now, and for the text
+		 * of a nearer one (its entry asked for before), not when
+		 * they are due.
 		 */
-		if (c->memo && k + PREFETCH < t->n && t->v[k + PREFETCH].sym < tl->s->tree->n)
-			__builtin_prefetch(&c->memo[t->v[k + PREFETCH].sym]);
+		if (c->memo && k + 2 * PREFETCH < t->n && t->v[k + 2 * PREFETCH].sym < tl->s->tree->n)
+			__builtin_prefetch(&c->memo[t->v[k + 2 * PREFETCH].sym]);
+		if (c->memo && k + PREFETCH < t->n && t->v[k + PREFETCH].sym < tl->s->tree->n) {
+			struct memo soon = c->memo[t->v[k + PREFETCH].sym];
+
+			if (soon.at) {
+				__builtin_prefetch(c->memo_text + soon.at - 1);
+				__builtin_prefetch(c->memo_text + soon.at - 1 + 64);
+			}
+		}
 		if (write_timed_stack(c, tl, t->v[k].sym, first))
 			return -ENOMEM;
 		first = false;

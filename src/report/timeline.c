@@ -64,6 +64,9 @@ static void sort_events(struct nw_tl_event *v, size_t n)
 	}
 }
 
+/* Events decoded ahead of their symbolic nodes: the node map's entries fetched meanwhile. */
+#define BATCH 32
+
 /* Thread @ti's events in [tl->lo, tl->hi) into @t.  -EBADMSG, -ENOMEM. */
 static int build_thread(struct nw_timeline *tl, uint32_t ti, struct nw_tl_thread *t)
 {
@@ -71,9 +74,10 @@ static int build_thread(struct nw_timeline *tl, uint32_t ti, struct nw_tl_thread
 	const struct nw_mthread *th = &m->threads[ti];
 	uint32_t *const *map = tl->s->node_map[ti];
 	struct nw_trace_reader r;
-	struct nw_trace_event ev;
+	struct nw_trace_event batch[BATCH];
+	int tree_of[BATCH];
 	uint32_t last_epoch = UINT32_MAX;
-	int tree = -1, rc;
+	int tree = -1, rc = 1;
 
 	t->thread = ti;
 	t->v = malloc((th->trace->n ? th->trace->n : 1) * sizeof(*t->v));
@@ -81,32 +85,48 @@ static int build_thread(struct nw_timeline *tl, uint32_t ti, struct nw_tl_thread
 		return -ENOMEM;
 	t->first = UINT64_MAX;
 	nw_trace_reader_init(&r, th->trace);
-	while ((rc = nw_trace_next(&r, &ev)) == 1) {
-		struct nw_tl_event *e;
-		uint64_t end;
+	while (rc == 1) {
+		size_t n = 0;
 
-		if (ev.epoch != last_epoch) {
-			tree = nw_mthread_tree_of(m, th, ev.epoch);
-			last_epoch = ev.epoch;
+		/*
+		 * A batch decoded and checked first: each event's node map
+		 * entry is far from the last one's, and all of the batch's
+		 * are on their way before the first is read.
+		 */
+		for (; n < BATCH && (rc = nw_trace_next(&r, &batch[n])) == 1; n++) {
+			const struct nw_trace_event *ev = &batch[n];
+
+			if (ev->epoch != last_epoch) {
+				tree = nw_mthread_tree_of(m, th, ev->epoch);
+				last_epoch = ev->epoch;
+			}
+			if (tree < 0 || !map[tree] || ev->node >= th->trees[tree].cct->n)
+				return -EBADMSG;
+			tree_of[n] = tree;
+			__builtin_prefetch(&map[tree][ev->node]);
 		}
-		if (tree < 0 || !map[tree] || ev.node >= th->trees[tree].cct->n)
-			return -EBADMSG;
-		if (ev.kind == NW_TRACE_OFFCPU) {
-			clip(&ev.time, &ev.value, tl->lo, tl->hi);
-			if (!ev.value)
+		for (size_t k = 0; k < n; k++) {
+			struct nw_trace_event *ev = &batch[k];
+			struct nw_tl_event *e;
+			uint64_t end;
+
+			if (ev->kind == NW_TRACE_OFFCPU) {
+				clip(&ev->time, &ev->value, tl->lo, tl->hi);
+				if (!ev->value)
+					continue;
+			} else if (ev->time < tl->lo || ev->time >= tl->hi) {
 				continue;
-		} else if (ev.time < tl->lo || ev.time >= tl->hi) {
-			continue;
+			}
+			e = &t->v[t->n++];
+			*e = (struct nw_tl_event){ .time = ev->time, .value = ev->value,
+						   .sym = map[tree_of[k]][ev->node],
+						   .event = ev->event, .kind = ev->kind };
+			end = ev->kind == NW_TRACE_OFFCPU ? ev->time + ev->value : ev->time;
+			if (ev->time < t->first)
+				t->first = ev->time;
+			if (end > t->last)
+				t->last = end;
 		}
-		e = &t->v[t->n++];
-		*e = (struct nw_tl_event){ .time = ev.time, .value = ev.value,
-					   .sym = map[tree][ev.node], .event = ev.event,
-					   .kind = ev.kind };
-		end = ev.kind == NW_TRACE_OFFCPU ? ev.time + ev.value : ev.time;
-		if (ev.time < t->first)
-			t->first = ev.time;
-		if (end > t->last)
-			t->last = end;
 	}
 	if (rc < 0)
 		return -EBADMSG;
