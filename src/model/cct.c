@@ -345,6 +345,46 @@ int nw_cct_reserve(struct nw_cct *cct, uint32_t n)
 	return resize(cct, n);
 }
 
+uint32_t nw_cct_extend(struct nw_cct *cct, uint32_t n)
+{
+	uint32_t first = cct->n;
+
+	if (n >= NW_CCT_NONE - cct->n || nw_cct_reserve(cct, cct->n + n))
+		return NW_CCT_NONE;
+	nw_cct_drop_index(cct);
+	cct->n += n;
+	return first;
+}
+
+void nw_cct_copy_below(struct nw_cct *dst, uint32_t at, uint32_t base, const struct nw_cct *src,
+		       unsigned nm)
+{
+	/* Node j of @src is node base + j - 1 here; its root is @at. */
+#define TO(j) ((j) == NW_CCT_NONE ? NW_CCT_NONE : (j) == NW_CCT_ROOT ? at : base + (j) - 1)
+	for (uint32_t j = 1; j < src->n; j++) {
+		const struct nw_cct_node *s = &src->nodes[j];
+		struct nw_cct_node *d = &dst->nodes[base + j - 1];
+		uint32_t parent = TO(s->parent);
+
+		d->ip = s->ip;
+		d->sp = s->sp;
+		d->parent = parent;
+		d->first_child = TO(s->first_child);
+		d->next_sibling = TO(s->next_sibling);
+		/* Parents come first in @src: the parent's hash is made. */
+		d->hash = path_hash(dst->nodes[parent].hash, s->ip);
+		memcpy(nw_cct_metrics(dst, base + j - 1), nw_cct_metrics(src, j),
+		       nm * sizeof(uint64_t));
+		if (dst->nmetrics > nm)
+			memset(nw_cct_metrics(dst, base + j - 1) + nm, 0,
+			       (dst->nmetrics - nm) * sizeof(uint64_t));
+	}
+	dst->nodes[at].first_child = TO(src->nodes[NW_CCT_ROOT].first_child);
+	for (unsigned k = 0; k < nm; k++)
+		nw_cct_metrics(dst, at)[k] += nw_cct_metrics(src, NW_CCT_ROOT)[k];
+#undef TO
+}
+
 int nw_cct_track_changes(struct nw_cct *cct)
 {
 	if (!cct->changed) {

@@ -94,6 +94,22 @@ void nw_cct_link_in_order(struct nw_cct *cct);
 /* Room for @n nodes without growing.  -ENOMEM. */
 int nw_cct_reserve(struct nw_cct *cct, uint32_t n);
 /*
+ * For trees copied into one side by side: adds @n nodes to @cct, left for
+ * nw_cct_copy_below() to fill, and drops the index.  The first new node's
+ * number, or NW_CCT_NONE on allocation failure.
+ */
+uint32_t nw_cct_extend(struct nw_cct *cct, uint32_t n);
+/*
+ * Copies the nodes of @src but its root, with their first @nm metrics,
+ * into the nodes @src node j becomes @base + j - 1 of @dst (added by
+ * nw_cct_extend()), below @dst's node @at, which has no children yet and
+ * takes the root's metrics: the tree nw_cct_append() would make of them in
+ * @src's order.  Copies into ranges of their own, below nodes of their
+ * own, may run side by side.
+ */
+void nw_cct_copy_below(struct nw_cct *dst, uint32_t at, uint32_t base, const struct nw_cct *src,
+		       unsigned nm);
+/*
  * Drops the nodes from @n on (never the root): for a tree used as a stack
  * of paths, whose nodes past @n are all below the ones kept.  The kept
  * nodes' child lists may then name nodes that are gone.

@@ -225,7 +225,7 @@ struct part {
 	uint64_t work;            /* physical nodes below */
 	uint32_t worker;
 	struct nw_cct *tree;      /* its root is @sym */
-	uint32_t *map;            /* once grafted: its tree's nodes in the stacks' tree */
+	uint32_t base;            /* grafted: its node j is the stacks' tree's base + j - 1 */
 };
 
 /* A chain recently looked up: the memo's answer without the resolver or its hash. */
@@ -398,10 +398,8 @@ static void builder_fini(struct builder *b)
 	free(b->rank);
 	free(b->rep);
 	free(b->dcur);
-	for (size_t i = 0; i < b->nparts; i++) {
+	for (size_t i = 0; i < b->nparts; i++)
 		nw_cct_free(b->parts[i].tree);
-		free(b->parts[i].map);
-	}
 	free(b->parts);
 	free(b->trees);
 	free(b->walk);
@@ -860,74 +858,62 @@ static int assign(struct builder *b, uint32_t nworkers)
 	return 0;
 }
 
+/* A part's tree copied below its symbolic node, on a worker, then freed. */
+static void graft_part(void *arg, uint32_t i)
+{
+	struct builder *b = arg;
+	struct part *p = &b->parts[i];
+
+	nw_cct_copy_below(b->dst, p->sym, p->base, p->tree, b->nm);
+	nw_cct_free(p->tree);
+	p->tree = NULL;
+}
+
 /*
  * The physical nodes the workers expanded were mapped to their parts'
- * trees: to the stacks' tree now, one pass over each tree's nodes.
+ * trees: node j of a part is now node base + j - 1 of the stacks' tree,
+ * its root the part's symbolic node.  On a worker per tree.
  */
-static void remap_to(struct builder *b)
+static void remap_tree(void *arg, uint32_t t)
 {
-	for (size_t t = 0; t < b->ntrees; t++) {
-		const struct btree *bt = &b->trees[t];
+	const struct builder *b = arg;
+	const struct btree *bt = &b->trees[t];
 
-		for (uint32_t n = 0; bt->part && n < bt->tr->cct->n; n++)
-			if (bt->part[n] != UINT32_MAX)
-				bt->to[n] = b->parts[bt->part[n]].map[bt->to[n]];
+	for (uint32_t n = 0; bt->part && n < bt->tr->cct->n; n++) {
+		const struct part *p;
+
+		if (bt->part[n] == UINT32_MAX)
+			continue;
+		p = &b->parts[bt->part[n]];
+		bt->to[n] = bt->to[n] == NW_CCT_ROOT ? p->sym : p->base + bt->to[n] - 1;
 	}
 }
 
 /*
- * Copies each part's tree below its symbolic node, in the parts' order,
- * freeing it once copied: the parts and the tree are not both held whole.
- * -ENOMEM.
+ * Copies each part's tree below its symbolic node, the parts one after
+ * the other in their order (as appending them in turn would), each on a
+ * worker into its own range of nodes.  -ENOMEM.
  */
-static int graft(struct builder *b)
+static int graft(struct builder *b, uint32_t nworkers)
 {
-	struct nw_cct *dst = b->dst;
-	uint64_t total = dst->n;
-	bool mapped = false;
-	int ret = 0;
+	uint64_t total = 0;
+	uint32_t base;
 
 	for (size_t i = 0; i < b->nparts; i++)
 		total += b->parts[i].tree->n - 1;
-	for (size_t t = 0; t < b->ntrees; t++)
-		mapped |= b->trees[t].part != NULL;
-	if (total >= NW_CCT_NONE || nw_cct_reserve(dst, (uint32_t)total))
+	if (total >= NW_CCT_NONE)
 		return -ENOMEM;
-	for (size_t i = 0; i < b->nparts && !ret; i++) {
-		struct part *p = &b->parts[i];
-		const struct nw_cct *src = p->tree;
-		uint32_t *map = malloc((size_t)src->n * sizeof(*map));
-
-		if (!map) {
-			ret = -ENOMEM;
-			break;
-		}
-		/* Kept for remap_to() when physical nodes are mapped. */
-		p->map = map;
-		map[NW_CCT_ROOT] = p->sym;
-		for (unsigned k = 0; k < b->nm; k++)
-			nw_cct_metrics(dst, p->sym)[k] += nw_cct_metrics(src, NW_CCT_ROOT)[k];
-		for (uint32_t j = 1; j < src->n; j++) {
-			const struct nw_cct_node *n = &src->nodes[j];
-
-			map[j] = nw_cct_append(dst, map[n->parent], n->ip, n->sp);
-			if (map[j] == NW_CCT_NONE) {
-				ret = -ENOMEM;
-				break;
-			}
-			memcpy(nw_cct_metrics(dst, map[j]), nw_cct_metrics(src, j),
-			       b->nm * sizeof(uint64_t));
-		}
-		nw_cct_free(p->tree);
-		p->tree = NULL;
-		if (!mapped) {
-			free(p->map);
-			p->map = NULL;
-		}
+	base = nw_cct_extend(b->dst, (uint32_t)total);
+	if (base == NW_CCT_NONE)
+		return -ENOMEM;
+	for (size_t i = 0; i < b->nparts; i++) {
+		b->parts[i].base = base;
+		base += b->parts[i].tree->n - 1;
 	}
-	if (!ret && mapped)
-		remap_to(b);
-	return ret;
+	nw_parallel_for((uint32_t)b->nparts, nworkers, graft_part, b);
+	if (b->with_to)
+		nw_parallel_for((uint32_t)b->ntrees, nworkers, remap_tree, b);
+	return 0;
 }
 
 /* Expands the deferred parts on @nworkers threads (this one among them) and grafts them. */
@@ -973,7 +959,7 @@ static int run_parts(struct builder *b, uint32_t nworkers)
 		b->trees[t].size = NULL;
 	}
 	if (!ret)
-		ret = graft(b);
+		ret = graft(b, nworkers);
 	return ret;
 }
 
