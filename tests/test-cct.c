@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* CCT insert, lookup, preorder and merge. */
+/* CCT insert, lookup, preorder, merge, and trees copied below a node side by side. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -273,6 +273,83 @@ static void test_merge_at(void **state)
 	nw_cct_free(src);
 }
 
+/*
+ * Trees copied into ranges of their own below nodes of their own
+ * (nw_cct_extend(), nw_cct_copy_below()) make the tree that appending
+ * their nodes in turn makes: nodes, links, hashes (a lookup finds them)
+ * and metrics.
+ */
+static void test_copy_below(void **state)
+{
+	struct nw_cct *want = nw_cct_new(2), *got = nw_cct_new(2), *part[2];
+	uint32_t at[2], base;
+
+	(void)state;
+	for (int k = 0; k < 2; k++) {
+		uint32_t a, b;
+
+		part[k] = nw_cct_new(2);
+		a = nw_cct_append(part[k], NW_CCT_ROOT, 0x100 + k, 0x10);
+		b = nw_cct_append(part[k], a, 0x200, 0x20);
+		nw_cct_append(part[k], a, 0x300, 0);
+		nw_cct_append(part[k], NW_CCT_ROOT, 0x400, 0);
+		nw_cct_append(part[k], b, 0x500 + k, 0x50);
+		for (uint32_t i = 0; i < part[k]->n; i++) {
+			nw_cct_metrics(part[k], i)[0] = 10 * k + i;
+			nw_cct_metrics(part[k], i)[1] = 1000 + i;
+		}
+	}
+	/* Two nodes of each tree to copy below; the same appends, in turn, in @want. */
+	for (int k = 0; k < 2; k++) {
+		at[k] = nw_cct_append(want, NW_CCT_ROOT, 0x7000 + k, 0);
+		nw_cct_append(got, NW_CCT_ROOT, 0x7000 + k, 0);
+	}
+	for (int k = 0; k < 2; k++) {
+		uint32_t map[8] = { at[k] };
+
+		for (uint32_t j = 1; j < part[k]->n; j++) {
+			const struct nw_cct_node *n = &part[k]->nodes[j];
+
+			map[j] = nw_cct_append(want, map[n->parent], n->ip, n->sp);
+			nw_cct_metrics(want, map[j])[0] = nw_cct_metrics(part[k], j)[0];
+			nw_cct_metrics(want, map[j])[1] = nw_cct_metrics(part[k], j)[1];
+		}
+		nw_cct_metrics(want, at[k])[0] += nw_cct_metrics(part[k], NW_CCT_ROOT)[0];
+		nw_cct_metrics(want, at[k])[1] += nw_cct_metrics(part[k], NW_CCT_ROOT)[1];
+	}
+	base = nw_cct_extend(got, part[0]->n - 1 + part[1]->n - 1);
+	assert_int_equal(base, 3);
+	/* The second first: each copy only writes its own range. */
+	nw_cct_copy_below(got, at[1], base + part[0]->n - 1, part[1], 2);
+	nw_cct_copy_below(got, at[0], base, part[0], 2);
+	assert_int_equal(got->n, want->n);
+	for (uint32_t i = 0; i < want->n; i++) {
+		const struct nw_cct_node *w = &want->nodes[i], *g = &got->nodes[i];
+
+		assert_int_equal(g->ip, w->ip);
+		assert_int_equal(g->sp, w->sp);
+		assert_int_equal(g->parent, w->parent);
+		assert_int_equal(g->first_child, w->first_child);
+		assert_int_equal(g->next_sibling, w->next_sibling);
+		assert_int_equal(g->hash, w->hash);
+		assert_int_equal(nw_cct_metrics(got, i)[0], nw_cct_metrics(want, i)[0]);
+		assert_int_equal(nw_cct_metrics(got, i)[1], nw_cct_metrics(want, i)[1]);
+	}
+	/* The index, rebuilt, finds a copied node by its path. */
+	{
+		uint32_t a = nw_cct_child(got, at[1], 0x101, 0), b, c;
+
+		assert_int_not_equal(a, NW_CCT_NONE);
+		b = nw_cct_child(got, a, 0x200, 0);
+		c = nw_cct_find(got, b, 0x501);
+		assert_int_equal(c, base + part[0]->n - 1 + 4);
+	}
+	for (int k = 0; k < 2; k++)
+		nw_cct_free(part[k]);
+	nw_cct_free(want);
+	nw_cct_free(got);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -284,6 +361,7 @@ int main(void)
 		cmocka_unit_test(test_preorder),
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_merge_at),
+		cmocka_unit_test(test_copy_below),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
