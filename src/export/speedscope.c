@@ -34,9 +34,10 @@ struct ctx {
 	size_t cap_line_at;
 	/*
 	 * In time order a stack comes back again and again: its text, made
-	 * once.  Per node of the tree, where its text starts in @memo_text
-	 * (+ 1; 0 when not made yet) and how long it is: one entry, one cache
-	 * miss, for samples of stacks far apart.
+	 * once (make_texts()), "[f,...,f" without its closing bracket.  Per
+	 * node of the tree, where its text starts in @memo_text (+ 1; 0 when
+	 * not made) and how long it is: one entry, one cache miss, for
+	 * samples of stacks far apart.
 	 */
 	struct memo {
 		uint32_t at, len;
@@ -502,6 +503,118 @@ int nw_speedscope_write_stream(FILE *out, struct nw_stacks *s, const struct nw_f
 
 /* ---- in time order, from the traces ---- */
 
+/* Node @node's frame at depth @d + 1 of the path in c->path and c->line (see make_texts()).  -ENOMEM. */
+static int path_push(struct ctx *c, uint32_t d, uint32_t node)
+{
+	uint32_t f = (uint32_t)c->p->tree->nodes[node].ip;
+	char *q;
+
+	if (nw_grow(&c->path, &c->cap_path, (size_t)d + 2, sizeof(*c->path)) ||
+	    nw_grow(&c->line_at, &c->cap_line_at, (size_t)d + 2, sizeof(*c->line_at)) ||
+	    nw_grow(&c->line, &c->cap_line, c->line_at[d] + 22, 1))
+		return -ENOMEM;
+	c->path[d + 1] = node;
+	q = c->line + c->line_at[d];
+	/* A thread's frame is no frame of the stack. */
+	if (c->p->frames.v[f].kind != NW_FRAME_THREAD) {
+		if (c->line_at[d] > 1)
+			*q++ = ',';
+		q = nw_put_u64(q, (uint64_t)frame_of(c, f));
+	}
+	c->line_at[d + 1] = (size_t)(q - c->line);
+	return 0;
+}
+
+/*
+ * The path from the root to node @node in c->path, its text in c->line:
+ * for a node whose caller is not on the path walked.  Its depth, or -ENOMEM.
+ */
+static int64_t path_to(struct ctx *c, uint32_t node, uint32_t **up, size_t *cap)
+{
+	size_t n = 0;
+	uint32_t d = 0;
+
+	for (uint32_t i = node; i != NW_CCT_ROOT; i = c->p->tree->nodes[i].parent) {
+		if (nw_grow(up, cap, n + 1, sizeof(**up)))
+			return -ENOMEM;
+		(*up)[n++] = i;
+	}
+	while (n--)
+		if (path_push(c, d++, (*up)[n]))
+			return -ENOMEM;
+	return d;
+}
+
+/*
+ * The text of the stack of every node with samples of @event, made
+ * before any is written: the nodes on the way to them marked, then met in
+ * node order, the order the merge made them in (a node after its caller,
+ * a subtree in one piece but for the parts grafted at the end), with the
+ * path to the node in c->path and its text in c->line: a node's text is
+ * its caller's and one number more.  Frames are numbered as this walk
+ * meets them.  Past MEMO_MAX bytes of text, the stacks of the nodes left
+ * are made when written.  -ENOMEM.
+ */
+static int make_texts(struct ctx *c, const struct nw_timeline *tl, uint16_t event)
+{
+	const struct nw_cct *t = c->p->tree;
+	uint8_t *mark = calloc(t->n ? t->n : 1, 1); /* 1: on the way to a sample; 2: sampled */
+	uint32_t *up = NULL, d = 0;
+	size_t cap_up = 0;
+	int ret = -ENOMEM;
+
+	c->memo = calloc(t->n ? t->n : 1, sizeof(*c->memo));
+	if (!mark || !c->memo || nw_grow(&c->path, &c->cap_path, 1, sizeof(*c->path)) ||
+	    nw_grow(&c->line_at, &c->cap_line_at, 1, sizeof(*c->line_at)) ||
+	    nw_grow(&c->line, &c->cap_line, 1, 1))
+		goto out;
+	for (uint32_t i = 0; i < tl->n; i++)
+		for (size_t k = 0; k < tl->threads[i].n; k++) {
+			const struct nw_tl_event *e = &tl->threads[i].v[k];
+
+			if (e->kind == NW_TRACE_SAMPLE && e->event == event && e->sym < t->n)
+				mark[e->sym] = 2;
+		}
+	/* Children come after their parents: one pass up marks the way. */
+	for (uint32_t i = t->n; i-- > 1;)
+		if (mark[i] && t->nodes[i].parent < i)
+			mark[t->nodes[i].parent] |= 1;
+	c->path[0] = NW_CCT_ROOT;
+	c->line[0] = '[';
+	c->line_at[0] = 1;
+	for (uint32_t i = 1; i < t->n; i++) {
+		uint32_t parent = t->nodes[i].parent;
+		size_t len;
+
+		if (!mark[i])
+			continue;
+		while (d > 0 && c->path[d] != parent)
+			d--;
+		if (c->path[d] != parent) {
+			int64_t pd = path_to(c, parent, &up, &cap_up);
+
+			if (pd < 0)
+				goto out;
+			d = (uint32_t)pd;
+		}
+		if (path_push(c, d++, i))
+			goto out;
+		len = c->line_at[d];
+		if (!(mark[i] & 2) || c->memo_size + len > MEMO_MAX)
+			continue;
+		if (nw_grow(&c->memo_text, &c->cap_memo, c->memo_size + len, 1))
+			goto out;
+		memcpy(c->memo_text + c->memo_size, c->line, len);
+		c->memo[i] = (struct memo){ (uint32_t)c->memo_size + 1, (uint32_t)len };
+		c->memo_size += len;
+	}
+	ret = 0;
+out:
+	free(mark);
+	free(up);
+	return ret;
+}
+
 /* Writes the stack of node @sym, after a comma unless @first.  -ENOMEM. */
 static int write_timed_stack(struct ctx *c, const struct nw_timeline *tl, uint32_t sym,
 			     bool first)
@@ -511,10 +624,12 @@ static int write_timed_stack(struct ctx *c, const struct nw_timeline *tl, uint32
 
 	if (!first)
 		fputc(',', c->out);
-	if (c->memo && sym < tl->s->tree->n && c->memo[sym].at) {
+	if (sym < tl->s->tree->n && c->memo[sym].at) {
 		fwrite(c->memo_text + c->memo[sym].at - 1, 1, c->memo[sym].len, c->out);
+		fputc(']', c->out);
 		return 0;
 	}
+	/* Not made before: the memo was full. */
 	n = nw_timeline_stack(tl, sym, &c->path, &c->cap_path);
 	if (n < 0)
 		return -ENOMEM;
@@ -522,12 +637,6 @@ static int write_timed_stack(struct ctx *c, const struct nw_timeline *tl, uint32
 	if (!len)
 		return -ENOMEM;
 	fwrite(c->line, 1, len, c->out);
-	if (c->memo && sym < tl->s->tree->n && c->memo_size + len <= MEMO_MAX &&
-	    !nw_grow(&c->memo_text, &c->cap_memo, c->memo_size + len, 1)) {
-		memcpy(c->memo_text + c->memo_size, c->line, len);
-		c->memo[sym] = (struct memo){ (uint32_t)c->memo_size + 1, (uint32_t)len };
-		c->memo_size += len;
-	}
 	return 0;
 }
 
@@ -570,9 +679,9 @@ static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
 		 * of a nearer one (its entry asked for before), not when
 		 * they are due.
 		 */
-		if (c->memo && k + 2 * PREFETCH < t->n && t->v[k + 2 * PREFETCH].sym < tl->s->tree->n)
+		if (k + 2 * PREFETCH < t->n && t->v[k + 2 * PREFETCH].sym < tl->s->tree->n)
 			__builtin_prefetch(&c->memo[t->v[k + 2 * PREFETCH].sym]);
-		if (c->memo && k + PREFETCH < t->n && t->v[k + PREFETCH].sym < tl->s->tree->n) {
+		if (k + PREFETCH < t->n && t->v[k + PREFETCH].sym < tl->s->tree->n) {
 			struct memo soon = c->memo[t->v[k + PREFETCH].sym];
 
 			if (soon.at) {
@@ -637,8 +746,9 @@ int nw_speedscope_write_timeline(FILE *out, const struct nw_timeline *tl, unsign
 		goto out;
 	}
 	memset(c.frame_of, 0xff, (nfuncs ? nfuncs : 1) * sizeof(*c.frame_of));
-	/* Without room for the memo, stacks are made each time. */
-	c.memo = calloc(tl->s->tree->n ? tl->s->tree->n : 1, sizeof(*c.memo));
+	ret = make_texts(&c, tl, event);
+	if (ret)
+		goto out;
 	/* The busiest thread opens first. */
 	for (uint32_t i = 0; i < tl->n; i++) {
 		uint64_t n = 0;
