@@ -1140,7 +1140,7 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 {
 	const struct nw_split *split = o->split;
 	struct builder b = { .s = s, .m = s->m, .dst = s->tree, .in_part = UINT32_MAX };
-	uint32_t *tops = NULL, nworkers;
+	uint32_t *tops = NULL, nworkers, rworkers;
 	int64_t *thread_frame = NULL;
 	uint64_t nodes = 0;
 	int ret = 0;
@@ -1156,8 +1156,12 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 	b.nm = s->tree->nmetrics < s->m->nmetrics ? s->tree->nmetrics : s->m->nmetrics;
 	b.prune = o->prune_share > 0 && o->prune_metric < b.nm;
 	b.prune_metric = o->prune_metric;
-	/* A visitor is called in order: one worker, this thread. */
-	nworkers = o->visit ? 1 : workers_for(s, o, &nodes);
+	/*
+	 * A visitor is called in order: one worker, this thread, for the
+	 * merge; the trees' nodes are located on all of them still.
+	 */
+	rworkers = workers_for(s, o, &nodes);
+	nworkers = o->visit ? 1 : rworkers;
 	/* Groups of less than a share of the work for each worker are theirs. */
 	if (nworkers > 1)
 		b.defer_below = nodes / (nworkers * PARTS) + 1;
@@ -1179,7 +1183,7 @@ int nw_stacks_build(struct nw_stacks *s, const struct nw_stacks_opts *o)
 						     sizeof(*s->thread_node));
 	}
 	b.with_to = split != NULL || o->node_map;
-	ret = resolve(&b, o, nworkers, thread_frame);
+	ret = resolve(&b, o, rworkers, thread_frame);
 	for (uint32_t ti = 0, t = 0; ti < s->m->nthreads && !ret; ti++) {
 		const struct nw_mthread *th = &s->m->threads[ti];
 		size_t a = b.ncur, ta = t;
