@@ -452,33 +452,61 @@ static int read_trace(const struct source *src, struct nw_mthread *th, const cha
 	return rc;
 }
 
+struct trace_pool {
+	const struct source *src;
+	const struct nw_measurement *m;
+	struct parse_job *jobs;   /* cp unused */
+	uint32_t n;
+};
+
+static void trace_job(void *arg, uint32_t i)
+{
+	struct trace_pool *pool = arg;
+	struct parse_job *j = &pool->jobs[i];
+
+	if (pool->src->packed)
+		j->ret = read_trace(pool->src, j->th, j->path, pool->m, j->err, sizeof(j->err));
+	else
+		j->ret = nw_tracefile_read(j->path, pool->m, j->th, &j->th->trace, j->err,
+					   sizeof(j->err));
+}
+
 int nw_measurement_read_traces(struct nw_measurement *m, const char *dir, char *err,
 			       size_t errlen)
 {
 	struct source src = { .dir = dir };
+	struct trace_pool pool = { .src = &src, .m = m };
 	int n = 0, rc = 0;
 
+	pool.jobs = calloc(m->nthreads ? m->nthreads : 1, sizeof(*pool.jobs));
+	if (!pool.jobs)
+		return -ENOMEM;
 	for (uint32_t i = 0; i < m->nthreads && !rc; i++) {
 		struct nw_mthread *th = &m->threads[i];
-		char *path;
+		struct parse_job *j = &pool.jobs[pool.n];
 
 		if (th->trace || !th->trace_file)
 			continue;
 		rc = open_pack(&src, m, err, errlen);
 		if (rc)
 			break;
-		path = shown_name(&src, m, th->trace_file);
-		if (!path) {
-			rc = -ENOMEM;
-			break;
-		}
-		if (src.packed)
-			rc = read_trace(&src, th, path, m, err, errlen);
-		else
-			rc = nw_tracefile_read(path, m, th, &th->trace, err, errlen);
-		free(path);
+		j->th = th;
+		j->path = shown_name(&src, m, th->trace_file);
+		rc = j->path ? 0 : -ENOMEM;
+		pool.n++;
+	}
+	/* Each trace decoded and checked on its own, side by side. */
+	if (!rc)
+		nw_parallel_for(pool.n, 0, trace_job, &pool);
+	for (uint32_t i = 0; i < pool.n && !rc; i++) {
+		rc = pool.jobs[i].ret;
+		if (rc)
+			nw_set_err(err, errlen, "%s", pool.jobs[i].err);
 		n += !rc;
 	}
+	for (uint32_t i = 0; i < pool.n; i++)
+		free(pool.jobs[i].path);
+	free(pool.jobs);
 	close_pack(&src);
 	return rc ? rc : n;
 }
