@@ -21,9 +21,6 @@
 #include "report/recursion.h"
 #include "report/stacks.h"
 #include "report/timeline.h"
-#include <time.h>
-static double dbg_t0;
-static void DBG(const char *w) { struct timespec t; clock_gettime(CLOCK_MONOTONIC,&t); double n=t.tv_sec*1e3+t.tv_nsec/1e6; if(!dbg_t0) dbg_t0=n; if (getenv("NW_DBG")) fprintf(stderr,"%-12s %7.1f\n",w,n-dbg_t0);}
 #include "report/transform.h"
 #include "report/views.h"
 #include "sections/join.h"
@@ -660,10 +657,8 @@ static struct nw_timeline *report_timeline(const struct report_opts *o, const st
 	struct nw_timeline *tl = NULL;
 	int ret = s ? nw_stacks_build(s, &so) : -ENOMEM;
 
-	DBG("stacks");
 	if (!ret)
 		ret = nw_timeline_build(s, &o->filter, &tl);
-	DBG("timeline");
 	if (ret == -ENODATA)
 		fprintf(stderr, "narwhal-report: %s: no trace of the threads selected (recorded "
 				"with --no-trace?): the time of each sample is needed\n", l->dir);
@@ -847,16 +842,10 @@ static int write_flamegraph(const char *path, const struct nw_stacks *s,
 			    const struct nw_flamegraph_opts *fo)
 {
 	FILE *f = open_out(path);
-	int r;
 
-	DBG("fg-start");
 	if (!f)
 		return 1;
-	r = nw_flamegraph_write(f, s, fo);
-	DBG("fg-formatted");
-	r = close_out(f, path, r);
-	DBG("fg-closed");
-	return r;
+	return close_out(f, path, nw_flamegraph_write(f, s, fo));
 }
 
 static int write_pprof(const struct report_opts *o, const struct loaded *l, bool last)
@@ -917,10 +906,8 @@ static int run_exports(const struct report_opts *o, const struct loaded *l)
 					    f, tl, o->metric ? metric
 							     : nw_speedscope_default_metric(l->m)))
 			: 1;
-		DBG("written");
 		nw_timeline_free(tl);
 		nw_stacks_free(s);
-		DBG("freed");
 		if (ret)
 			return 1;
 	} else if (o->speedscope && !shaped(o)) {
@@ -976,7 +963,6 @@ static int run_exports(const struct report_opts *o, const struct loaded *l)
 					 nw_flamegraph_min_share(&fo), metric);
 		if (!s)
 			return 1;
-		DBG("fg-built");
 		subtitle = nw_export_subtitle(s, metric);
 		if (!subtitle) {
 			fprintf(stderr, "narwhal-report: %s: %s\n", o->flamegraph,
@@ -988,7 +974,6 @@ static int run_exports(const struct report_opts *o, const struct loaded *l)
 		ret = write_flamegraph(o->flamegraph, s, &fo);
 		free(subtitle);
 		nw_stacks_free(s);
-		DBG("fg-freed");
 		if (ret)
 			return 1;
 	}
@@ -1102,9 +1087,7 @@ static int report(struct report_opts *o)
 	FILE *out = stdout;
 	int ret, matched = 0;
 
-	DBG("start");
 	ret = load(o, o->dirs, o->ndirs, &l);
-	DBG("loaded");
 	if (ret)
 		goto out;
 	o->view_opts.metric = l.metric;
@@ -1139,7 +1122,6 @@ static int report(struct report_opts *o)
 		ret = close_out(out, name, ret);
 out:
 	unload(&l);
-	DBG("unloaded");
 	return ret;
 }
 
