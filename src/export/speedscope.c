@@ -44,12 +44,36 @@ struct ctx {
 	} *memo;
 	char *memo_text;
 	size_t memo_size, cap_memo;
+	struct nw_strbuf out_buf; /* samples gathered before they go to @out */
 };
 
 /* Samples ahead whose memo entries are fetched early. */
 #define PREFETCH 8
+/* Bytes of output gathered before they go to the stream. */
+#define OUT_CHUNK ((size_t)64 << 10)
 /* Bytes of stack text kept for reuse; beyond them, stacks are made each time. */
 #define MEMO_MAX ((size_t)64 << 20)
+
+/*
+ * Room for @n bytes at the end of c->out_buf, which goes to the stream
+ * by OUT_CHUNK: a stdio call per sample is a lock and a copy each.  NULL
+ * on ENOMEM; nw_sb_end() ends what was written.
+ */
+static char *out_room(struct ctx *c, size_t n)
+{
+	if (c->out_buf.len && c->out_buf.len + n > OUT_CHUNK) {
+		fwrite(c->out_buf.s, 1, c->out_buf.len, c->out);
+		nw_sb_reset(&c->out_buf);
+	}
+	return nw_sb_room(&c->out_buf, n);
+}
+
+static void out_flush(struct ctx *c)
+{
+	if (c->out_buf.len)
+		fwrite(c->out_buf.s, 1, c->out_buf.len, c->out);
+	nw_sb_reset(&c->out_buf);
+}
 
 /* The shared frame of func @fi, numbered on first use. */
 static int64_t frame_of(struct ctx *c, uint32_t fi)
@@ -619,24 +643,33 @@ out:
 static int write_timed_stack(struct ctx *c, const struct nw_timeline *tl, uint32_t sym,
 			     bool first)
 {
+	const char *text;
 	size_t len;
-	int n;
+	char *q;
 
-	if (!first)
-		fputc(',', c->out);
 	if (sym < tl->s->tree->n && c->memo[sym].at) {
-		fwrite(c->memo_text + c->memo[sym].at - 1, 1, c->memo[sym].len, c->out);
-		fputc(']', c->out);
-		return 0;
+		text = c->memo_text + c->memo[sym].at - 1;
+		len = c->memo[sym].len;
+	} else {
+		/* Not made before: the memo was full. */
+		int n = nw_timeline_stack(tl, sym, &c->path, &c->cap_path);
+
+		len = n < 0 ? 0 : format_stack(c, (uint32_t)n);
+		if (!len)
+			return -ENOMEM;
+		/* Without its bracket, as the memo's. */
+		text = c->line;
+		len--;
 	}
-	/* Not made before: the memo was full. */
-	n = nw_timeline_stack(tl, sym, &c->path, &c->cap_path);
-	if (n < 0)
+	q = out_room(c, len + 2);
+	if (!q)
 		return -ENOMEM;
-	len = format_stack(c, (uint32_t)n);
-	if (!len)
-		return -ENOMEM;
-	fwrite(c->line, 1, len, c->out);
+	if (!first)
+		*q++ = ',';
+	memcpy(q, text, len);
+	q += len;
+	*q++ = ']';
+	nw_sb_end(&c->out_buf, q);
 	return 0;
 }
 
@@ -698,12 +731,16 @@ static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
 			;
 		k = e;
 	}
+	out_flush(c);
 	fputs("],\"weights\":[", c->out);
 	first = true;
 	for (size_t k = 0; k < t->n;) {
-		char num[24], *q = num;
+		char *q = out_room(c, 22);
 		uint64_t w = 0;
 		size_t e;
+
+		if (!q)
+			return -ENOMEM;
 
 		if (t->v[k].kind != NW_TRACE_SAMPLE || t->v[k].event != event) {
 			k++;
@@ -716,11 +753,11 @@ static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
 				w += by_period ? t->v[e].value : 1;
 		if (!first)
 			*q++ = ',';
-		q = nw_put_u64(q, w);
-		fwrite(num, 1, (size_t)(q - num), c->out);
+		nw_sb_end(&c->out_buf, nw_put_u64(q, w));
 		first = false;
 		k = e;
 	}
+	out_flush(c);
 	fputs("]}", c->out);
 	return 0;
 }
@@ -795,6 +832,7 @@ out:
 	free(c.path);
 	free(c.memo);
 	free(c.memo_text);
+	nw_sb_fini(&c.out_buf);
 	free(c.line);
 	free(c.line_at);
 	return ret;
