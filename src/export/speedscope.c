@@ -45,6 +45,7 @@ struct ctx {
 	char *memo_text;
 	size_t memo_size, cap_memo;
 	struct nw_strbuf out_buf; /* samples gathered before they go to @out */
+	struct nw_strbuf weights; /* a profile's weights, written after its samples */
 };
 
 /* Samples ahead whose memo entries are fetched early. */
@@ -577,9 +578,12 @@ static int64_t path_to(struct ctx *c, uint32_t node, uint32_t **up, size_t *cap)
  * path to the node in c->path and its text in c->line: a node's text is
  * its caller's and one number more.  Frames are numbered as this walk
  * meets them.  Past MEMO_MAX bytes of text, the stacks of the nodes left
- * are made when written.  -ENOMEM.
+ * are made when written.  Counts each timeline thread's samples into
+ * @samples and adds up their weight (their periods, or 1 each) into
+ * @total on the way.  -ENOMEM.
  */
-static int make_texts(struct ctx *c, const struct nw_timeline *tl, uint16_t event)
+static int make_texts(struct ctx *c, const struct nw_timeline *tl, uint16_t event,
+		      bool by_period, uint64_t *samples, uint64_t *total)
 {
 	const struct nw_cct *t = c->p->tree;
 	uint8_t *mark = calloc(t->n ? t->n : 1, 1); /* 1: on the way to a sample; 2: sampled */
@@ -592,11 +596,16 @@ static int make_texts(struct ctx *c, const struct nw_timeline *tl, uint16_t even
 	    nw_grow(&c->line_at, &c->cap_line_at, 1, sizeof(*c->line_at)) ||
 	    nw_grow(&c->line, &c->cap_line, 1, 1))
 		goto out;
+	/* With each thread's samples and their weight, for its profile's head. */
 	for (uint32_t i = 0; i < tl->n; i++)
 		for (size_t k = 0; k < tl->threads[i].n; k++) {
 			const struct nw_tl_event *e = &tl->threads[i].v[k];
 
-			if (e->kind == NW_TRACE_SAMPLE && e->event == event && e->sym < t->n)
+			if (e->kind != NW_TRACE_SAMPLE || e->event != event)
+				continue;
+			samples[i]++;
+			total[i] += by_period ? e->value : 1;
+			if (e->sym < t->n)
 				mark[e->sym] = 2;
 		}
 	/* Children come after their parents: one pass up marks the way. */
@@ -673,22 +682,23 @@ static int write_timed_stack(struct ctx *c, const struct nw_timeline *tl, uint32
 	return 0;
 }
 
-/* One thread's samples of @event in time order, each weighing its period (@by_period) or 1. */
+/*
+ * One thread's samples of @event in time order, each weighing its period
+ * (@by_period) or 1, @total in all; their weights gathered beside them in
+ * c->weights, written after.
+ */
 static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
-			       const struct nw_tl_thread *t, uint16_t event, bool by_period)
+			       const struct nw_tl_thread *t, uint16_t event, bool by_period,
+			       uint64_t total)
 {
 	const struct nw_mthread *th = &c->p->m->threads[t->thread];
 	char *name = nw_strdup_printf("%s (pid %u, tid %u)", th->comm ? th->comm : "", th->pid,
 				      th->tid);
-	uint64_t total = 0;
 	bool first = true;
 	int ret;
 
 	if (!name)
 		return -ENOMEM;
-	for (size_t k = 0; k < t->n; k++)
-		if (t->v[k].kind == NW_TRACE_SAMPLE && t->v[k].event == event)
-			total += by_period ? t->v[k].value : 1;
 	fputs("{\"type\":\"sampled\",\"name\":", c->out);
 	ret = nw_export_json_str(c->out, name);
 	free(name);
@@ -698,9 +708,12 @@ static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
 		by_period && c->p->m->metrics[c->metric].unit == NW_UNIT_NANOSECONDS ? "nanoseconds"
 										      : "none",
 		(unsigned long long)total);
+	nw_sb_reset(&c->weights);
 	/* Consecutive samples of one stack are one sample of their summed weight. */
 	for (size_t k = 0; k < t->n;) {
+		uint64_t w = 0;
 		size_t e;
+		char *q;
 
 		if (t->v[k].kind != NW_TRACE_SAMPLE || t->v[k].event != event) {
 			k++;
@@ -724,40 +737,23 @@ static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
 		}
 		if (write_timed_stack(c, tl, t->v[k].sym, first))
 			return -ENOMEM;
-		first = false;
-		for (e = k + 1; e < t->n && (t->v[e].kind != NW_TRACE_SAMPLE || t->v[e].event != event ||
-					      t->v[e].sym == t->v[k].sym);
-		     e++)
-			;
-		k = e;
-	}
-	out_flush(c);
-	fputs("],\"weights\":[", c->out);
-	first = true;
-	for (size_t k = 0; k < t->n;) {
-		char *q = out_room(c, 22);
-		uint64_t w = 0;
-		size_t e;
-
-		if (!q)
-			return -ENOMEM;
-
-		if (t->v[k].kind != NW_TRACE_SAMPLE || t->v[k].event != event) {
-			k++;
-			continue;
-		}
 		for (e = k; e < t->n && (t->v[e].kind != NW_TRACE_SAMPLE || t->v[e].event != event ||
 					  t->v[e].sym == t->v[k].sym);
 		     e++)
 			if (t->v[e].kind == NW_TRACE_SAMPLE && t->v[e].event == event)
 				w += by_period ? t->v[e].value : 1;
+		q = nw_sb_room(&c->weights, 22);
+		if (!q)
+			return -ENOMEM;
 		if (!first)
 			*q++ = ',';
-		nw_sb_end(&c->out_buf, nw_put_u64(q, w));
+		nw_sb_end(&c->weights, nw_put_u64(q, w));
 		first = false;
 		k = e;
 	}
 	out_flush(c);
+	fputs("],\"weights\":[", c->out);
+	fwrite(nw_sb_str(&c->weights), 1, c->weights.len, c->out);
 	fputs("]}", c->out);
 	return 0;
 }
@@ -769,7 +765,7 @@ int nw_speedscope_write_timeline(FILE *out, const struct nw_timeline *tl, unsign
 	uint16_t event = nw_timeline_event(m, metric);
 	uint32_t nfuncs = tl->s->frames.n;
 	struct nw_strbuf cmd = { 0 };
-	uint64_t best = 0;
+	uint64_t best = 0, *samples = NULL, *total = NULL;
 	int64_t active = 0, nprof = 0;
 	int ret = 0;
 	bool time_unit;
@@ -778,26 +774,23 @@ int nw_speedscope_write_timeline(FILE *out, const struct nw_timeline *tl, unsign
 	time_unit = metric < m->nmetrics && !nw_metric_counts_samples(&m->metrics[metric]);
 	c.frame_of = malloc((nfuncs ? nfuncs : 1) * sizeof(*c.frame_of));
 	c.used = malloc((nfuncs ? nfuncs : 1) * sizeof(*c.used));
-	if (!c.frame_of || !c.used) {
+	samples = calloc(tl->n ? tl->n : 1, sizeof(*samples));
+	total = calloc(tl->n ? tl->n : 1, sizeof(*total));
+	if (!c.frame_of || !c.used || !samples || !total) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	memset(c.frame_of, 0xff, (nfuncs ? nfuncs : 1) * sizeof(*c.frame_of));
-	ret = make_texts(&c, tl, event);
+	ret = make_texts(&c, tl, event, time_unit, samples, total);
 	if (ret)
 		goto out;
 	/* The busiest thread opens first. */
 	for (uint32_t i = 0; i < tl->n; i++) {
-		uint64_t n = 0;
-
-		for (size_t k = 0; k < tl->threads[i].n; k++)
-			n += tl->threads[i].v[k].kind == NW_TRACE_SAMPLE &&
-			     tl->threads[i].v[k].event == event;
-		if (n > best) {
-			best = n;
+		if (samples[i] > best) {
+			best = samples[i];
 			active = nprof;
 		}
-		nprof += n != 0;
+		nprof += samples[i] != 0;
 	}
 	for (uint32_t i = 0; i < m->run.argc; i++)
 		nw_sb_printf(&cmd, "%s%s", i ? " " : "", m->run.argv[i] ? m->run.argv[i] : "");
@@ -808,16 +801,12 @@ int nw_speedscope_write_timeline(FILE *out, const struct nw_timeline *tl, unsign
 	fprintf(out, ",\"activeProfileIndex\":%lld,\"profiles\":[", (long long)active);
 	nprof = 0;
 	for (uint32_t i = 0; !ret && i < tl->n; i++) {
-		bool any = false;
-
-		for (size_t k = 0; k < tl->threads[i].n && !any; k++)
-			any = tl->threads[i].v[k].kind == NW_TRACE_SAMPLE &&
-			      tl->threads[i].v[k].event == event;
-		if (!any)
+		/* A thread without samples would be an empty, useless tab. */
+		if (!samples[i])
 			continue;
 		if (nprof++)
 			fputc(',', out);
-		ret = write_timed_profile(&c, tl, &tl->threads[i], event, time_unit);
+		ret = write_timed_profile(&c, tl, &tl->threads[i], event, time_unit, total[i]);
 	}
 	fputs("],", out);
 	if (!ret)
@@ -833,6 +822,9 @@ out:
 	free(c.memo);
 	free(c.memo_text);
 	nw_sb_fini(&c.out_buf);
+	nw_sb_fini(&c.weights);
+	free(samples);
+	free(total);
 	free(c.line);
 	free(c.line_at);
 	return ret;
