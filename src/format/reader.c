@@ -230,11 +230,61 @@ struct parse_job {
 	char err[512];
 };
 
-struct parse_pool {
+/* The files of the threads, read side by side: their trees, or their traces. */
+struct file_pool {
 	const struct source *src;
+	const struct nw_measurement *m;
 	struct parse_job *jobs;
 	uint32_t n;
 };
+
+/*
+ * A job for each thread whose tree file the manifest names, or with
+ * @traces, whose trace file it names and that has no trace yet.  -ENOMEM.
+ */
+static int list_files(struct file_pool *pool, struct nw_measurement *m, bool traces)
+{
+	pool->m = m;
+	pool->jobs = calloc(m->nthreads ? m->nthreads : 1, sizeof(*pool->jobs));
+	if (!pool->jobs)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < m->nthreads; i++) {
+		struct nw_mthread *th = &m->threads[i];
+		struct parse_job *j = &pool->jobs[pool->n];
+		const char *file = traces ? (th->trace ? NULL : th->trace_file) : th->file;
+
+		if (!file)
+			continue;
+		j->th = th;
+		j->path = shown_name(pool->src, m, file);
+		if (!j->path)
+			return -ENOMEM;
+		pool->n++;
+	}
+	return 0;
+}
+
+/* Runs @job for every file on the workers: the first failure in thread order, with its message. */
+static int run_files(struct file_pool *pool, void (*job)(void *arg, uint32_t i), char *err,
+		     size_t errlen)
+{
+	nw_parallel_for(pool->n, 0, job, pool);
+	for (uint32_t i = 0; i < pool->n; i++)
+		if (pool->jobs[i].ret) {
+			nw_set_err(err, errlen, "%s", pool->jobs[i].err);
+			return pool->jobs[i].ret;
+		}
+	return 0;
+}
+
+static void free_files(struct file_pool *pool)
+{
+	for (uint32_t i = 0; pool->jobs && i < pool->n; i++) {
+		nw_csprof_free(pool->jobs[i].cp);
+		free(pool->jobs[i].path);
+	}
+	free(pool->jobs);
+}
 
 static void parse_one(const struct source *src, struct parse_job *j)
 {
@@ -256,7 +306,7 @@ static void parse_one(const struct source *src, struct parse_job *j)
 
 static void parse_job(void *arg, uint32_t i)
 {
-	struct parse_pool *pool = arg;
+	struct file_pool *pool = arg;
 
 	parse_one(pool->src, &pool->jobs[i]);
 }
@@ -299,37 +349,15 @@ static int adopt_thread(struct nw_measurement *m, struct parse_job *j, char *err
 static int load_threads(struct nw_measurement *m, const struct source *src, char *err,
 			size_t errlen)
 {
-	struct parse_pool pool = { .src = src };
-	int rc = 0;
+	struct file_pool pool = { .src = src };
+	int rc = list_files(&pool, m, false);
 
-	pool.jobs = calloc(m->nthreads ? m->nthreads : 1, sizeof(*pool.jobs));
-	if (!pool.jobs)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < m->nthreads && !rc; i++) {
-		struct parse_job *j = &pool.jobs[pool.n];
-
-		if (!m->threads[i].file)
-			continue;
-		j->th = &m->threads[i];
-		j->path = shown_name(src, m, j->th->file);
-		rc = j->path ? 0 : -ENOMEM;
-		pool.n++;
-	}
 	/* The files side by side, each on one thread. */
 	if (!rc)
-		nw_parallel_for(pool.n, 0, parse_job, &pool);
-	for (uint32_t i = 0; i < pool.n && !rc; i++) {
-		rc = pool.jobs[i].ret;
-		if (rc)
-			nw_set_err(err, errlen, "%s", pool.jobs[i].err);
-		else
-			rc = adopt_thread(m, &pool.jobs[i], err, errlen);
-	}
-	for (uint32_t i = 0; i < pool.n; i++) {
-		nw_csprof_free(pool.jobs[i].cp);
-		free(pool.jobs[i].path);
-	}
-	free(pool.jobs);
+		rc = run_files(&pool, parse_job, err, errlen);
+	for (uint32_t i = 0; i < pool.n && !rc; i++)
+		rc = adopt_thread(m, &pool.jobs[i], err, errlen);
+	free_files(&pool);
 	return rc;
 }
 
@@ -452,16 +480,9 @@ static int read_trace(const struct source *src, struct nw_mthread *th, const cha
 	return rc;
 }
 
-struct trace_pool {
-	const struct source *src;
-	const struct nw_measurement *m;
-	struct parse_job *jobs;   /* cp unused */
-	uint32_t n;
-};
-
 static void trace_job(void *arg, uint32_t i)
 {
-	struct trace_pool *pool = arg;
+	struct file_pool *pool = arg;
 	struct parse_job *j = &pool->jobs[i];
 
 	if (pool->src->packed)
@@ -475,38 +496,20 @@ int nw_measurement_read_traces(struct nw_measurement *m, const char *dir, char *
 			       size_t errlen)
 {
 	struct source src = { .dir = dir };
-	struct trace_pool pool = { .src = &src, .m = m };
-	int n = 0, rc = 0;
+	struct file_pool pool = { .src = &src };
+	int rc = 0;
 
-	pool.jobs = calloc(m->nthreads ? m->nthreads : 1, sizeof(*pool.jobs));
-	if (!pool.jobs)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < m->nthreads && !rc; i++) {
-		struct nw_mthread *th = &m->threads[i];
-		struct parse_job *j = &pool.jobs[pool.n];
-
-		if (th->trace || !th->trace_file)
-			continue;
-		rc = open_pack(&src, m, err, errlen);
-		if (rc)
-			break;
-		j->th = th;
-		j->path = shown_name(&src, m, th->trace_file);
-		rc = j->path ? 0 : -ENOMEM;
-		pool.n++;
-	}
+	for (uint32_t i = 0; i < m->nthreads && !rc; i++)
+		if (!m->threads[i].trace && m->threads[i].trace_file)
+			rc = open_pack(&src, m, err, errlen);
+	if (!rc)
+		rc = list_files(&pool, m, true);
 	/* Each trace decoded and checked on its own, side by side. */
 	if (!rc)
-		nw_parallel_for(pool.n, 0, trace_job, &pool);
-	for (uint32_t i = 0; i < pool.n && !rc; i++) {
-		rc = pool.jobs[i].ret;
-		if (rc)
-			nw_set_err(err, errlen, "%s", pool.jobs[i].err);
-		n += !rc;
-	}
-	for (uint32_t i = 0; i < pool.n; i++)
-		free(pool.jobs[i].path);
-	free(pool.jobs);
+		rc = run_files(&pool, trace_job, err, errlen);
+	if (!rc)
+		rc = (int)pool.n;
+	free_files(&pool);
 	close_pack(&src);
-	return rc ? rc : n;
+	return rc;
 }
