@@ -4,10 +4,12 @@
  * test owns, with a good hash, a constant one (every key collides) and
  * growth; the hash helpers; the string buffer, nw_strdup_printf,
  * nw_basename and nw_grow (util/strbuf.h); files written behind
- * (util/file.h).
+ * (util/file.h); results made side by side and taken in order
+ * (util/parallel.h).
  */
 #include <errno.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,6 +23,7 @@
 
 #include "util/file.h"
 #include "util/hash.h"
+#include "util/parallel.h"
 #include "util/strbuf.h"
 
 /* ---- the index, over an array of strings ---- */
@@ -344,6 +347,76 @@ static void test_write_behind(void **state)
 	assert_int_equal(errno, EISDIR);
 }
 
+/* ---- results made side by side, taken in order ---- */
+
+#define NJOBS 200
+
+struct ordered_run {
+	uint32_t nworkers, stop_at;
+	uint64_t result[NJOBS];
+	uint32_t taken[NJOBS];  /* the order done() saw */
+	uint32_t ntaken;
+	atomic_uint jobs;
+};
+
+static void ordered_job(void *arg, uint32_t i)
+{
+	struct ordered_run *r = arg;
+	uint64_t x = i;
+
+	/* Jobs of unequal length, so that they finish out of order. */
+	for (uint32_t k = 0; k < (i % 7) * 20000; k++)
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+	r->result[i] = (uint64_t)i * i + 1 + (x & 0);
+	atomic_fetch_add(&r->jobs, 1);
+}
+
+static int ordered_done(void *arg, uint32_t i)
+{
+	struct ordered_run *r = arg;
+
+	/* Its job is done when it is taken; none runs 2 * workers ahead of it. */
+	if (r->result[i] != (uint64_t)i * i + 1)
+		return -EBADMSG;
+	for (uint32_t k = i + 2 * r->nworkers; k < NJOBS; k++)
+		if (r->result[k])
+			return -E2BIG;
+	r->taken[r->ntaken++] = i;
+	return i == r->stop_at ? -ECANCELED : 0;
+}
+
+static void test_parallel_ordered(void **state)
+{
+	static struct ordered_run r;
+
+	(void)state;
+	for (uint32_t nw = 1; nw <= 8; nw++) {
+		memset(&r, 0, sizeof(r));
+		r.nworkers = nw;
+		r.stop_at = UINT32_MAX;
+		assert_int_equal(nw_parallel_ordered(NJOBS, nw, ordered_job, ordered_done, &r), 0);
+		assert_int_equal(r.ntaken, NJOBS);
+		for (uint32_t i = 0; i < NJOBS; i++)
+			assert_int_equal(r.taken[i], i);
+		assert_int_equal(atomic_load(&r.jobs), NJOBS);
+
+		/* done() says stop: nothing taken after it, no job started after it. */
+		memset(&r, 0, sizeof(r));
+		r.nworkers = nw;
+		r.stop_at = 30;
+		assert_int_equal(nw_parallel_ordered(NJOBS, nw, ordered_job, ordered_done, &r),
+				 -ECANCELED);
+		assert_int_equal(r.ntaken, 31);
+		assert_true(atomic_load(&r.jobs) >= 31);
+		assert_true(atomic_load(&r.jobs) <= 31 + 2 * nw);
+	}
+	/* No jobs: nothing called. */
+	memset(&r, 0, sizeof(r));
+	r.nworkers = 2;
+	assert_int_equal(nw_parallel_ordered(0, 2, ordered_job, ordered_done, &r), 0);
+	assert_int_equal(r.ntaken, 0);
+}
+
 static void test_strings(void **state)
 {
 	char *s = nw_strdup_printf("%s+0x%llx", "libc.so", 0x1234ull);
@@ -407,6 +480,7 @@ int main(void)
 		cmocka_unit_test(test_hash_helpers),
 		cmocka_unit_test(test_strbuf),
 		cmocka_unit_test(test_put_u64),
+		cmocka_unit_test(test_parallel_ordered),
 		cmocka_unit_test(test_write_behind),
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_grow),

@@ -647,10 +647,11 @@ static struct nw_stacks *report_stacks(const struct report_opts *o, const struct
 
 /*
  * The timeline of the selected threads, with the stacks its events name
- * in *@ret_s (the caller frees both).  NULL after telling the user.
+ * in *@ret_s (the caller frees both); with @open_only, its threads' events
+ * not read yet (nw_timeline_open()).  NULL after telling the user.
  */
 static struct nw_timeline *report_timeline(const struct report_opts *o, const struct loaded *l,
-					   struct nw_stacks **ret_s)
+					   bool open_only, struct nw_stacks **ret_s)
 {
 	struct nw_stacks_opts so = { .filter = &o->filter, .node_map = true };
 	struct nw_stacks *s = nw_stacks_new(l->m, l->m->nmetrics);
@@ -658,7 +659,8 @@ static struct nw_timeline *report_timeline(const struct report_opts *o, const st
 	int ret = s ? nw_stacks_build(s, &so) : -ENOMEM;
 
 	if (!ret)
-		ret = nw_timeline_build(s, &o->filter, &tl);
+		ret = open_only ? nw_timeline_open(s, &o->filter, &tl)
+				: nw_timeline_build(s, &o->filter, &tl);
 	if (ret == -ENODATA)
 		fprintf(stderr, "narwhal-report: %s: no trace of the threads selected (recorded "
 				"with --no-trace?): the time of each sample is needed\n", l->dir);
@@ -685,7 +687,7 @@ static int run_timeline(FILE *out, const struct report_opts *o, const struct loa
 {
 	struct nw_timeline_opts to = o->timeline;
 	struct nw_stacks *s = NULL;
-	struct nw_timeline *tl = report_timeline(o, l, &s);
+	struct nw_timeline *tl = report_timeline(o, l, false, &s);
 	int ret;
 
 	if (!tl)
@@ -894,8 +896,8 @@ static int run_exports(const struct report_opts *o, const struct loaded *l)
 	    write_pprof(o, l, !o->speedscope && !o->flamegraph && !o->chrome_trace && !view))
 		return 1;
 	if (o->speedscope && has_traces(l) && !shaped(o)) {
-		/* In time order: what speedscope's Time Order view shows. */
-		struct nw_timeline *tl = report_timeline(o, l, &s);
+		/* In time order: what speedscope's Time Order view shows; a thread read at a time. */
+		struct nw_timeline *tl = report_timeline(o, l, true, &s);
 		FILE *f;
 
 		if (!tl)
@@ -939,7 +941,7 @@ static int run_exports(const struct report_opts *o, const struct loaded *l)
 			return 1;
 	}
 	if (o->chrome_trace) {
-		struct nw_timeline *tl = report_timeline(o, l, &s);
+		struct nw_timeline *tl = report_timeline(o, l, false, &s);
 		FILE *f;
 
 		if (!tl)

@@ -8,11 +8,13 @@
 #include "export/speedscope.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "export/export.h"
 #include "report/timeline.h"
+#include "util/parallel.h"
 #include "util/strbuf.h"
 
 #define SCHEMA_URL "https://www.speedscope.app/file-format-schema.json"
@@ -52,6 +54,8 @@ struct ctx {
 #define PREFETCH 8
 /* Bytes of output gathered before they go to the stream. */
 #define OUT_CHUNK ((size_t)64 << 10)
+/* Threads read ahead of the one written, at most: their events are held meanwhile. */
+#define MAX_TIMED 2
 /* Bytes of stack text kept for reuse; beyond them, stacks are made each time. */
 #define MEMO_MAX ((size_t)64 << 20)
 
@@ -578,36 +582,35 @@ static int64_t path_to(struct ctx *c, uint32_t node, uint32_t **up, size_t *cap)
  * path to the node in c->path and its text in c->line: a node's text is
  * its caller's and one number more.  Frames are numbered as this walk
  * meets them.  Past MEMO_MAX bytes of text, the stacks of the nodes left
- * are made when written.  Counts each timeline thread's samples into
- * @samples and adds up their weight (their periods, or 1 each) into
- * @total on the way.  -ENOMEM.
+ * are made when written.  -ENOMEM.
  */
-static int make_texts(struct ctx *c, const struct nw_timeline *tl, uint16_t event,
-		      bool by_period, uint64_t *samples, uint64_t *total)
+static int make_texts(struct ctx *c, uint16_t event)
 {
 	const struct nw_cct *t = c->p->tree;
 	uint8_t *mark = calloc(t->n ? t->n : 1, 1); /* 1: on the way to a sample; 2: sampled */
 	uint32_t *up = NULL, d = 0;
 	size_t cap_up = 0;
-	int ret = -ENOMEM;
+	int count, sum, ret = -ENOMEM;
 
 	c->memo = calloc(t->n ? t->n : 1, sizeof(*c->memo));
 	if (!mark || !c->memo || nw_grow(&c->path, &c->cap_path, 1, sizeof(*c->path)) ||
 	    nw_grow(&c->line_at, &c->cap_line_at, 1, sizeof(*c->line_at)) ||
 	    nw_grow(&c->line, &c->cap_line, 1, 1))
 		goto out;
-	/* With each thread's samples and their weight, for its profile's head. */
-	for (uint32_t i = 0; i < tl->n; i++)
-		for (size_t k = 0; k < tl->threads[i].n; k++) {
-			const struct nw_tl_event *e = &tl->threads[i].v[k];
-
-			if (e->kind != NW_TRACE_SAMPLE || e->event != event)
-				continue;
-			samples[i]++;
-			total[i] += by_period ? e->value : 1;
-			if (e->sym < t->n)
-				mark[e->sym] = 2;
-		}
+	/*
+	 * The nodes with samples of the event are those the tree gives its
+	 * samples (or their weight) to: the traces are read later, a thread
+	 * at a time.  A stack of a trace not made here is made when written.
+	 */
+	nw_measurement_event_metrics(c->p->m, event, &count, &sum);
+	if (count >= (int)t->nmetrics)
+		count = -1;
+	if (sum >= (int)t->nmetrics)
+		sum = -1;
+	for (uint32_t i = 1; i < t->n; i++)
+		if ((count >= 0 && nw_cct_metrics(t, i)[count]) ||
+		    (sum >= 0 && nw_cct_metrics(t, i)[sum]))
+			mark[i] = 2;
 	/* Children come after their parents: one pass up marks the way. */
 	for (uint32_t i = t->n; i-- > 1;)
 		if (mark[i] && t->nodes[i].parent < i)
@@ -758,63 +761,142 @@ static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
 	return 0;
 }
 
+/*
+ * The threads in time order, read from their traces a thread at a time on
+ * workers while the one before is written (nw_parallel_ordered()); the
+ * events of a thread written go back to be filled again (no new pages).
+ */
+struct timed {
+	struct ctx *c;
+	const struct nw_timeline *tl;
+	uint16_t event;
+	bool by_period;
+	struct nw_tl_thread *read; /* per timeline thread, when @tl's are not read */
+	int *ret;
+	uint64_t *samples, *total;
+	uint64_t best;
+	int64_t active, nprof;
+	pthread_mutex_t lock;
+	struct nw_tl_thread spare[2 * MAX_TIMED + 2];
+	uint32_t nspare;
+};
+
+/* The events of the timeline's thread @i: the timeline's, or those read for it. */
+static const struct nw_tl_thread *timed_thread(const struct timed *t, uint32_t i)
+{
+	return t->read ? &t->read[i] : &t->tl->threads[i];
+}
+
+/* Reads thread @i's events and counts its samples: a job of nw_parallel_ordered(). */
+static void read_timed_thread(void *arg, uint32_t i)
+{
+	struct timed *t = arg;
+	const struct nw_tl_thread *th;
+
+	if (t->read) {
+		pthread_mutex_lock(&t->lock);
+		if (t->nspare)
+			t->read[i] = t->spare[--t->nspare];
+		pthread_mutex_unlock(&t->lock);
+		t->ret[i] = nw_timeline_read_thread(t->tl, i, &t->read[i]);
+		if (t->ret[i])
+			return;
+	}
+	th = timed_thread(t, i);
+	for (size_t k = 0; k < th->n; k++)
+		if (th->v[k].kind == NW_TRACE_SAMPLE && th->v[k].event == t->event) {
+			t->samples[i]++;
+			t->total[i] += t->by_period ? th->v[k].value : 1;
+		}
+}
+
+/* Writes thread @i's profile, in order: nw_parallel_ordered()'s done. */
+static int write_timed_thread(void *arg, uint32_t i)
+{
+	struct timed *t = arg;
+	int ret = t->ret[i];
+
+	/* A thread without samples would be an empty, useless tab. */
+	if (!ret && t->samples[i]) {
+		/* The busiest thread opens first. */
+		if (t->samples[i] > t->best) {
+			t->best = t->samples[i];
+			t->active = t->nprof;
+		}
+		if (t->nprof++)
+			fputc(',', t->c->out);
+		ret = write_timed_profile(t->c, t->tl, timed_thread(t, i), t->event, t->by_period,
+					  t->total[i]);
+	}
+	if (t->read) {
+		pthread_mutex_lock(&t->lock);
+		if (t->nspare < sizeof(t->spare) / sizeof(t->spare[0])) {
+			t->spare[t->nspare++] = t->read[i];
+			memset(&t->read[i], 0, sizeof(t->read[i]));
+		}
+		pthread_mutex_unlock(&t->lock);
+		free(t->read[i].v);
+		memset(&t->read[i], 0, sizeof(t->read[i]));
+	}
+	return ret;
+}
+
 int nw_speedscope_write_timeline(FILE *out, const struct nw_timeline *tl, unsigned metric)
 {
 	const struct nw_measurement *m = tl->s->m;
 	struct ctx c = { .p = tl->s, .out = out, .metric = metric };
-	uint16_t event = nw_timeline_event(m, metric);
-	uint32_t nfuncs = tl->s->frames.n;
+	struct timed t = { .c = &c, .tl = tl, .event = nw_timeline_event(m, metric) };
+	uint32_t nfuncs = tl->s->frames.n, n = tl->n ? tl->n : 1;
 	struct nw_strbuf cmd = { 0 };
-	uint64_t best = 0, *samples = NULL, *total = NULL;
-	int64_t active = 0, nprof = 0;
 	int ret = 0;
-	bool time_unit;
 
 	/* The metric's weight: its period (a time, or a count of events), or 1 per sample. */
-	time_unit = metric < m->nmetrics && !nw_metric_counts_samples(&m->metrics[metric]);
+	t.by_period = metric < m->nmetrics && !nw_metric_counts_samples(&m->metrics[metric]);
+	pthread_mutex_init(&t.lock, NULL);
 	c.frame_of = malloc((nfuncs ? nfuncs : 1) * sizeof(*c.frame_of));
 	c.used = malloc((nfuncs ? nfuncs : 1) * sizeof(*c.used));
-	samples = calloc(tl->n ? tl->n : 1, sizeof(*samples));
-	total = calloc(tl->n ? tl->n : 1, sizeof(*total));
-	if (!c.frame_of || !c.used || !samples || !total) {
+	t.samples = calloc(n, sizeof(*t.samples));
+	t.total = calloc(n, sizeof(*t.total));
+	t.ret = calloc(n, sizeof(*t.ret));
+	/* A timeline opened, not read: its threads are read here. */
+	if (tl->n && !tl->threads[0].v)
+		t.read = calloc(n, sizeof(*t.read));
+	if (!c.frame_of || !c.used || !t.samples || !t.total || !t.ret ||
+	    (tl->n && !tl->threads[0].v && !t.read)) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	memset(c.frame_of, 0xff, (nfuncs ? nfuncs : 1) * sizeof(*c.frame_of));
-	ret = make_texts(&c, tl, event, time_unit, samples, total);
+	ret = make_texts(&c, t.event);
 	if (ret)
 		goto out;
-	/* The busiest thread opens first. */
-	for (uint32_t i = 0; i < tl->n; i++) {
-		if (samples[i] > best) {
-			best = samples[i];
-			active = nprof;
-		}
-		nprof += samples[i] != 0;
-	}
 	for (uint32_t i = 0; i < m->run.argc; i++)
 		nw_sb_printf(&cmd, "%s%s", i ? " " : "", m->run.argv[i] ? m->run.argv[i] : "");
 	fputs("{\"$schema\":\"" SCHEMA_URL "\",\"exporter\":\"narwhal " NW_VERSION "\",\"name\":",
 	      out);
 	ret = cmd.failed ? -ENOMEM
 			 : nw_export_json_str(out, cmd.len ? nw_sb_str(&cmd) : "narwhal measurement");
-	fprintf(out, ",\"activeProfileIndex\":%lld,\"profiles\":[", (long long)active);
-	nprof = 0;
-	for (uint32_t i = 0; !ret && i < tl->n; i++) {
-		/* A thread without samples would be an empty, useless tab. */
-		if (!samples[i])
-			continue;
-		if (nprof++)
-			fputc(',', out);
-		ret = write_timed_profile(&c, tl, &tl->threads[i], event, time_unit, total[i]);
-	}
+	fputs(",\"profiles\":[", out);
+	if (!ret)
+		ret = nw_parallel_ordered(tl->n, MAX_TIMED, read_timed_thread, write_timed_thread,
+					  &t);
 	fputs("],", out);
 	if (!ret)
 		ret = write_frames(&c);
-	fputs("}\n", out);
+	/* Known once every thread is read: JSON's keys come in any order. */
+	fprintf(out, ",\"activeProfileIndex\":%lld}\n", (long long)t.active);
 	if (!ret && (fflush(out) != 0 || ferror(out)))
 		ret = -EIO;
 out:
+	for (uint32_t i = 0; t.read && i < tl->n; i++)
+		free(t.read[i].v);
+	for (uint32_t i = 0; i < t.nspare; i++)
+		free(t.spare[i].v);
+	pthread_mutex_destroy(&t.lock);
+	free(t.read);
+	free(t.ret);
+	free(t.samples);
+	free(t.total);
 	nw_sb_fini(&cmd);
 	free(c.frame_of);
 	free(c.used);
@@ -823,8 +905,6 @@ out:
 	free(c.memo_text);
 	nw_sb_fini(&c.out_buf);
 	nw_sb_fini(&c.weights);
-	free(samples);
-	free(total);
 	free(c.line);
 	free(c.line_at);
 	return ret;

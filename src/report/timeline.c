@@ -68,7 +68,7 @@ static void sort_events(struct nw_tl_event *v, size_t n)
 #define BATCH 32
 
 /* Thread @ti's events in [tl->lo, tl->hi) into @t.  -EBADMSG, -ENOMEM. */
-static int build_thread(struct nw_timeline *tl, uint32_t ti, struct nw_tl_thread *t)
+static int build_thread(const struct nw_timeline *tl, uint32_t ti, struct nw_tl_thread *t)
 {
 	const struct nw_measurement *m = tl->s->m;
 	const struct nw_mthread *th = &m->threads[ti];
@@ -80,10 +80,12 @@ static int build_thread(struct nw_timeline *tl, uint32_t ti, struct nw_tl_thread
 	int tree = -1, rc = 1;
 
 	t->thread = ti;
-	t->v = malloc((th->trace->n ? th->trace->n : 1) * sizeof(*t->v));
-	if (!t->v)
-		return -ENOMEM;
+	t->n = 0;
 	t->first = UINT64_MAX;
+	t->last = 0;
+	/* The room of a thread read before is used again. */
+	if (nw_grow(&t->v, &t->cap, th->trace->n ? th->trace->n : 1, sizeof(*t->v)))
+		return -ENOMEM;
 	nw_trace_reader_init(&r, th->trace);
 	while (rc == 1) {
 		size_t n = 0;
@@ -157,12 +159,11 @@ static void build_job(void *arg, uint32_t i)
 	p->rc[i] = build_thread(p->tl, p->tl->threads[i].thread, &p->tl->threads[i]);
 }
 
-int nw_timeline_build(const struct nw_stacks *s, const struct nw_filter *f,
-		      struct nw_timeline **ret)
+int nw_timeline_open(const struct nw_stacks *s, const struct nw_filter *f,
+		     struct nw_timeline **ret)
 {
 	const struct nw_measurement *m = s->m;
 	struct nw_timeline *tl;
-	int rc = 0;
 
 	if (!m || !s->node_map)
 		return -EINVAL;
@@ -190,22 +191,39 @@ int nw_timeline_build(const struct nw_stacks *s, const struct nw_filter *f,
 			continue;
 		tl->threads[tl->n++].thread = ti;
 	}
-	/* Each thread's events read and sorted on their own, side by side. */
-	{
-		struct build_pool pool = { .tl = tl };
-
-		pool.rc = calloc(tl->n ? tl->n : 1, sizeof(*pool.rc));
-		if (!pool.rc) {
-			nw_timeline_free(tl);
-			return -ENOMEM;
-		}
-		nw_parallel_for(tl->n, 0, build_job, &pool);
-		for (uint32_t i = 0; i < tl->n && !rc; i++)
-			rc = pool.rc[i];
-		free(pool.rc);
+	if (!tl->n) {
+		nw_timeline_free(tl);
+		return -ENODATA;
 	}
-	if (!rc && !tl->n)
-		rc = -ENODATA;
+	*ret = tl;
+	return 0;
+}
+
+int nw_timeline_read_thread(const struct nw_timeline *tl, uint32_t i, struct nw_tl_thread *t)
+{
+	return build_thread(tl, tl->threads[i].thread, t);
+}
+
+int nw_timeline_build(const struct nw_stacks *s, const struct nw_filter *f,
+		      struct nw_timeline **ret)
+{
+	struct build_pool pool;
+	struct nw_timeline *tl;
+	int rc = nw_timeline_open(s, f, &tl);
+
+	if (rc)
+		return rc;
+	/* Each thread's events read and sorted on their own, side by side. */
+	pool = (struct build_pool){ .tl = tl };
+	pool.rc = calloc(tl->n, sizeof(*pool.rc));
+	if (!pool.rc) {
+		nw_timeline_free(tl);
+		return -ENOMEM;
+	}
+	nw_parallel_for(tl->n, 0, build_job, &pool);
+	for (uint32_t i = 0; i < tl->n && !rc; i++)
+		rc = pool.rc[i];
+	free(pool.rc);
 	if (!rc && tl->hi == UINT64_MAX) {
 		/* No end recorded: the last event's. */
 		tl->hi = tl->lo + 1;

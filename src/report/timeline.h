@@ -31,7 +31,7 @@ struct nw_tl_event {
 struct nw_tl_thread {
 	uint32_t thread;       /* model index */
 	struct nw_tl_event *v; /* in time order */
-	size_t n;
+	size_t n, cap;
 	uint64_t first, last;  /* its lifetime as the trace shows it (an interval's end included) */
 };
 
@@ -50,6 +50,19 @@ struct nw_timeline {
  */
 int nw_timeline_build(const struct nw_stacks *s, const struct nw_filter *f,
 		      struct nw_timeline **ret);
+/*
+ * The same timeline with no thread's events read yet (their v NULL), for
+ * a reader that takes one thread at a time: its range is the model's or
+ * the run's (with no end recorded, UINT64_MAX).  -ENODATA, -ENOMEM.
+ */
+int nw_timeline_open(const struct nw_stacks *s, const struct nw_filter *f,
+		     struct nw_timeline **ret);
+/*
+ * Reads the events of @tl's thread @i into @t (tl->threads[i] or the
+ * caller's, whose room is used again when big enough).  0, -EBADMSG,
+ * -ENOMEM.
+ */
+int nw_timeline_read_thread(const struct nw_timeline *tl, uint32_t i, struct nw_tl_thread *t);
 void nw_timeline_free(struct nw_timeline *tl);
 
 /*
