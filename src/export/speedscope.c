@@ -771,7 +771,7 @@ struct timed {
 	const struct nw_timeline *tl;
 	uint16_t event;
 	bool by_period;
-	struct nw_tl_thread *read; /* per timeline thread, when @tl's are not read */
+	struct nw_tl_thread *read; /* per timeline thread: its events, while it is written */
 	int *ret;
 	uint64_t *samples, *total;
 	uint64_t best;
@@ -781,28 +781,19 @@ struct timed {
 	uint32_t nspare;
 };
 
-/* The events of the timeline's thread @i: the timeline's, or those read for it. */
-static const struct nw_tl_thread *timed_thread(const struct timed *t, uint32_t i)
-{
-	return t->read ? &t->read[i] : &t->tl->threads[i];
-}
-
 /* Reads thread @i's events and counts its samples: a job of nw_parallel_ordered(). */
 static void read_timed_thread(void *arg, uint32_t i)
 {
 	struct timed *t = arg;
-	const struct nw_tl_thread *th;
+	const struct nw_tl_thread *th = &t->read[i];
 
-	if (t->read) {
-		pthread_mutex_lock(&t->lock);
-		if (t->nspare)
-			t->read[i] = t->spare[--t->nspare];
-		pthread_mutex_unlock(&t->lock);
-		t->ret[i] = nw_timeline_read_thread(t->tl, i, &t->read[i]);
-		if (t->ret[i])
-			return;
-	}
-	th = timed_thread(t, i);
+	pthread_mutex_lock(&t->lock);
+	if (t->nspare)
+		t->read[i] = t->spare[--t->nspare];
+	pthread_mutex_unlock(&t->lock);
+	t->ret[i] = nw_timeline_read_thread(t->tl, i, &t->read[i]);
+	if (t->ret[i])
+		return;
 	for (size_t k = 0; k < th->n; k++)
 		if (th->v[k].kind == NW_TRACE_SAMPLE && th->v[k].event == t->event) {
 			t->samples[i]++;
@@ -825,19 +816,17 @@ static int write_timed_thread(void *arg, uint32_t i)
 		}
 		if (t->nprof++)
 			fputc(',', t->c->out);
-		ret = write_timed_profile(t->c, t->tl, timed_thread(t, i), t->event, t->by_period,
+		ret = write_timed_profile(t->c, t->tl, &t->read[i], t->event, t->by_period,
 					  t->total[i]);
 	}
-	if (t->read) {
-		pthread_mutex_lock(&t->lock);
-		if (t->nspare < sizeof(t->spare) / sizeof(t->spare[0])) {
-			t->spare[t->nspare++] = t->read[i];
-			memset(&t->read[i], 0, sizeof(t->read[i]));
-		}
-		pthread_mutex_unlock(&t->lock);
-		free(t->read[i].v);
+	pthread_mutex_lock(&t->lock);
+	if (t->nspare < sizeof(t->spare) / sizeof(t->spare[0])) {
+		t->spare[t->nspare++] = t->read[i];
 		memset(&t->read[i], 0, sizeof(t->read[i]));
 	}
+	pthread_mutex_unlock(&t->lock);
+	free(t->read[i].v);
+	memset(&t->read[i], 0, sizeof(t->read[i]));
 	return ret;
 }
 
@@ -858,11 +847,8 @@ int nw_speedscope_write_timeline(FILE *out, const struct nw_timeline *tl, unsign
 	t.samples = calloc(n, sizeof(*t.samples));
 	t.total = calloc(n, sizeof(*t.total));
 	t.ret = calloc(n, sizeof(*t.ret));
-	/* A timeline opened, not read: its threads are read here. */
-	if (tl->n && !tl->threads[0].v)
-		t.read = calloc(n, sizeof(*t.read));
-	if (!c.frame_of || !c.used || !t.samples || !t.total || !t.ret ||
-	    (tl->n && !tl->threads[0].v && !t.read)) {
+	t.read = calloc(n, sizeof(*t.read));
+	if (!c.frame_of || !c.used || !t.samples || !t.total || !t.ret || !t.read) {
 		ret = -ENOMEM;
 		goto out;
 	}

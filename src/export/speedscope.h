@@ -35,9 +35,10 @@ int nw_speedscope_write_stream(FILE *out, struct nw_stacks *s, const struct nw_f
  * samples of the event of metric @metric (nw_timeline_event()) as they
  * came, each weighing its period in nanoseconds (clock events: the time it
  * stands for; 1 for events that count no time), so that speedscope's Time
- * Order view shows the run.  @tl from nw_timeline_build(), or from
- * nw_timeline_open(): its threads are then read here, the next one on a
- * worker while one is written.  0, -ENOMEM, -EBADMSG (a trace), -EIO.
+ * Order view shows the run.  @tl from nw_timeline_open(): its threads'
+ * events are read here, the next thread's on a worker while one is
+ * written (a timeline built whole is read again).  0, -ENOMEM, -EBADMSG
+ * (a trace), -EIO.
  */
 int nw_speedscope_write_timeline(FILE *out, const struct nw_timeline *tl, unsigned metric);
 

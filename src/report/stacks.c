@@ -17,7 +17,7 @@
 
 /* Inline chains deeper than this keep their outermost frames. */
 #define MAX_CHAIN 256
-/* The recently met (epoch, ip) kept in front of the chain memo; a power of two. */
+/* The recently located (epoch, ip) kept in front of a tree's keys; a power of two. */
 #define RECENT 4096
 /* Groups of children up to this many are sorted by insertion, not qsort(). */
 #define SMALL_SORT 48
@@ -228,11 +228,11 @@ struct part {
 	uint32_t base;            /* grafted: its node j is the stacks' tree's base + j - 1 */
 };
 
-/* A chain recently looked up: the memo's answer without the resolver or its hash. */
+/* An ip recently located: its tree's key without the resolver or the keys' hash. */
 struct recent {
 	uint64_t ip;              /* ip << 1 | caller */
 	uint32_t epoch;
-	uint32_t chain;           /* UINT32_MAX: empty */
+	uint32_t key;             /* in struct tree_keys; UINT32_MAX: empty */
 };
 
 struct builder {
@@ -366,8 +366,8 @@ static int64_t key_of_ip(const struct builder *b, struct tree_keys *k, struct re
 	struct nw_resolved r;
 	uint32_t *slot;
 
-	if (rc->chain != UINT32_MAX && rc->ip == key_ip && rc->epoch == epoch)
-		return rc->chain;
+	if (rc->key != UINT32_MAX && rc->ip == key_ip && rc->epoch == epoch)
+		return rc->key;
 	nw_measurement_locate(b->m, epoch, ip, caller, &r);
 	slot = nw_index_slot(&k->ix, place_hash(&r), key_eq, key_rehash, k, &r);
 	if (!slot || (*slot == NW_INDEX_NONE && nw_grow(&k->v, &k->cap, k->n + 1, sizeof(*k->v))))
