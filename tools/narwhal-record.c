@@ -23,6 +23,7 @@
 #include "export/export.h"
 #include "format/writer.h"
 #include "perf/event.h"
+#include "perf/tracefs.h"
 #include "alloc/abi.h"
 #include "record/alloc.h"
 #include "record/measure.h"
@@ -1012,6 +1013,11 @@ static int setup_alloc_attached(struct run *r)
 	int ret = nw_alloc_opts_init(&r->alloc, NULL, NULL, NULL, r->o.alloc_rate);
 
 	r->alloc_ready = true;
+	if (ret == -ENODEV) {
+		fprintf(stderr, "narwhal-record: --alloc needs the kernel's uprobes, which this "
+				"kernel does not have (CONFIG_UPROBE_EVENTS)\n");
+		return 1;
+	}
 	for (size_t i = 0; !ret && i < r->o.targets.n; i++) {
 		ret = nw_alloc_probe_libc(&r->alloc, r->o.targets.ids[i]);
 		if (ret == -ENOENT)
@@ -1021,12 +1027,17 @@ static int setup_alloc_attached(struct run *r)
 		else if (ret == -EXDEV)
 			fprintf(stderr, "narwhal-record: --alloc: the targets use different C "
 					"libraries; attach to one at a time\n");
-		else if (ret == -EACCES || ret == -EPERM)
+		else if ((ret == -EACCES || ret == -EPERM) && !*r->alloc.libc.tracefs)
 			fprintf(stderr, "narwhal-record: --alloc with -p/-t defines uprobes in "
-					"/sys/kernel/tracing, which needs root\n");
+					"tracefs, which is not mounted and cannot be mounted "
+					"here: as root, mount -t tracefs nodev " NW_TRACEFS_DIR "\n");
+		else if (ret == -EACCES || ret == -EPERM)
+			fprintf(stderr, "narwhal-record: --alloc with -p/-t defines uprobes in %s, "
+					"which needs root\n", r->alloc.libc.tracefs);
 		else if (ret == -ENODEV)
-			fprintf(stderr, "narwhal-record: --alloc needs the kernel's uprobes, which "
-					"this kernel does not have (CONFIG_UPROBE_EVENTS)\n");
+			fprintf(stderr, "narwhal-record: --alloc with -p/-t needs tracefs and the "
+					"kernel's uprobe events, which this kernel does not have "
+					"(CONFIG_TRACING, CONFIG_UPROBE_EVENTS)\n");
 		else if (ret)
 			fprintf(stderr, "narwhal-record: --alloc: cannot probe the C library: %s\n",
 				strerror(-ret));

@@ -12,6 +12,7 @@
 
 #include "alloc/abi.h"
 #include "elf/facts.h"
+#include "perf/tracefs.h"
 #include "util/strbuf.h"
 
 #define UPROBE_PMU "/sys/bus/event_source/devices/uprobe"
@@ -93,8 +94,6 @@ int nw_alloc_opts_init(struct nw_alloc_opts *o, const char *library, const char 
 	return ret;
 }
 
-#define TRACEFS "/sys/kernel/tracing"
-
 static const char *const fn_names[NW_ALLOC_FNS] = {
 	[NW_ALLOC_FN_MALLOC] = "malloc",
 	[NW_ALLOC_FN_CALLOC] = "calloc",
@@ -103,10 +102,14 @@ static const char *const fn_names[NW_ALLOC_FNS] = {
 	[NW_ALLOC_FN_FREE] = "free",
 };
 
-/* Appends @line to tracefs's uprobe_events.  -errno. */
-static int uprobe_events(const char *line)
+/* Appends @line to uprobe_events in tracefs @dir.  -errno. */
+static int uprobe_events(const char *dir, const char *line)
 {
-	int fd = open(TRACEFS "/uprobe_events", O_WRONLY | O_APPEND | O_CLOEXEC), ret = 0;
+	char path[PATH_MAX];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "%s/uprobe_events", dir);
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
@@ -123,11 +126,11 @@ static int uprobe_events(const char *line)
  * was just closed is busy until the kernel has freed it: tries 10 ms
  * apart for up to 5 s).  0, or -EBUSY when some are left.
  */
-static int remove_group(const char *group)
+static int remove_group(const char *tracefs, const char *group)
 {
-	char path[512], line[512], names[32][256];
+	char path[PATH_MAX], line[512], names[32][256];
 
-	snprintf(path, sizeof(path), TRACEFS "/events/%s", group);
+	snprintf(path, sizeof(path), "%s/events/%s", tracefs, group);
 	for (int pass = 0; pass < 500; pass++) {
 		DIR *dir = opendir(path);
 		struct dirent *de;
@@ -146,7 +149,7 @@ static int remove_group(const char *group)
 			return 0;
 		for (int i = 0; i < n; i++) {
 			snprintf(line, sizeof(line), "-:%.200s/%.255s\n", group, names[i]);
-			uprobe_events(line);
+			uprobe_events(tracefs, line);
 		}
 		if (pass)
 			usleep(10000);
@@ -155,11 +158,14 @@ static int remove_group(const char *group)
 }
 
 /* The groups of recorders that ended without removing theirs (killed). */
-static void remove_stale_groups(void)
+static void remove_stale_groups(const char *tracefs)
 {
-	DIR *dir = opendir(TRACEFS "/events");
+	char path[PATH_MAX];
 	struct dirent *de;
+	DIR *dir;
 
+	snprintf(path, sizeof(path), "%s/events", tracefs);
+	dir = opendir(path);
 	if (!dir)
 		return;
 	while ((de = readdir(dir))) {
@@ -170,7 +176,7 @@ static void remove_stale_groups(void)
 			continue;
 		snprintf(proc, sizeof(proc), "/proc/%d", pid);
 		if (access(proc, F_OK) != 0)
-			remove_group(de->d_name);
+			remove_group(tracefs, de->d_name);
 	}
 	closedir(dir);
 }
@@ -204,14 +210,14 @@ static char *libc_of(int pid)
 	return found;
 }
 
-static int read_id(const char *group, const char *event, uint64_t *ret)
+static int read_id(const char *dir, const char *group, const char *event, uint64_t *ret)
 {
-	char path[256];
+	char path[PATH_MAX];
 	unsigned long long id;
 	FILE *f;
 	int ok;
 
-	snprintf(path, sizeof(path), TRACEFS "/events/%s/%s/id", group, event);
+	snprintf(path, sizeof(path), "%s/events/%s/%s/id", dir, group, event);
 	f = fopen(path, "r");
 	if (!f)
 		return -errno;
@@ -236,10 +242,15 @@ int nw_alloc_probe_libc(struct nw_alloc_opts *o, int pid)
 		free(path);
 		return ret;
 	}
+	ret = nw_tracefs_find(lc->tracefs, sizeof(lc->tracefs));
+	if (ret) {
+		free(path);
+		return ret == -ENOENT ? -ENODEV : ret;
+	}
 	lc->path = path;
 	snprintf(lc->group, sizeof(lc->group), "narwhal_%d", (int)getpid());
-	remove_stale_groups();
-	remove_group(lc->group);
+	remove_stale_groups(lc->tracefs);
+	remove_group(lc->tracefs, lc->group);
 	lc->defined = true;
 	for (int fn = 0; fn < NW_ALLOC_FNS && !ret; fn++) {
 		uint64_t off;
@@ -251,9 +262,9 @@ int nw_alloc_probe_libc(struct nw_alloc_opts *o, int pid)
 			snprintf(event, sizeof(event), "%s%s", fn_names[fn], r ? "_ret" : "");
 			snprintf(line, sizeof(line), "%c:%s/%s %s:0x%llx\n", r ? 'r' : 'p', lc->group,
 				 event, path, (unsigned long long)off);
-			ret = uprobe_events(line);
+			ret = uprobe_events(lc->tracefs, line);
 			if (!ret)
-				ret = read_id(lc->group, event, &lc->ids[fn][r]);
+				ret = read_id(lc->tracefs, lc->group, event, &lc->ids[fn][r]);
 		}
 	}
 	return ret;
@@ -261,7 +272,7 @@ int nw_alloc_probe_libc(struct nw_alloc_opts *o, int pid)
 
 int nw_alloc_unprobe(struct nw_alloc_opts *o)
 {
-	int ret = o->libc.defined ? remove_group(o->libc.group) : 0;
+	int ret = o->libc.defined ? remove_group(o->libc.tracefs, o->libc.group) : 0;
 
 	o->libc.defined = ret != 0;
 	return ret;

@@ -36,6 +36,7 @@ enum nw_alloc_fn {
 
 struct nw_alloc_libc {
 	char *path;                  /* the C library of the targets (owned) */
+	char tracefs[256];           /* tracefs's directory (perf/tracefs.h) */
 	char group[48];              /* the tracefs group of its probes, "narwhal_<pid>" */
 	uint64_t ids[NW_ALLOC_FNS][2]; /* tracepoint ids: [fn][0] entry, [fn][1] return; 0: none */
 	bool defined;                /* probes written into uprobe_events (to remove) */
@@ -65,9 +66,11 @@ void nw_alloc_opts_fini(struct nw_alloc_opts *o);
  * Attached: defines the probes on the C library process @pid maps (its
  * malloc, calloc, realloc, memalign and free; entries and returns) in
  * tracefs, under a group named after this process, after removing the
- * groups of earlier recorders that are gone.  Another @pid with the same
- * library adds nothing; one with another library: -EXDEV.  -ENOENT: no C
- * library mapped; -EACCES: tracefs not writable (root); -errno.
+ * groups of earlier recorders that are gone; tracefs is mounted first
+ * when it is not (nw_tracefs_find()).  Another @pid with the same library
+ * adds nothing; one with another library: -EXDEV.  -ENOENT: no C library
+ * mapped; -ENODEV: no tracefs in this kernel; -EPERM/-EACCES: tracefs not
+ * mounted and not mountable, or not writable (root); -errno.
  * nw_alloc_unprobe() or nw_alloc_opts_fini() removes them.
  */
 int nw_alloc_probe_libc(struct nw_alloc_opts *o, int pid);

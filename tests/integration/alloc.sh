@@ -270,15 +270,31 @@ nw_check_measurement "$d"
 ok "cpu-clock and allocations; the csprof files read"
 
 check "-p: attached to a running program, every allocation of its C library (rate 1)"
+# The probes are defined in tracefs, which a fresh machine has not mounted:
+# the recorder runs in a mount namespace of its own where tracefs (and
+# debugfs, whose tracing/ is tracefs too) is unmounted first, and must
+# mount it itself.  The machine's own mounts are not touched.
 "$P/alloc" serve 3 >"$NW_TMP/serve.out" &
 pid=$!
 sleep 0.5
 d=$NW_TMP/attach.data
-rec "$d" --alloc-rate 1 -g fp -p "$pid" --duration 1
+unshare --mount --propagation private bash -c '
+	while umount /sys/kernel/tracing 2>/dev/null || umount /sys/kernel/debug/tracing 2>/dev/null ||
+		umount /sys/kernel/debug 2>/dev/null; do :; done
+	! grep -qE " (tracefs|debugfs) " /proc/self/mounts || { echo "tracefs is still mounted"; exit 9; }
+	"$@" || exit
+	grep -q " /sys/kernel/tracing tracefs " /proc/self/mounts || { echo "tracefs not mounted"; exit 9; }
+	! grep narwhal_ /sys/kernel/tracing/uprobe_events || { echo "probes left"; exit 9; }
+' attach "$NW_RECORD" -o "$d" --alloc-rate 1 -g fp -p "$pid" --duration 1 >"$d.out" 2>"$d.err" || {
+	nw_show "narwhal-record stderr" "$d.err"
+	fail "narwhal-record -p with tracefs unmounted exited $? (or tracefs was not mounted, or the probes were left)"
+}
+grep -q ' (0 lost)' "$d.err" || {
+	nw_show "narwhal-record stderr" "$d.err"
+	fail "the kernel dropped records in narwhal-record -p"
+}
 wait "$pid" || fail "the program attached to failed (threads created while attached?)"
 grep -q '^rounds ' "$NW_TMP/serve.out" || fail "the program attached to did not finish"
-[[ -z $(grep narwhal_ /sys/kernel/tracing/uprobe_events || true) ]] ||
-	fail "the probes are still defined in /sys/kernel/tracing/uprobe_events"
 for m in alloc-objects inuse-objects alloc-bytes; do
 	by_leaf "$d" "$m" >"$NW_TMP/attach-$m"
 done
@@ -308,7 +324,7 @@ sys.exit(0 if ok else 1)
 PY
 ok "the rounds' allocations, the leak, frees in threads created while attached; probes removed"
 
-check "errors: -a, a missing library, --leaks of a CPU recording"
+check "errors: -a, a missing library, --leaks of a CPU recording, -p without tracefs"
 rc=0
 "$NW_RECORD" --alloc -a >"$NW_TMP/e1" 2>&1 || rc=$?
 [[ $rc -eq 2 ]] && grep -q 'not with -a' "$NW_TMP/e1" || {
@@ -339,6 +355,22 @@ rc=0
 [[ $rc -eq 1 ]] && grep -q 'no allocation metrics' "$NW_TMP/e5" || {
 	nw_show "stderr" "$NW_TMP/e5"
 	fail "--leaks without allocation metrics: exit $rc"
+}
+# -p with tracefs unmounted and no right to mount it: the real cause and
+# the command to run, not "no C library".
+sleep 10 &
+pid=$!
+rc=0
+unshare --mount --propagation private bash -c '
+	while umount /sys/kernel/tracing 2>/dev/null || umount /sys/kernel/debug/tracing 2>/dev/null ||
+		umount /sys/kernel/debug 2>/dev/null; do :; done
+	exec setpriv --bounding-set -sys_admin "$@"' denied \
+	"$NW_RECORD" -o "$NW_TMP/e6.data" --alloc -p "$pid" --duration 0.2 >"$NW_TMP/e6" 2>&1 || rc=$?
+kill "$pid" 2>/dev/null
+[[ $rc -eq 1 ]] && grep -q 'tracefs, which is not mounted and cannot be mounted here' "$NW_TMP/e6" &&
+	grep -q 'mount -t tracefs nodev /sys/kernel/tracing' "$NW_TMP/e6" || {
+	nw_show "stderr" "$NW_TMP/e6"
+	fail "-p without tracefs and without the right to mount it: exit $rc"
 }
 ok "clear messages"
 
