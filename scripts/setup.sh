@@ -82,6 +82,12 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 fi
 # ---- end of the exports' block ----
 
+# ---- Comparisons with perf ----
+# tests/integration/kernel.sh records the same run with perf and compares
+# the kernel's share and top kernel functions (bench/ uses it too).
+test_packages+=(linux-perf)
+# ---- end of the comparisons' block ----
+
 # ---- Fuzzing and sanitizers (doc/TESTING.md) ----
 # clang with libFuzzer and its ASan/UBSan runtimes (libclang-rt-14-dev) for
 # scripts/fuzz.sh; valgrind for scripts/valgrind.sh.  gcc's own ASan and
