@@ -242,8 +242,8 @@ static void test_measurement(void **state)
 
 	buf = slurp(svg);
 	assert_non_null(strstr(buf, "<svg "));
-	/* Without a symbol table frames are module+ELF address (a caller at ip-1). */
-	assert_non_null(strstr(buf, "<title>prog+0x100f\n40 samples (100.00%)"));
+	/* Without a symbol table frames are module+ELF address (a caller at its return address). */
+	assert_non_null(strstr(buf, "<title>prog+0x1010\n40 samples (100.00%)"));
 	assert_non_null(strstr(buf, "<title>prog+0x1020\n30 samples (75.00%)"));
 	assert_non_null(strstr(buf, "<title>prog+0x1030\n10 samples (25.00%)"));
 	free(buf);

@@ -346,7 +346,7 @@ static void test_addresses(void **state)
 		    "   5.0%     5.0%  app+0x1100        hot.c:10\n"
 		    "  10.0%    10.0%  app+0x1200        hot.c:11\n"
 		    "  20.0%    20.0%  app+0x1300        hot.c:12\n"
-		    "   0.0%    15.0%  app+0x13ff        hot.c:13\n"
+		    "   0.0%    15.0%  app+0x1400        hot.c:13\n"
 		    "\n");
 	o.sort = true;
 	assert_view(fx, NULL, "^(hot|helper)$", &o,
@@ -355,7 +355,7 @@ static void test_addresses(void **state)
 		    "\n"
 		    "  SELF%  TOTAL%  ADDRESS             LINE\n"
 		    "  20.0%    20.0%  app+0x1300        hot.c:12\n"
-		    "   0.0%    15.0%  app+0x13ff        hot.c:13\n"
+		    "   0.0%    15.0%  app+0x1400        hot.c:13\n"
 		    "  10.0%    10.0%  app+0x1200        hot.c:11\n"
 		    "   5.0%     5.0%  app+0x1100        hot.c:10\n"
 		    "\n"

@@ -132,7 +132,7 @@ static void write_csprof(const char *dir, const char *file, struct nw_csprof_epo
  *   main(0x1235) -> compute;helper_inline (leaf 0x1300)      3
  *   main(0x1235) -> compute(0x1351) -> work (leaf foo 0x2000) 5
  *   main(0x1235) -> app+0x1400 (leaf, empty entry)           2
- *   main(0x1245) -> app+0x1500 (caller 0x1501) -> work       1
+ *   main(0x1245) -> app+0x1501 (caller, looked up at 0x1500) -> work 1
  *   [unknown] (leaf 0x10)                                    1
  *   libbar.so+0x77 (leaf, module not in the table)           1
  * Thread A, epoch 1 (libfoo elsewhere):
@@ -464,9 +464,9 @@ static void test_merged_tree(void **state)
 	assert_int_equal(nchildren(t, find_path(p, "main;compute")), 2);
 	assert_int_equal(self_at(p, "main", 0), 0);
 	assert_int_equal(nchildren(t, find_path(p, "main")), 3);
-	/* No symbol: module basename + the looked-up address (ip-1 for a caller). */
+	/* No symbol: module basename + the PC (a caller's return address, not ip-1). */
 	assert_int_equal(self_at(p, "main;app+0x1400", 0), 2);
-	assert_int_equal(self_at(p, "main;app+0x1500;work", 0), 1);
+	assert_int_equal(self_at(p, "main;app+0x1501;work", 0), 1);
 	assert_int_equal(self_at(p, "libbar.so+0x77", 0), 1);
 	assert_string_equal(p->frames.v[func_index(p, "app+0x1400")].module, APP);
 	assert_null(p->frames.v[func_index(p, "app+0x1400")].file);
@@ -478,7 +478,7 @@ static void test_merged_tree(void **state)
 
 	assert_int_equal(tree_total(t, 0), 3 + 5 + 2 + 1 + 1 + 1 + 4 + 7);
 	/* Exactly the nodes above: root, main, compute, helper_inline, work,
-	 * app+0x1400, app+0x1500, work, [unknown], libbar.so+0x77. */
+	 * app+0x1400, app+0x1501, work, [unknown], libbar.so+0x77. */
 	assert_int_equal(t->n, 10);
 	nw_stacks_free(p);
 	nw_measurement_free(m);
@@ -584,14 +584,14 @@ static void test_no_symbols(void **state)
 	struct nw_measurement *m;
 	struct nw_stacks *p;
 
-	/* Without symbols.json every frame is module+0xADDR. */
+	/* Without symbols.json every frame is module+0xPC (callers' return addresses). */
 	rm(fx->dir, "symbols.json");
 	m = load(fx->dir);
 	p = merge(m, NULL);
 	assert_int_equal(func_index(p, "main"), -1);
-	assert_int_equal(self_at(p, "app+0x1234;app+0x1350;libfoo.so.1+0x2000", 0), 16);
-	assert_int_equal(self_at(p, "app+0x1244;app+0x1500;libfoo.so.1+0x2000", 0), 1);
-	assert_int_equal(self_at(p, "app+0x1234;app+0x1300", 0), 3);
+	assert_int_equal(self_at(p, "app+0x1235;app+0x1351;libfoo.so.1+0x2000", 0), 16);
+	assert_int_equal(self_at(p, "app+0x1245;app+0x1501;libfoo.so.1+0x2000", 0), 1);
+	assert_int_equal(self_at(p, "app+0x1235;app+0x1300", 0), 3);
 	nw_stacks_free(p);
 	nw_measurement_free(m);
 }

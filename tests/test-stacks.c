@@ -214,8 +214,8 @@ static void test_inline_chain(void **state)
 
 /*
  * Frames of nothing the symbol table knows: "[unknown]" where no module
- * maps the ip, "module+0xADDR" (the ELF address looked up: ip - 1 for a
- * caller) where the module has no entry for it.
+ * maps the ip, "module+0xADDR" (the ELF address of the PC: a caller's return
+ * address, not the address looked up) where the module has no entry for it.
  */
 static void test_unknown_and_address(void **state)
 {
@@ -237,13 +237,13 @@ static void test_unknown_and_address(void **state)
 	fx_add(fx, th, "main;?x@/usr/lib/libbar.so", 4, 0);
 	s = merged(fx, NULL);
 	assert_folded(s, 0, "[unknown];main 3\n"
-			    "main;app+0x10ff;leaf 1\n"
+			    "main;app+0x1100;leaf 1\n"
 			    "main;app+0x1300 2\n"
 			    "main;libbar.so+0x1400 4\n");
 	f = &s->frames.v[frame_index(s, "[unknown]")];
 	assert_int_equal(f->kind, NW_FRAME_UNKNOWN);
 	assert_null(f->module);
-	f = &s->frames.v[frame_index(s, "app+0x10ff")];
+	f = &s->frames.v[frame_index(s, "app+0x1100")];
 	assert_int_equal(f->kind, NW_FRAME_ADDRESS);
 	assert_string_equal(f->module, FX_MODULE);
 	assert_null(f->file);

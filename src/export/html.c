@@ -171,7 +171,6 @@ static int add_tree(struct ctx *c, uint32_t ti, uint32_t t, uint32_t root, uint3
 	add_self(c, root, cct, NW_CCT_ROOT);
 	for (uint32_t k = 1; k < cct->n; k++) {
 		uint32_t p = order[k], q = cct->nodes[p].parent, end, at = to[q], npath = 0;
-		const struct nw_cct_node *nd = &cct->nodes[p];
 		const struct nw_symentry *e;
 		struct nw_resolved r;
 
@@ -184,7 +183,7 @@ static int add_tree(struct ctx *c, uint32_t ti, uint32_t t, uint32_t root, uint3
 			c->path[npath++] = v;
 		}
 		/* Caller frames are looked up inside their call, as the stacks were built. */
-		nw_measurement_resolve(c->m, tr->epoch, nd->ip, nd->first_child != NW_CCT_NONE, &r);
+		nw_measurement_resolve_node(c->m, tr, p, &r);
 		e = r.sym && r.sym->nframes == npath ? r.sym : NULL;
 		for (uint32_t j = npath; j-- > 0;) {
 			at = ln_of(c, at, c->path[j], e ? e->frames[j].line : 0);

@@ -255,7 +255,7 @@ static int location_lines(struct nw_pprof *b, struct nw_resolved *r, struct loca
 /* The index of the location of ip @ip of a tree of epoch @epoch; -ENOMEM. */
 static int64_t location_of(struct nw_pprof *b, uint32_t epoch, uint64_t ip, bool caller)
 {
-	struct loc_key key = { .mapping = 0, .address = ip - (caller ? 1 : 0) };
+	struct loc_key key = { .mapping = 0, .address = nw_ip_pc(ip) - (caller ? 1 : 0) };
 	struct location *loc;
 	struct nw_resolved r;
 	uint32_t *slot;
@@ -527,8 +527,7 @@ static int add_tree(struct nw_pprof *b, const struct nw_tree *tr, const struct n
 		goto out;
 	}
 	for (uint32_t i = 1; i < t->n; i++) {
-		int64_t loc = location_of(b, tr->epoch, t->nodes[i].ip,
-					  t->nodes[i].first_child != NW_CCT_NONE);
+		int64_t loc = location_of(b, tr->epoch, t->nodes[i].ip, nw_cct_is_return(t, i));
 
 		if (loc < 0) {
 			ret = -ENOMEM;

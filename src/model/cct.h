@@ -18,11 +18,35 @@
 #define NW_CCT_NONE UINT32_MAX
 #define NW_CCT_ROOT 0u
 
-/* One frame of a sample: leaf first; callers hold return addresses. */
+/*
+ * One frame of a sample: leaf first; callers hold return addresses.  The
+ * frame a signal handler interrupted holds the exact PC although frames
+ * of its own address space lie below it: NW_IP_EXACT marks it.
+ */
 struct nw_frame {
 	uint64_t ip;
 	uint64_t sp; /* CFA / stack pointer of the frame, 0 where unknown */
 };
+
+/*
+ * Bit 62 of a user-space ip (bit 63 clear; no user address of x86-64 or
+ * aarch64 comes near it): the frame holds an exact PC, not a return
+ * address, though it has callees of its own space.  Part of the node's
+ * key, stripped (nw_ip_pc()) before any address lookup.
+ */
+#define NW_IP_EXACT (1ull << 62)
+
+/* Kernel addresses have the top bit set on x86-64 and aarch64. */
+static inline bool nw_ip_is_kernel(uint64_t ip)
+{
+	return ip >> 63;
+}
+
+/* The PC of a node's or frame's @ip: without NW_IP_EXACT. */
+static inline uint64_t nw_ip_pc(uint64_t ip)
+{
+	return nw_ip_is_kernel(ip) ? ip : ip & ~NW_IP_EXACT;
+}
 
 /*
  * 32 bytes, packed: trees of millions of nodes are the bulk of a
@@ -121,6 +145,27 @@ void nw_cct_reverse_children(struct nw_cct *cct);
 void nw_cct_drop_index(struct nw_cct *cct);
 /* The child of @parent keyed @ip, or NW_CCT_NONE. */
 uint32_t nw_cct_find(const struct nw_cct *cct, uint32_t parent, uint64_t ip);
+
+/*
+ * Whether node @node's ip is a return address, looked up at PC - 1: it
+ * has a callee in its own address space (user or kernel) and is not
+ * marked NW_IP_EXACT.  A leaf, and the user frame the kernel was entered
+ * from (a system call, a fault, an interrupt: only kernel frames below),
+ * hold exact PCs.
+ */
+static inline bool nw_cct_is_return(const struct nw_cct *cct, uint32_t node)
+{
+	uint64_t ip = cct->nodes[node].ip;
+	bool kernel = nw_ip_is_kernel(ip);
+
+	if (!kernel && (ip & NW_IP_EXACT))
+		return false;
+	for (uint32_t c = cct->nodes[node].first_child; c != NW_CCT_NONE;
+	     c = cct->nodes[c].next_sibling)
+		if (nw_ip_is_kernel(cct->nodes[c].ip) == kernel)
+			return true;
+	return false;
+}
 
 /*
  * Walks @n frames (leaf first) from the root and returns the leaf's node,

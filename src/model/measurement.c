@@ -313,6 +313,7 @@ void nw_measurement_locate(const struct nw_measurement *m, uint32_t epoch, uint6
 	uint32_t lo = 0, hi = e ? e->n : 0;
 
 	memset(ret, 0, sizeof(*ret));
+	ip = nw_ip_pc(ip);
 	/* The mapping with the greatest start <= ip. */
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
@@ -328,6 +329,7 @@ void nw_measurement_locate(const struct nw_measurement *m, uint32_t epoch, uint6
 	ret->module_index = ret->map->module;
 	ret->module = &m->modules->v[ret->module_index];
 	ret->addr = ip - ret->map->start + ret->map->vaddr - (caller ? 1 : 0);
+	ret->caller = caller;
 }
 
 void nw_measurement_resolve(const struct nw_measurement *m, uint32_t epoch, uint64_t ip,

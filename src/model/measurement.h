@@ -225,7 +225,8 @@ struct nw_resolved {
 	const struct nw_map *map;       /* NULL: no mapping of the epoch holds the ip */
 	const struct nw_module *module; /* the map's module */
 	uint32_t module_index;
-	uint64_t addr;                  /* the module's ELF address of ip (- 1 for a caller) */
+	uint64_t addr;                  /* the module's ELF address of the PC (- 1 for a caller) */
+	bool caller;                    /* addr is a return address - 1 */
 	const struct nw_symentry *sym;  /* NULL: the symbol table knows nothing of it */
 };
 
@@ -234,8 +235,8 @@ struct nw_resolved {
  * start at or below @ip, when @ip is below its end (a recorder's mappings
  * have their ends; csprof files keep none, so the reader ends a mapping
  * at the next one's start or where its module's segments end), the ELF
- * address (@caller: ip - 1, inside the call instruction of a return
- * address) and the symbol entry.
+ * address (@caller: PC - 1, inside the call instruction of a return
+ * address) and the symbol entry.  NW_IP_EXACT is stripped from @ip.
  */
 void nw_measurement_resolve(const struct nw_measurement *m, uint32_t epoch, uint64_t ip,
 			    bool caller, struct nw_resolved *ret);
@@ -243,6 +244,26 @@ void nw_measurement_resolve(const struct nw_measurement *m, uint32_t epoch, uint
 /* nw_measurement_resolve() without the symbol lookup (sym stays NULL). */
 void nw_measurement_locate(const struct nw_measurement *m, uint32_t epoch, uint64_t ip,
 			   bool caller, struct nw_resolved *ret);
+
+/*
+ * Node @node of tree @tr located (_resolve: and looked up), as a return
+ * address where nw_cct_is_return() says it is one.
+ */
+static inline void nw_measurement_locate_node(const struct nw_measurement *m,
+					      const struct nw_tree *tr, uint32_t node,
+					      struct nw_resolved *ret)
+{
+	nw_measurement_locate(m, tr->epoch, tr->cct->nodes[node].ip,
+			      nw_cct_is_return(tr->cct, node), ret);
+}
+
+static inline void nw_measurement_resolve_node(const struct nw_measurement *m,
+					       const struct nw_tree *tr, uint32_t node,
+					       struct nw_resolved *ret)
+{
+	nw_measurement_resolve(m, tr->epoch, tr->cct->nodes[node].ip,
+			       nw_cct_is_return(tr->cct, node), ret);
+}
 
 /*
  * Makes @m read @modules and @symtab, owned by someone else, as well as

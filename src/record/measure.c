@@ -160,7 +160,7 @@ static int symbolize_node(struct nw_measure *ms, const struct nw_measurement *m,
 			  const struct nw_mthread *th, uint32_t t, uint32_t i)
 {
 	const struct nw_cct_node *node = &th->trees[t].cct->nodes[i];
-	bool caller = node->first_child != NW_CCT_NONE;
+	bool caller = nw_cct_is_return(th->trees[t].cct, i);
 	const struct nw_epoch *epoch = m->epochs[th->trees[t].epoch];
 	uint64_t ip2 = node->ip << 1 | caller;
 	struct nw_measure_recent *slot =
@@ -193,7 +193,8 @@ static int symbolize_node(struct nw_measure *ms, const struct nw_measurement *m,
 		nframes = 0;
 	}
 	if (!nframes && nw_perfmap_module_is_anon(r.module->path)) {
-		ret = jit_symbolize(ms, th->pid, node->ip - (caller ? 1 : 0), &frames, &nframes);
+		ret = jit_symbolize(ms, th->pid, nw_ip_pc(node->ip) - (caller ? 1 : 0), &frames,
+				    &nframes);
 		if (ret < 0)
 			return ret;
 	}

@@ -23,7 +23,8 @@ struct row {
 	const char *file;       /* NULL when unknown */
 	uint32_t line;
 	uint32_t module;        /* --addresses: the module and address */
-	uint64_t addr;
+	uint64_t addr;          /* looked up: a return address - 1 where ret */
+	bool ret;               /* --addresses: reached as a return address (not part of the key) */
 	uint32_t fn;            /* index in ctx.fns (not part of the key) */
 	uint64_t self, total, stamp;
 };
@@ -161,7 +162,7 @@ static int chain_hits(struct ctx *c, const struct nw_resolved *r)
 		}
 		if (c->o->addresses) {
 			struct row key = { .func = fr->function, .module = r->module_index,
-					   .addr = r->addr, .fn = (uint32_t)fn };
+					   .addr = r->addr, .ret = r->caller, .fn = (uint32_t)fn };
 
 			/* The instruction is the function's, at any depth of inlining. */
 			ret = add_hit(c, &key, true);
@@ -264,7 +265,7 @@ static int add_tree(struct ctx *c, const struct nw_tree *tr)
 	for (uint32_t k = 1; k < t->n; k++) {
 		uint32_t i = order[k];
 		const struct nw_cct_node *nd = &t->nodes[i];
-		int64_t ch = chain_of(c, tr->epoch, nd->ip, nd->first_child != NW_CCT_NONE);
+		int64_t ch = chain_of(c, tr->epoch, nd->ip, nw_cct_is_return(t, i));
 
 		if (ch < 0)
 			goto out;
@@ -512,7 +513,7 @@ static int print_fn(FILE *out, const struct ctx *c, const struct fn_info *fn)
 			fprintf(out, "%6.1f%%  %6.1f%%  %s+0x%-10llx  %s:%u\n", pct(r->self, c->whole),
 				pct(r->total, c->whole),
 				nw_basename(c->m->modules->v[r->module].path),
-				(unsigned long long)r->addr,
+				(unsigned long long)(r->addr + r->ret),
 				fr && fr->file ? nw_basename(fr->file) : "??", fr ? fr->line : 0);
 		}
 	} else {

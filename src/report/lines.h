@@ -11,8 +11,8 @@
  * a line counted once per sample).  Code inlined into the function counts
  * at the line of the function where it was inlined (the call site), and
  * separately at the inlined callee's own lines.  With --addresses, the
- * same per sampled instruction (module offset, callers at the call
- * instruction).
+ * same per sampled instruction (module offset; a caller's row is its
+ * return address, the instruction after the call, with the call's line).
  */
 #ifndef NW_LINES_H
 #define NW_LINES_H

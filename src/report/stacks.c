@@ -116,7 +116,7 @@ int nw_stacks_frames_of(struct nw_frames *f, const struct nw_resolved *r, uint32
 		bool kernel = !strcmp(r->module->path, NW_KERNEL_MODULE);
 		char *name = kernel ? strdup("[kernel]")
 				    : nw_strdup_printf("%s+0x%llx", nw_basename(r->module->path),
-						       (unsigned long long)r->addr);
+						       (unsigned long long)(r->addr + r->caller));
 
 		if (!name)
 			return -ENOMEM;
@@ -658,7 +658,7 @@ static void resolve_tree(void *arg, uint32_t i)
 	bt->chain[NW_CCT_ROOT] = 0;
 	for (uint32_t n = 1; n < t->n; n++) {
 		int64_t key = key_of_ip(b, k, recent, bt->tr->epoch, t->nodes[n].ip,
-					t->nodes[n].first_child != NW_CCT_NONE);
+					nw_cct_is_return(t, n));
 
 		if (key < 0)
 			goto out;

@@ -612,8 +612,9 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	struct frame_walk *w = arg;
 	Dwarf_Addr pc;
 	Dwarf_Word sp = 0;
+	bool exact;
 
-	if (!dwfl_frame_pc(state, &pc, NULL))
+	if (!dwfl_frame_pc(state, &pc, &exact))
 		return DWARF_CB_ABORT;
 	if (w->n == w->max) {
 		w->truncated = true;
@@ -621,7 +622,8 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	}
 	if (dwfl_frame_reg(state, (unsigned)w->sp_regno, &sp) != 0)
 		sp = 0;
-	w->out[w->n].ip = pc;
+	/* Above a signal frame libdwfl gives the interrupted PC itself. */
+	w->out[w->n].ip = w->n && exact && !nw_ip_is_kernel(pc) ? pc | NW_IP_EXACT : pc;
 	w->out[w->n].sp = sp;
 	w->n++;
 	return DWARF_CB_OK;
