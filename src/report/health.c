@@ -29,6 +29,7 @@ static const char *const entries[] = {
     "__clone",
     "__clone3",
     "thread_start",
+    "_dl_start_user", /* the loader: from its entry (_start) to the program's */
 };
 
 const char *nw_stop_cause_name(enum nw_stop_cause cause)
@@ -171,12 +172,11 @@ static int count_stop(struct classify_ctx *c, size_t k, uint64_t w)
  */
 static int64_t outer_frame(struct classify_ctx *c, const struct nw_tree *tr, uint32_t node)
 {
-	const struct nw_cct_node *n = &tr->cct->nodes[node];
 	struct nw_resolved r;
 	uint32_t chain[1];
 	int k;
 
-	nw_measurement_locate(c->m, tr->epoch, n->ip, n->first_child != NW_CCT_NONE, &r);
+	nw_measurement_locate_node(c->m, tr, node, &r);
 	if (r.map)
 		r.sym = nw_symtab_lookup(c->m->symtab, r.module_index, r.addr);
 	/* The chain is outermost first; its first frame is the one above every other. */
@@ -185,9 +185,33 @@ static int64_t outer_frame(struct classify_ctx *c, const struct nw_tree *tr, uin
 }
 
 /*
+ * Is node @node of @tr a kernel frame of execve(2)?  While the kernel
+ * replaces the program, a sample's user registers are the old program's
+ * and its maps (and stack copy) the new one's: no unwinder can follow.
+ */
+static bool in_execve(const struct classify_ctx *c, const struct nw_tree *tr, uint32_t node)
+{
+	const struct nw_symentry *e;
+	struct nw_resolved r;
+
+	if (!nw_ip_is_kernel(tr->cct->nodes[node].ip))
+		return false;
+	nw_measurement_resolve_node(c->m, tr, node, &r);
+	e = r.sym;
+	for (uint32_t k = 0; e && k < e->nframes; k++) {
+		const char *fn = e->frames[k].function;
+
+		if (fn && (strstr(fn, "sys_execve") || !strncmp(fn, "do_execveat_common", 18)))
+			return true;
+	}
+	return false;
+}
+
+/*
  * Classifies the samples of one physical tree.  Its nodes come parents
  * first (preorder in a directory, the recorder's order in a checkpoint),
- * so a path's outermost frame, depth and highest sp follow in one pass.
+ * so a path's outermost frame, depth, highest sp and whether it went
+ * through execve follow in one pass.
  */
 static int classify_tree(struct classify_ctx *c, const struct nw_tree *tr)
 {
@@ -195,15 +219,17 @@ static int classify_tree(struct classify_ctx *c, const struct nw_tree *tr)
 	uint32_t *outer = malloc((size_t)t->n * sizeof(*outer));
 	uint32_t *depth = malloc((size_t)t->n * sizeof(*depth));
 	uint64_t *outer_sp = malloc((size_t)t->n * sizeof(*outer_sp));
+	bool *exec = malloc((size_t)t->n * sizeof(*exec));
 	int ret = 0;
 
-	if (!outer || !depth || !outer_sp) {
+	if (!outer || !depth || !outer_sp || !exec) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	outer[NW_CCT_ROOT] = c->frames.n; /* not used: the root is no path's */
 	depth[NW_CCT_ROOT] = 0;
 	outer_sp[NW_CCT_ROOT] = 0;
+	exec[NW_CCT_ROOT] = false;
 	for (uint32_t s = 1; s < t->n && !ret; s++) {
 		const struct nw_cct_node *sn = &t->nodes[s];
 		uint32_t parent = sn->parent;
@@ -227,6 +253,7 @@ static int classify_tree(struct classify_ctx *c, const struct nw_tree *tr)
 		depth[s] = depth[parent] + 1;
 		/* The highest stack address any frame of the path reached. */
 		outer_sp[s] = sn->sp > outer_sp[parent] ? sn->sp : outer_sp[parent];
+		exec[s] = exec[parent] || in_execve(c, tr, s);
 		for (unsigned m = 0; m < t->nmetrics && m < c->m->nmetrics; m++)
 			if (c->is_samples[m])
 				w += nw_cct_metrics(t, s)[m];
@@ -238,6 +265,8 @@ static int classify_tree(struct classify_ctx *c, const struct nw_tree *tr)
 			c->h->complete += w;
 		} else if (depth[s] >= c->h->max_stack) {
 			c->h->truncated += w;
+		} else if (exec[s]) {
+			c->h->in_exec += w;
 		} else {
 			size_t k = (size_t)f * NW_STOP_CAUSES + stop_cause(c, f, sn->sp, outer_sp[s]);
 
@@ -248,6 +277,7 @@ out:
 	free(outer);
 	free(depth);
 	free(outer_sp);
+	free(exec);
 	return ret;
 }
 
@@ -477,6 +507,11 @@ int nw_health_print(FILE *out, const struct nw_health *h)
 			"kernel.perf_event_max_stack=%u\n",
 			h->max_stack < NW_HEALTH_DWARF_MAX_STACK / 2 ? 2 * h->max_stack
 								     : NW_HEALTH_DWARF_MAX_STACK);
+	if (h->in_exec)
+		fprintf(out,
+			"In execve: %10llu  %5.1f%%  taken while the kernel replaced the program "
+			"(the old registers, the new maps): nothing to unwind\n",
+			(unsigned long long)h->in_exec, pct(h->in_exec, h->samples));
 	fprintf(out, "Stopped:   %10llu  %5.1f%%  unwinding stopped before a thread entry\n",
 		(unsigned long long)h->stopped, pct(h->stopped, h->samples));
 	if (h->nstops) {
@@ -508,8 +543,12 @@ int nw_health_summary(const struct nw_measurement *m, const char *dir, char *lin
 	}
 	if (!h->samples)
 		snprintf(line, len, "stacks: no samples");
-	else if (h->complete == h->samples)
+	else if (!h->stopped && !h->truncated && !h->in_exec)
 		snprintf(line, len, "stacks: 100.0%% complete, 0.0%% truncated");
+	else if (!h->stopped && !h->truncated)
+		snprintf(line, len, "stacks: %.1f%% complete, %.1f%% taken inside execve",
+			 (double)(uint64_t)(10 * pct(h->complete, h->samples)) / 10,
+			 pct(h->in_exec, h->samples));
 	else
 		/* Rounded down, so that 100.0% means every sample. */
 		snprintf(line, len,

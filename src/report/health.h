@@ -6,9 +6,12 @@
  *
  * - complete: the outermost frame (the root's child) is a thread entry:
  *   _start, __libc_start_main(_impl), __libc_start_call_main, main,
- *   start_thread, clone, clone3, __clone, __clone3, thread_start (a
- *   "__GI_" prefix is ignored).  Debian's libc has no frame pointers, so fp
+ *   start_thread, clone, clone3, __clone, __clone3, thread_start, and
+ *   the loader's _dl_start_user (a "__GI_" prefix is ignored).  Debian's libc has no frame pointers, so fp
  *   chains end at __libc_start_call_main or start_thread: they count.
+ * - in execve: not complete, and the path goes through the kernel's
+ *   execve (sys_execve, do_execveat_common): the sample's user registers
+ *   are the old program's, its maps and stack the new one's.  Not a stop.
  * - truncated: the path is as deep as the recorder's limit (the manifest's
  *   max_stack; without it 127, the kernel's default perf_event_max_stack,
  *   for fp and 512 for dwarf).  Depth counts physical frames, as the
@@ -65,6 +68,7 @@ struct nw_health {
 	uint32_t max_stack;  /* the depth limit applied */
 	uint32_t stack_size; /* dwarf mode's stack copy, bytes */
 	uint64_t samples, complete, truncated, stopped;
+	uint64_t in_exec;    /* taken inside execve (not complete, not a stop) */
 	uint32_t nstops;
 	struct nw_health_stop *stops; /* most samples first */
 };

@@ -135,4 +135,26 @@ t=$(awk '{ s += $NF } END { print s + 0 }' "$NW_TMP/stripped.folded")
 }
 ok "$got% complete, _start at the root of $n of $t"
 
+check "inside execve: samples named as such, not stops; the loader's stacks complete"
+d=$NW_TMP/exec.data
+nw_record_ok "$d" -F 4999 "$P/execbig"
+nw_report "$NW_TMP/exec.health" "$d" --stack-health
+inexec=$(awk '$1 == "In" && $2 == "execve:" { v = $4; sub(/%$/, "", v); print v; exit }' "$NW_TMP/exec.health")
+stopped=$(share "$NW_TMP/exec.health" Stopped)
+# Unmapping 400 MiB takes tens of ms at 4999 Hz: dozens of samples; the
+# rest of the run (memset, the loader, /bin/true) unwinds to its entry.
+[[ -n $inexec ]] && awk -v e="$inexec" -v s="$stopped" 'BEGIN { exit !(e >= 1 && s < 1) }' || {
+	nw_show "--stack-health" "$NW_TMP/exec.health"
+	fail "in execve: ${inexec:-none}%, stopped $stopped%"
+}
+! grep -Eq '\((__GI_)?execve\): ' "$NW_TMP/exec.health" || {
+	nw_show "--stack-health" "$NW_TMP/exec.health"
+	fail "execve is listed as a stop"
+}
+grep -Eq '^Stopped: +0 ' "$NW_TMP/exec.health" && ! grep -q 'taken inside execve' "$d.err" && {
+	nw_show "narwhal-record stderr" "$d.err"
+	fail "the recorder's summary line counts execve's samples as stops"
+}
+ok "in execve $inexec%, stopped $stopped%"
+
 pass
