@@ -397,18 +397,28 @@ static void test_empty_intervals_block(void **state)
 
 /* ---- the staging directory ---- */
 
+/* An empty file at @path. */
+static void touch(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fclose(f);
+}
+
 static void test_stage(void **state)
 {
 	char base[] = "/tmp/narwhal-test-stage.XXXXXX", cwd[PATH_MAX], stage[PATH_MAX];
-	char dir[PATH_MAX], file[PATH_MAX + 32], err[256];
+	char dir[PATH_MAX], file[PATH_MAX + 32], err[256], stale[PATH_MAX], other[PATH_MAX];
 	struct stat sb;
-	FILE *f;
+	int lock, lock2;
 
 	assert_non_null(mkdtemp(base));
 	assert_non_null(getcwd(cwd, sizeof(cwd)));
 	assert_int_equal(chdir(base), 0);
 	/* Relative output: an absolute stage next to it. */
-	assert_int_equal(nw_seclog_stage_create("m.data/", stage, sizeof(stage)), 0);
+	assert_int_equal(nw_seclog_stage_create("m.data/", stage, sizeof(stage), &lock), 0);
+	assert_true(lock >= 0);
 	assert_int_equal(strncmp(stage, base, strlen(base)), 0);
 	assert_non_null(strstr(stage, "/m.data.sections-"));
 	assert_false(nw_seclog_stage_used(stage));
@@ -417,16 +427,45 @@ static void test_stage(void **state)
 	assert_int_equal(nw_seclog_stage_finish(stage, "m.data", err, sizeof(err)), 0);
 	assert_int_equal(stat(stage, &sb), -1);
 	assert_int_equal(stat("m.data/sections", &sb), -1);
+	close(lock);
+	/*
+	 * A recorder killed with SIGKILL leaves its stage (here: its lock
+	 * closed, a log in it); the next run's clean removes it, never the
+	 * stage of a recorder that runs (its lock held), another output's, or
+	 * a directory that is no stage.
+	 */
+	assert_int_equal(nw_seclog_stage_create("m.data", stale, sizeof(stale), &lock), 0);
+	snprintf(file, sizeof(file), "%s/sections-7.bin", stale);
+	touch(file);
+	close(lock);
+	assert_int_equal(nw_seclog_stage_create("m.data", stage, sizeof(stage), &lock), 0);
+	assert_int_equal(nw_seclog_stage_create("other.data", other, sizeof(other), &lock2), 0);
+	close(lock2);
+	assert_int_equal(mkdir("m.data.sections-mine", 0777), 0);
+	assert_int_equal(mkdir("m.data.sections-keepme", 0777), 0);
+	touch("m.data.sections-keepme/notes.txt");
+	assert_int_equal(nw_seclog_stage_clean("m.data/"), 1);
+	assert_int_equal(stat(stale, &sb), -1);
+	assert_int_equal(stat(stage, &sb), 0);
+	assert_int_equal(stat(other, &sb), 0);
+	assert_int_equal(stat("m.data.sections-mine", &sb), 0);
+	assert_int_equal(stat("m.data.sections-keepme/notes.txt", &sb), 0);
+	assert_int_equal(stat("m.data", &sb), 0);
+	/* Once its recorder is gone, the other stage goes too. */
+	close(lock);
+	assert_int_equal(nw_seclog_stage_clean("m.data"), 1);
+	assert_int_equal(stat(stage, &sb), -1);
+	assert_int_equal(nw_seclog_stage_clean("other.data"), 1);
+	assert_int_equal(stat(other, &sb), -1);
 	/* Used: moved into the measurement. */
-	assert_int_equal(nw_seclog_stage_create("m.data", stage, sizeof(stage)), 0);
+	assert_int_equal(nw_seclog_stage_create("m.data", stage, sizeof(stage), &lock), 0);
 	snprintf(file, sizeof(file), "%s/sections-42.bin", stage);
-	f = fopen(file, "w");
-	assert_non_null(f);
-	fclose(f);
+	touch(file);
 	assert_true(nw_seclog_stage_used(stage));
 	assert_int_equal(nw_seclog_stage_finish(stage, "m.data", err, sizeof(err)), 0);
 	assert_int_equal(stat(stage, &sb), -1);
 	assert_int_equal(stat("m.data/sections/sections-42.bin", &sb), 0);
+	close(lock);
 	snprintf(dir, sizeof(dir), "%s", base);
 	assert_int_equal(chdir(cwd), 0);
 	nw_seclog_stage_remove(dir);

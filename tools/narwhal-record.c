@@ -91,6 +91,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: narwhal-record [options] [--] COMMAND [ARGS...]\n"
 		"       narwhal-record [options] -p PID[,PID...] | -t TID[,TID...]\n"
+		"       narwhal-record [options] -a | -C CPUS [[--] COMMAND [ARGS...]]\n"
 		"\n"
 		"Runs COMMAND (or attaches to running processes or threads), samples\n"
 		"every thread and child process, and writes a measurement directory\n"
@@ -112,6 +113,11 @@ static void usage(FILE *f)
 		"                          128, or 2048 with --call-graph dwarf)\n"
 		"  -p, --pid PID[,PID...]  attach to running processes (all their threads)\n"
 		"  -t, --tid TID[,TID...]  attach to running threads\n"
+		"  -a, --all-cpus          record the whole machine: every process on every CPU\n"
+		"                          (root, CAP_PERFMON or perf_event_paranoid<=0); until\n"
+		"                          Ctrl-C, --duration or the end of COMMAND if given\n"
+		"  -C, --cpu CPUS          as -a, on the CPUs listed only (0,2-3)\n"
+		"      --idle              with -a or -C: keep the idle task's samples (pid 0)\n"
 		"      --duration SECONDS  stop after SECONDS (attached: the program runs on)\n"
 		"      --alloc             record allocations (malloc, calloc, realloc, free, the\n"
 		"                          aligned ones, C++ new/delete) with their call paths:\n"
@@ -830,6 +836,9 @@ struct run {
 	struct opts o;
 	int argc;                 /* the command's words (0 when attaching) */
 	char **cmd;
+	/* -p/-t: the command line of what was attached to, read at attach (one allocation) */
+	int attached_argc;
+	char **attached_cmd;
 	bool attach;              /* -p/-t */
 	bool system;              /* -a, -C */
 	struct nw_event evs[MAX_EVENTS];
@@ -844,6 +853,7 @@ struct run {
 	/* Instrumented sections (doc/SECTIONS.md): where libnarwhal in the
 	 * program writes its intervals, moved into the measurement at the end. */
 	char stage[PATH_MAX];
+	int stage_lock;           /* held while the stage is ours (nw_seclog_stage_clean) */
 	struct nw_tracer tracer;  /* the time of each sample (unless --no-trace) */
 	bool tracing;
 	struct nw_measure ms;
@@ -877,7 +887,8 @@ static int write_now(struct run *r, enum nw_run_written w, int exit_status)
 	if (r->o.flight)
 		ret = nw_tracer_expire(&r->tracer, now, true);
 	if (!ret)
-		ret = fill_run(&run, &r->o, &r->s, r->argc, r->cmd, r->start_ns, r->clock_start_ns,
+		ret = fill_run(&run, &r->o, &r->s, r->attach ? r->attached_argc : r->argc,
+			       r->attach ? r->attached_cmd : r->cmd, r->start_ns, r->clock_start_ns,
 			       w == NW_RUN_END ? r->stopped_ns : 0, exit_status, w);
 	if (!ret)
 		ret = nw_measure_build(&r->ms, &r->s, r->tracing ? &r->tracer : NULL, &run, &m);
@@ -985,6 +996,8 @@ static void run_fini(struct run *r)
 	}
 	if (r->stage[0])
 		nw_seclog_stage_remove(r->stage);
+	if (r->stage_lock >= 0)
+		close(r->stage_lock);
 	nw_measurement_free(r->model);
 	nw_output_fini(&r->out);
 	if (r->tracing)
@@ -999,6 +1012,7 @@ static void run_fini(struct run *r)
 			r->alloc.libc.group);
 	nw_targets_fini(&r->attached);
 	nw_targets_fini(&r->o.targets);
+	free(r->attached_cmd);
 	if (r->alloc_ready)
 		nw_alloc_opts_fini(&r->alloc);
 	free(r->o.cpus);
@@ -1191,7 +1205,8 @@ static int start(struct run *r)
 	r->start_ns = now_ns(CLOCK_REALTIME);
 	r->clock_start_ns = now_ns(CLOCK_MONOTONIC);
 	if (launched(r)) {
-		if (nw_seclog_stage_create(r->o.output, r->stage, sizeof(r->stage)) == 0)
+		if (nw_seclog_stage_create(r->o.output, r->stage, sizeof(r->stage),
+					   &r->stage_lock) == 0)
 			setenv(NW_SECLOG_ENV, r->stage, 1);
 		ret = r->o.alloc ? launch_alloc(r) : nw_launch_start(r->cmd, &r->l);
 		if (ret) {
@@ -1247,6 +1262,12 @@ static int start(struct run *r)
 		explain_start_error(r, ret);
 		return 1;
 	}
+	/*
+	 * The manifest's command: what runs there, read now (it may end before
+	 * the write); none when it already ended.
+	 */
+	if (r->attach)
+		nw_targets_cmdline(&r->o.targets, &r->attached_argc, &r->attached_cmd);
 	if (r->so.kernel && !r->o.quiet && kallsyms_hidden())
 		fprintf(stderr, "narwhal-record: kernel frames will show as [kernel]: /proc/kallsyms "
 				"hides kernel addresses from this user (kernel.kptr_restrict=%d; root "
@@ -1289,6 +1310,8 @@ static int start(struct run *r)
 		};
 		char err[PATH_MAX + 128];
 
+		/* A run that starts removes the stages that killed recorders left beside DIR. */
+		nw_seclog_stage_clean(r->o.output);
 		ret = nw_output_init(&r->out, &oo, r->clock_start_ns, err, sizeof(err));
 		if (ret) {
 			fprintf(stderr, "narwhal-record: %s\n", err);
@@ -1574,6 +1597,7 @@ int main(int argc, char **argv)
 		.o = { .output = "narwhal.data", .freq = 999, .callgraph = NW_CALLGRAPH_DWARF,
 		       .stack_size = NW_DEFAULT_STACK_COPY, .checkpoint = -1 },
 		.l = { .pid = -1, .gate_w = -1, .err_r = -1 },
+		.stage_lock = -1,
 	};
 	int ret;
 

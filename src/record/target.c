@@ -12,6 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/file.h"
+#include "util/strbuf.h"
+
 /* ---- launching ---- */
 
 int nw_launch_check(const char *cmd, char *why, size_t len)
@@ -141,6 +144,12 @@ static pid_t tgid_of(pid_t tid)
 	return tgid;
 }
 
+/* The process of target @i. */
+static pid_t target_pid(const struct nw_targets *t, size_t i)
+{
+	return t->threads ? tgid_of(t->ids[i]) : t->ids[i];
+}
+
 static bool task_alive(pid_t pid, pid_t tid)
 {
 	char path[64];
@@ -216,7 +225,7 @@ int nw_targets_attach(struct nw_session *s, const struct nw_targets *t, struct n
 	int ret;
 
 	for (size_t i = 0; i < t->n; i++) {
-		pid_t pid = t->threads ? tgid_of(t->ids[i]) : t->ids[i];
+		pid_t pid = target_pid(t, i);
 
 		if (pid < 0)
 			return -ESRCH;
@@ -239,7 +248,7 @@ int nw_targets_attach(struct nw_session *s, const struct nw_targets *t, struct n
 bool nw_targets_alive(const struct nw_targets *t)
 {
 	for (size_t i = 0; i < t->n; i++) {
-		pid_t pid = t->threads ? tgid_of(t->ids[i]) : t->ids[i];
+		pid_t pid = target_pid(t, i);
 
 		if (pid > 0 && task_alive(pid, t->ids[i]))
 			return true;
@@ -250,11 +259,77 @@ bool nw_targets_alive(const struct nw_targets *t)
 pid_t nw_targets_missing(const struct nw_targets *t)
 {
 	for (size_t i = 0; i < t->n; i++) {
-		pid_t pid = t->threads ? tgid_of(t->ids[i]) : t->ids[i];
+		pid_t pid = target_pid(t, i);
 
 		if (pid < 0 || !task_alive(pid, t->ids[i]))
 			return t->ids[i];
 	}
+	return 0;
+}
+
+int nw_targets_cmdline(const struct nw_targets *t, int *ret_argc, char ***ret_argv)
+{
+	pid_t first = t->n ? target_pid(t, 0) : -ESRCH;
+	char path[64], more[64] = "", *text = NULL, **argv, *p;
+	size_t len = 0, others = 0, nwords = 0, morelen;
+	int ret;
+
+	if (first < 0)
+		return -ESRCH;
+	/* The other processes: -t threads of one process are one. */
+	for (size_t i = 1; i < t->n; i++) {
+		pid_t pid = target_pid(t, i);
+		size_t j = 0;
+
+		while (j < i && target_pid(t, j) != pid)
+			j++;
+		if (pid > 0 && pid != first && j == i)
+			others++;
+	}
+	if (others)
+		snprintf(more, sizeof(more), "(and %zu other process%s)", others,
+			 others == 1 ? "" : "es");
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", first);
+	ret = nw_read_file(path, &text, &len);
+	if (!ret && !len) {
+		/* A kernel thread (or a zombie): its name, as ps shows it. */
+		free(text);
+		snprintf(path, sizeof(path), "/proc/%d/comm", first);
+		ret = nw_read_file(path, &text, &len);
+		if (!ret) {
+			len = strcspn(text, "\n");
+			p = nw_strdup_printf("[%.*s]", (int)len, text);
+			free(text);
+			text = p;
+			len = p ? strlen(p) + 1 : 0;
+			ret = p ? 0 : -ENOMEM;
+		}
+	}
+	if (ret)
+		return ret == -ENOENT ? -ESRCH : ret;
+	/* Words end in NUL; the last one may not (a program that rewrote its title). */
+	for (size_t i = 0; i < len; i++)
+		nwords += !text[i];
+	nwords += text[len - 1] != 0;
+	morelen = others ? strlen(more) + 1 : 0;
+	argv = malloc((nwords + 2) * sizeof(*argv) + len + 1 + morelen);
+	if (!argv) {
+		free(text);
+		return -ENOMEM;
+	}
+	p = (char *)(argv + nwords + 2);
+	memcpy(p, text, len);
+	p[len] = 0;
+	free(text);
+	for (size_t w = 0; w < nwords; w++) {
+		argv[w] = p;
+		p += strlen(p) + 1;
+	}
+	if (others)
+		argv[nwords++] = memcpy(p, more, morelen);
+	argv[nwords] = NULL;
+	*ret_argc = (int)nwords;
+	*ret_argv = argv;
 	return 0;
 }
 

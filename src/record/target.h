@@ -49,6 +49,15 @@ void nw_targets_fini(struct nw_targets *t);
 pid_t nw_targets_missing(const struct nw_targets *t);
 /* Whether any target still runs. */
 bool nw_targets_alive(const struct nw_targets *t);
+/*
+ * What the measurement names as its command: the command line of the
+ * first target's process (/proc/PID/cmdline; "[comm]" for one that has
+ * none, a kernel thread), and when the targets span more processes, one
+ * last word "(and N other processes)".  *@ret_argv is NULL-terminated and
+ * one allocation with its words: the caller free()s it.  -ESRCH when the
+ * first target is gone, -ENOMEM.
+ */
+int nw_targets_cmdline(const struct nw_targets *t, int *ret_argc, char ***ret_argv);
 
 /*
  * Attaches @s to every target: each process's mappings and thread names

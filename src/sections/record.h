@@ -18,9 +18,20 @@
 /*
  * Creates an empty staging directory next to the measurement @output, as
  * an absolute path (the program may change directory): "<output>.sections-
- * XXXXXX".  Fills @buf.  -errno.
+ * XXXXXX".  Fills @buf, and locks it (flock) through *@ret_lock, a
+ * close-on-exec descriptor the caller keeps open for the whole recording
+ * and closes after nw_seclog_stage_finish() or _remove(): a stage whose
+ * lock is free belongs to no recorder that runs (nw_seclog_stage_clean()).
+ * -errno.
  */
-int nw_seclog_stage_create(const char *output, char *buf, size_t len);
+int nw_seclog_stage_create(const char *output, char *buf, size_t len, int *ret_lock);
+/*
+ * Removes the staging directories beside @output that recorders killed
+ * before their end (SIGKILL: nothing ran to remove them) left: those whose
+ * lock nobody holds.  A recorder that runs keeps its own.  The count
+ * removed.
+ */
+unsigned nw_seclog_stage_clean(const char *output);
 /* Whether @stage holds any interval log. */
 bool nw_seclog_stage_used(const char *stage);
 /*

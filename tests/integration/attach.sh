@@ -3,7 +3,8 @@
 # later), -t TID (one thread), --duration and Ctrl-C end the recording and
 # leave the program running; modules loaded before the attach symbolize
 # (the first epoch comes from /proc/PID/maps); clear errors for a PID that
-# does not exist; a target that exits ends the recording.
+# does not exist; a target that exits ends the recording; the report's
+# Command: line names the command line of what was attached to.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -16,6 +17,14 @@ start_attachee() {
 		sleep 0.05
 	done
 	fail "attachee did not start"
+}
+
+# says_command DIR WORDS : the report's header of DIR says "Command: WORDS".
+says_command() {
+	nw_report "$NW_TMP/header" "$1"
+	grep -qxF "Command: $2" "$NW_TMP/header" ||
+		{ nw_show "the tree" "$NW_TMP/header"; fail "the header does not say 'Command: $2'"; }
+	ok "Command: $2"
 }
 
 check "-p PID --duration 1.5: exit 0, the program runs on, plug_work named, the late thread seen"
@@ -33,6 +42,7 @@ grep -q ' late ' "$NW_TMP/threads" || { nw_show "--threads" "$NW_TMP/threads"; f
 grep -q ' early ' "$NW_TMP/threads" || fail "no early thread"
 grep -q "libplug.so" "$d/manifest.json" || fail "the manifest lists no libplug.so module"
 ok "plug_work $plug%; threads: $(tail -n +2 "$NW_TMP/threads" | awk '{ printf "%s ", $3 }')"
+says_command "$d" "$P/attachee $P/libplug.so 4"
 wait "$APID" || fail "the program exited with $? after the attach"
 ok "the program ran to its end and exited 0"
 
@@ -50,7 +60,18 @@ n=$(tail -n +2 "$NW_TMP/tthreads" | wc -l)
 ((n == 1)) || { nw_show "--threads" "$NW_TMP/tthreads"; fail "$n threads, expected only early"; }
 grep -q " $tid  *early " "$NW_TMP/tthreads" || fail "the thread is not $tid early"
 ok "$(tail -n 1 "$NW_TMP/tthreads")"
+says_command "$d" "$P/attachee $P/libplug.so 3"
 wait "$APID" || fail "the program exited with $?"
+
+check "-p PID1,PID2: the header names the first's command line and counts the other"
+start_attachee 3
+a1=$APID
+start_attachee 2
+d=$NW_TMP/two.data
+nw_record_ok "$d" -p "$a1,$APID" --duration 1
+says_command "$d" "$P/attachee $P/libplug.so 3 (and 1 other process)"
+wait "$a1" || fail "the first program exited with $?"
+wait "$APID" || fail "the second program exited with $?"
 
 check "SIGINT to an attached recorder: stops, writes, the program runs on"
 start_attachee 4

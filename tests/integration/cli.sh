@@ -33,6 +33,61 @@ for tool in "$NW_RECORD" "$NW_REPORT"; do
 	ok "exit $rc"
 done
 
+# One table, three texts (doc/STYLE: getopt's long options, --help and the
+# man page's list agree): every option of a tool's option table (the long
+# options and getopt's short ones) is named in its --help option column and
+# in a tag of its man page's OPTIONS list, and neither names one the table
+# does not take.
+for t in narwhal-record narwhal-report; do
+	check "$t: the option table, --help and doc/$t.1 name the same options"
+	"$NW_BUILD/tools/$t" --help >"$NW_TMP/$t.help" 2>&1 || fail "$t --help failed"
+	python3 - "$t" "$NW_SRC/tools/$t.c" "$NW_TMP/$t.help" "$NW_SRC/doc/$t.1" <<'PY' ||
+import re, sys
+
+tool, src, helpf, manf = sys.argv[1:]
+code = open(src).read()
+table = set(re.findall(r'\{\s*"([a-z][a-z0-9-]*)",\s*(?:no|required|optional)_argument', code))
+m = re.search(r'getopt_long\([^,]+,[^,]+,\s*"([^"]*)"', code)
+if len(table) < 3 or not m:
+    sys.exit(f"{src}: cannot find the option table or getopt_long's short options")
+table = {"--" + o for o in table} | {"-" + c for c in re.sub(r"[^A-Za-z]", "", m.group(1))}
+
+
+def names(text):
+    """The options a piece of text names: --long and -x."""
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*|-[A-Za-z])(?![\w-])", text))
+
+
+# --help: the option column of each entry (the text before the description).
+help_names = set()
+for line in open(helpf):
+    if line.lstrip().startswith("-"):
+        help_names |= names(re.split(r"\s{2,}", line.strip())[0])
+
+# The man page: the tag line after each .TP of OPTIONS, troff escapes undone.
+man_names, in_options, tag_next = set(), False, False
+for line in open(manf):
+    line = line.rstrip("\n")
+    if line.startswith(".SH"):
+        in_options = line.split(None, 1)[1:] == ["OPTIONS"]
+        continue
+    if in_options and tag_next:
+        text = re.sub(r"\\f[BIRP]|\\[%&]", "", line).replace("\\-", "-").replace('"', "")
+        man_names |= names(re.sub(r"^\.[A-Z]+\s*", "", text))
+    tag_next = in_options and line.startswith(".TP")
+
+bad = []
+for where, named in (("--help", help_names), (manf.rsplit("/", 1)[-1], man_names)):
+    bad += [f"{o} is missing from {where}" for o in sorted(table - named)]
+    bad += [f"{where} names {o}, which {tool} does not take" for o in sorted(named - table)]
+for b in bad:
+    print(f"  {tool}: {b}", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+		fail "$t: its option table, --help and man page disagree (above)"
+	ok "$(grep -cE '\{ *"[a-z][a-z0-9-]+", *(no|required|optional)_argument' "$NW_SRC/tools/$t.c") long options, each in --help and in the man page"
+done
+
 check "narwhal-record with no command: an error exit (1..125)"
 rc=0
 "$NW_RECORD" >/dev/null 2>&1 || rc=$?

@@ -1,7 +1,8 @@
 #!/bin/bash
 # A recorder that never loses a measurement (issue 13): narwhal-record
 # killed with SIGKILL leaves its last checkpoint, complete and readable,
-# which says it is one; the first checkpoint comes within a second; SIGUSR2
+# which says it is one, and the next run removes the sections' staging
+# directory it left; the first checkpoint comes within a second; SIGUSR2
 # and --snapshot write snapshots with growing sample counts; the flight
 # recorder keeps only the last seconds (phase B of tests/programs/phases);
 # --rotate writes one measurement per interval whose samples add up to the
@@ -91,6 +92,21 @@ t=$(nw_threads_rows "$NW_TMP/killed.threads" | awk '{ s += $3 } END { print s }'
 	fail "the trees hold $t samples, the manifest says $n"
 }
 ok "$(grep -c 'as a journal segment' "$NW_TMP/killed.err") segment(s); $t samples in the trees"
+
+check "SIGKILL leaves the sections' staging directory beside DIR; the next run removes it"
+# (the stage is made for every launched program; nothing ran to remove it)
+compgen -G "$d.sections-*" >/dev/null || fail "no $d.sections-* after the SIGKILL: nothing to test"
+stale=$(compgen -G "$d.sections-*")
+nw_record_ok "$d" "$P/burn" alpha
+left=$(compgen -G "$d.sections-*" || true)
+[[ -z $left ]] || fail "left behind after the next run: $left"
+nw_check_measurement "$d"
+# The killed run's checkpoint moved aside, complete and readable.
+nw_check_measurement "$d.old"
+[[ $(manifest_get "$d.old" written) == checkpoint ]] || fail "$d.old is not the killed run's checkpoint"
+nw_report "$NW_TMP/killed-old.threads" "$d.old" --threads
+grep -q " early " "$NW_TMP/killed-old.threads" || fail "$d.old lost its threads"
+ok "${stale##*/} removed; the checkpoint reads as ${d##*/}.old"
 
 check "the first checkpoint (default interval 10 s) comes within the first seconds"
 d=$NW_TMP/first.data

@@ -2,7 +2,8 @@
 # Stopping narwhal-record: SIGINT (Ctrl-C) or SIGTERM sent to narwhal-record
 # alone is forwarded to the program (tests/programs/longrun.c, which never
 # ends by itself); narwhal-record then exits with the program's status
-# (130 or 143) and writes a complete measurement showing forever_loop.
+# (130 or 143) and writes a complete measurement showing forever_loop,
+# leaving no staging directory beside it.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -46,6 +47,8 @@ stop_test() {
 	ok "exit status $rc, program gone"
 
 	nw_check_measurement "$d"
+	left=$(compgen -G "$d.sections-*" || true)
+	[[ -z $left ]] || fail "the sections' staging directory was left behind: $left"
 	grep -Eq '^narwhal-record: [0-9]+ samples? from 1 thread in 1 process' "$d.err" || {
 		nw_show "narwhal-record stderr" "$d.err"
 		fail "no summary line"
