@@ -75,7 +75,7 @@ static int setup(void **state)
 	if (!fx)
 		return -1;
 	fx->elf = nw_elf_cache_new();
-	fx->s = fx->elf ? nw_symbolizer_new(fx->elf) : NULL;
+	fx->s = fx->elf ? nw_symbolizer_new(fx->elf, NULL) : NULL;
 	if (!fx->s) {
 		nw_elf_cache_free(fx->elf);
 		free(fx);

@@ -32,6 +32,7 @@
 #include "record/target.h"
 #include "report/health.h"
 #include "sections/record.h"
+#include "util/cache.h"
 #include "util/log.h"
 #include "util/strbuf.h"
 
@@ -72,6 +73,7 @@ struct opts {
 	bool off_cpu;
 	bool no_trace;                   /* --no-trace: no per-thread traces */
 	bool user_only;                  /* --user-only: no kernel time or frames */
+	bool no_cache;                   /* --no-cache: no symbols kept between runs */
 	bool system;                     /* -a: every process on every CPU */
 	bool *cpus;                      /* -C: the CPUs to record (system-wide); NULL: all */
 	bool idle;                       /* --idle: keep the idle task's samples */
@@ -132,6 +134,10 @@ static void usage(FILE *f)
 		"                          is below the user stack where the kernel allows it\n"
 		"      --no-trace          no traces (the time of each sample: --time, --timeline,\n"
 		"                          the timeline exports and --sections need them)\n"
+		"      --no-cache          neither read nor keep the kernel's symbols and the\n"
+		"                          symbolization results of earlier runs (kept in\n"
+		"                          $XDG_CACHE_HOME/narwhal by build-id; they make a\n"
+		"                          run cheaper, never change what it records)\n"
 		"      --checkpoint SECONDS  write the measurement every SECONDS while recording\n"
 		"                          (default 10, the first after 1 s; 0: only at the end)\n"
 		"      --flight-recorder SECONDS  keep only the last SECONDS, in bounded memory;\n"
@@ -301,6 +307,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "alloc-rate", required_argument, NULL, 'B' },
 		{ "no-trace", no_argument, NULL, 'N' },
 		{ "user-only", no_argument, NULL, 'U' },
+		{ "no-cache", no_argument, NULL, 'W' },
 		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "cpu", required_argument, NULL, 'C' },
 		{ "idle", no_argument, NULL, 'I' },
@@ -423,6 +430,9 @@ bad_mode:
 			break;
 		case 'N':
 			o->no_trace = true;
+			break;
+		case 'W':
+			o->no_cache = true;
 			break;
 		case 'U':
 			o->user_only = true;
@@ -856,6 +866,7 @@ struct run {
 	int stage_lock;           /* held while the stage is ours (nw_seclog_stage_clean) */
 	struct nw_tracer tracer;  /* the time of each sample (unless --no-trace) */
 	bool tracing;
+	struct nw_cache cache;    /* kernel symbols, symbolization results: util/cache.h */
 	struct nw_measure ms;
 	bool measure_ready;
 	struct nw_output out;     /* where and when the measurement is written */
@@ -1289,11 +1300,12 @@ static int start(struct run *r)
 			nw_tracer_set_window(&r->tracer, (uint64_t)(r->o.flight * 1e9));
 	}
 	/* Symbolized as it goes: each write symbolizes the PCs new since the last. */
-	ret = nw_measure_init(&r->ms, r->s.elf);
+	nw_cache_open(&r->cache, NULL, r->o.no_cache);
+	ret = nw_measure_init(&r->ms, r->s.elf, &r->cache);
 	r->measure_ready = true;
 	/* Kernel frames will want the kernel's symbols: read them before anything runs. */
 	if (!ret && r->s.opts.kernel)
-		ret = nw_measure_load_kernel(&r->ms);
+		ret = nw_measure_prepare_kernel(&r->ms);
 	if (ret) {
 		fprintf(stderr, "narwhal-record: out of memory\n");
 		return 1;

@@ -11,11 +11,12 @@
 /* Slots of nw_measure.recent (a power of two). */
 #define RECENT_SLOTS 8192u
 
-int nw_measure_init(struct nw_measure *ms, struct nw_elf_cache *elf)
+int nw_measure_init(struct nw_measure *ms, struct nw_elf_cache *elf, const struct nw_cache *cache)
 {
 	memset(ms, 0, sizeof(*ms));
 	nw_perfmaps_init(&ms->jit, "/tmp");
-	ms->sym = nw_symbolizer_new(elf);
+	ms->cache = cache;
+	ms->sym = nw_symbolizer_new(elf, cache);
 	ms->symtab = nw_symtab_new();
 	ms->recent = calloc(RECENT_SLOTS, sizeof(*ms->recent));
 	return ms->sym && ms->symtab && ms->recent ? 0 : -ENOMEM;
@@ -112,16 +113,30 @@ static int jit_symbolize(struct nw_measure *ms, uint32_t pid, uint64_t pc,
 	return nw_perfmap_symbolize(map, pc, frames, nframes);
 }
 
-int nw_measure_load_kernel(struct nw_measure *ms)
+/* Reads the kernel's symbols, from the cache when it holds them, if not read yet. */
+static int load_kernel(struct nw_measure *ms)
 {
-	if (!ms->ksyms_state) {
-		int rc = nw_kallsyms_load(&ms->ksyms, NULL);
+	char name[256];
+	int rc;
 
-		if (rc == -ENOMEM)
-			return rc;
-		ms->ksyms_state = rc ? rc : 1;
-	}
+	if (ms->ksyms_state)
+		return 0;
+	rc = nw_kallsyms_load_cached(&ms->ksyms, ms->cache,
+				     nw_kallsyms_cache_name(NULL, NULL, name, sizeof(name)) ? NULL : name,
+				     NULL);
+	if (rc == -ENOMEM)
+		return rc;
+	ms->ksyms_state = rc ? rc : 1;
 	return 0;
+}
+
+int nw_measure_prepare_kernel(struct nw_measure *ms)
+{
+	char name[256];
+
+	if (!nw_kallsyms_cache_name(NULL, NULL, name, sizeof(name)) && nw_cache_has(ms->cache, name))
+		return 0; /* mapped at the first kernel PC, in no time */
+	return load_kernel(ms);
 }
 
 /*
@@ -132,20 +147,26 @@ int nw_measure_load_kernel(struct nw_measure *ms)
 static int kernel_symbolize(struct nw_measure *ms, uint64_t pc, struct nw_symframe **frames,
 			    uint32_t *nframes)
 {
-	const struct nw_ksym *k;
 	struct nw_symframe *fr;
-	int rc = nw_measure_load_kernel(ms);
+	struct nw_ksym k;
+	int rc = load_kernel(ms);
 
 	if (rc)
 		return rc;
-	k = ms->ksyms_state == 1 ? nw_kallsyms_find(&ms->ksyms, pc) : NULL;
-	if (!k)
+	if (ms->ksyms_state == 1 && !nw_kallsyms_covers(&ms->ksyms, pc)) {
+		/* A module, a BPF program, a trampoline: the cache kept the image only. */
+		nw_kallsyms_fini(&ms->ksyms);
+		rc = nw_kallsyms_load(&ms->ksyms, NULL);
+		if (rc == -ENOMEM)
+			return rc;
+		ms->ksyms_state = rc ? rc : 1;
+	}
+	if (ms->ksyms_state != 1 || !nw_kallsyms_find(&ms->ksyms, pc, &k))
 		return 0;
 	fr = calloc(1, sizeof(*fr));
 	if (!fr)
 		return -ENOMEM;
-	fr->function = k->module ? nw_strdup_printf("%s [%s]", k->name, k->module)
-				 : strdup(k->name);
+	fr->function = k.module ? nw_strdup_printf("%s [%s]", k.name, k.module) : strdup(k.name);
 	if (!fr->function) {
 		free(fr);
 		return -ENOMEM;

@@ -18,9 +18,11 @@
 #include "symbol/kallsyms.h"
 #include "symbol/perfmap.h"
 #include "symbol/symbol.h"
+#include "util/cache.h"
 #include "util/hash.h"
 
 struct nw_measure {
+	const struct nw_cache *cache; /* NULL or off: none */
 	struct nw_symbolizer *sym;
 	struct nw_symtab *symtab;     /* every PC symbolized so far */
 	struct nw_index done;         /* (module, addr) already in symtab */
@@ -29,7 +31,7 @@ struct nw_measure {
 	struct nw_perfmaps jit;       /* /tmp/perf-<pid>.map of the processes */
 	struct nw_extra_file *files;  /* copies of the perf maps used */
 	size_t nfiles, cap_files;
-	struct nw_kallsyms ksyms;     /* /proc/kallsyms, read at the first kernel PC */
+	struct nw_kallsyms ksyms;     /* the kernel's symbols, from the cache or /proc/kallsyms */
 	int ksyms_state;              /* 0 not read, 1 read, -errno could not be */
 	/*
 	 * Per session thread (by seq) and epoch: the nodes of its tree
@@ -47,17 +49,23 @@ struct nw_measure {
 	struct nw_measure_recent { const struct nw_epoch *epoch; uint64_t ip2; } *recent;
 };
 
-/* -ENOMEM. */
-int nw_measure_init(struct nw_measure *ms, struct nw_elf_cache *elf);
+/*
+ * @cache (NULL: none; borrowed) keeps kernel symbols and symbolization
+ * results between runs: it makes a run cheaper, never changes what it
+ * records.  -ENOMEM.
+ */
+int nw_measure_init(struct nw_measure *ms, struct nw_elf_cache *elf, const struct nw_cache *cache);
 void nw_measure_fini(struct nw_measure *ms);
 
 /*
- * Reads /proc/kallsyms now, if not read yet (else the first kernel PC
- * does): the recorder does it in its set-up, where it costs half the CPU
- * it does beside a busy program (the kernel formats 120 K lines).  A
- * kallsyms that cannot be read leaves kernel PCs unnamed.  -ENOMEM.
+ * Readies the kernel's symbols for kernel frames: nothing now when the
+ * cache holds this kernel's (mapped at the first kernel PC); else
+ * /proc/kallsyms is read now, in the recorder's set-up, where it costs
+ * half the CPU it does beside a busy program (the kernel formats 120 K
+ * lines), and its image's part kept in the cache.  A kallsyms that cannot
+ * be read leaves kernel PCs unnamed.  -ENOMEM.
  */
-int nw_measure_load_kernel(struct nw_measure *ms);
+int nw_measure_prepare_kernel(struct nw_measure *ms);
 
 /*
  * The model of @s as it stands: @run (moved into the model: the caller's

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <dwarf.h>
@@ -34,6 +35,7 @@
 #include <libiberty/demangle.h>
 
 #include "elf/vdso.h"
+#include "symbol/symcache.h"
 #include "util/strbuf.h"
 
 /* A function symbol of the ELF symbol table (the fallback without DWARF). */
@@ -67,6 +69,8 @@ struct nw_symfile {
 	size_t nsyms;
 	struct nw_cufuncs *cus; /* sorted by key */
 	size_t ncus, cap_cus;
+	bool cache_tried;
+	struct nw_symcache *cache; /* NULL: not cached */
 };
 
 struct nw_symbolizer {
@@ -75,6 +79,7 @@ struct nw_symbolizer {
 	char *debuginfo_path;	  /* NULL: libdwfl's default */
 	struct nw_vdso vdso;
 	struct nw_elf_cache *elf; /* ELF facts, shared with the recorder */
+	const struct nw_cache *cache; /* results between runs; NULL: none */
 	struct nw_symfile *files; /* sorted by path */
 	size_t nfiles, cap_files;
 };
@@ -85,7 +90,71 @@ struct nw_symbolizer {
 /* libdwfl's default (libdwflP.h): the file's directory, its .debug/, /usr/lib/debug. */
 #define NW_DEFAULT_DEBUGINFO_PATH ":.debug:/usr/lib/debug"
 
-struct nw_symbolizer *nw_symbolizer_new(struct nw_elf_cache *elf)
+/*
+ * libdwfl's standard search, then, for a separate debug file with
+ * compressed sections, its uncompressed copy in the cache: the module's
+ * userdata is the symbolizer (symfile_open() sets it).
+ */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	const struct nw_symbolizer *s = *userdata;
+	const char *dirs = s && s->debuginfo_path ? s->debuginfo_path : NW_DEFAULT_DEBUGINFO_PATH;
+	const unsigned char *id;
+	GElf_Addr id_vaddr;
+	int idlen = dwfl_module_build_id(mod, &id, &id_vaddr);
+	char hex[2 * 64 + 1] = "";
+	bool any = true;
+
+	for (int i = 0; i < idlen && i < 64; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	/* A leading + or - says whether to check CRCs: no directory. */
+	if (*dirs == '+' || *dirs == '-')
+		dirs++;
+	/*
+	 * By build-id first, as libdwfl does; done here because libdwfl's own
+	 * lookup opens the file it finds itself (its ELF handle, not the fd
+	 * returned, is used), so an uncompressed copy could not take its place.
+	 */
+	for (const char *p = dirs; s && nw_cache_on(s->cache) && idlen > 1 && p;) {
+		const char *end = strchr(p, ':');
+		int n = end ? (int)(end - p) : (int)strlen(p), fd;
+		char path[PATH_MAX];
+
+		if (n && p[0] == '/' &&
+		    snprintf(path, sizeof(path), "%.*s/.build-id/%.2s/%s.debug", n, p, hex,
+			     hex + 2) < (int)sizeof(path) &&
+		    (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+			int d = dup(fd), copy = nw_symcache_debug_fd(s->cache, d);
+
+			close(fd);
+			if (copy >= 0 && copy != d) {
+				*debuginfo_file_name = strdup(path);
+				return copy;
+			}
+			if (copy >= 0)
+				close(copy);
+			break; /* not compressed: libdwfl's own lookup takes it */
+		}
+		p = end ? end + 1 : NULL;
+	}
+	/*
+	 * Nothing where libdwfl would look, and no debuginfod: its search
+	 * would find nothing too, after loading libdebuginfod and its TLS
+	 * and HTTP libraries (4 ms) only to learn that no server is set.
+	 */
+	if (file_name)
+		nw_symcache_debug_sources(file_name, hex, debuglink_file, dirs, &any);
+	if (!any) {
+		errno = ENOENT;
+		return -1;
+	}
+	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+					    debuglink_crc, debuginfo_file_name);
+}
+
+struct nw_symbolizer *nw_symbolizer_new(struct nw_elf_cache *elf, const struct nw_cache *cache)
 {
 	struct nw_symbolizer *s = calloc(1, sizeof(*s));
 	const char *extra = getenv("NARWHAL_DEBUG_PATH");
@@ -93,6 +162,7 @@ struct nw_symbolizer *nw_symbolizer_new(struct nw_elf_cache *elf)
 	if (!s)
 		return NULL;
 	s->elf = elf;
+	s->cache = cache;
 	nw_vdso_init(&s->vdso);
 	/* The user's directories first; the defaults still apply after them. */
 	if (extra && *extra &&
@@ -101,7 +171,7 @@ struct nw_symbolizer *nw_symbolizer_new(struct nw_elf_cache *elf)
 		return NULL;
 	}
 	s->callbacks.find_elf = dwfl_build_id_find_elf;
-	s->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->callbacks.find_debuginfo = find_debuginfo;
 	s->callbacks.section_address = dwfl_offline_section_address;
 	s->callbacks.debuginfo_path = s->debuginfo_path ? &s->debuginfo_path : NULL;
 	s->dwfl = dwfl_begin(&s->callbacks);
@@ -115,6 +185,7 @@ struct nw_symbolizer *nw_symbolizer_new(struct nw_elf_cache *elf)
 
 static void symfile_fini(struct nw_symfile *f)
 {
+	nw_symcache_close(f->cache);
 	for (size_t i = 0; i < f->ncus; i++)
 		free(f->cus[i].v);
 	free(f->cus);
@@ -140,6 +211,7 @@ void nw_symbolizer_free(struct nw_symbolizer *s)
 static void symfile_open(struct nw_symbolizer *s, struct nw_symfile *f)
 {
 	Dwarf_Addr bias;
+	void **userdata;
 	int fd;
 
 	f->err = nw_elf_facts_get(s->elf, f->path, &f->facts);
@@ -172,6 +244,9 @@ static void symfile_open(struct nw_symbolizer *s, struct nw_symfile *f)
 		f->err = -ENOENT;
 		return;
 	}
+	/* For find_debuginfo(). */
+	dwfl_module_info(f->mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+	*userdata = s;
 	if (!dwfl_module_getelf(f->mod, &bias))
 		f->err = -ENOENT;
 }
@@ -873,6 +948,29 @@ static int symbolize_entry(struct nw_symfile *f, uint64_t vaddr, struct nw_symfr
 	return 0;
 }
 
+/* @f's results of earlier runs, looked for once (none without a build-id).  -ENOMEM. */
+static int symfile_cache(struct nw_symbolizer *s, struct nw_symfile *f)
+{
+	const char *debuglink = NULL;
+	GElf_Word crc;
+	Dwarf_Addr bias;
+	struct stat st;
+	Elf *elf;
+
+	f->cache_tried = true;
+	if (!nw_cache_on(s->cache))
+		return 0;
+	elf = dwfl_module_getelf(f->mod, &bias);
+	if (elf)
+		debuglink = dwelf_elf_gnu_debuglink(elf, &crc);
+	if (strcmp(f->path, "[vdso]") && stat(f->path, &st) != 0)
+		return 0;
+	return nw_symcache_open(s->cache, f->path, strcmp(f->path, "[vdso]") ? (uint64_t)st.st_size : 0,
+				f->facts->build_id, f->facts->build_id_size, debuglink,
+				s->debuginfo_path ? s->debuginfo_path : NW_DEFAULT_DEBUGINFO_PATH,
+				&f->cache);
+}
+
 int nw_symbolize(struct nw_symbolizer *s, const char *path, uint64_t vaddr,
 		 struct nw_symframe **ret_frames, uint32_t *ret_n)
 {
@@ -884,6 +982,13 @@ int nw_symbolize(struct nw_symbolizer *s, const char *path, uint64_t vaddr,
 	err = symfile_lookup(s, path, &f);
 	if (err)
 		return err;
+	if (!f->cache_tried && symfile_cache(s, f) == -ENOMEM)
+		return -ENOMEM;
+	if (f->cache) {
+		err = nw_symcache_get(f->cache, vaddr, ret_frames, ret_n);
+		if (err)
+			return err < 0 ? err : 0;
+	}
 	if (symfile_load_of(f, vaddr) >= 0) {
 		err = symbolize_dwarf(f, vaddr, &frames, &n);
 		if (!err && n == 0)
@@ -892,6 +997,10 @@ int nw_symbolize(struct nw_symbolizer *s, const char *path, uint64_t vaddr,
 			err = symbolize_entry(f, vaddr, &frames, &n);
 		if (err)
 			return err;
+	}
+	if (f->cache && nw_symcache_put(f->cache, vaddr, frames, n)) {
+		frames_free(frames, n);
+		return -ENOMEM;
 	}
 	*ret_frames = n ? frames : NULL;
 	*ret_n = n;

@@ -16,11 +16,17 @@
 
 #include "elf/facts.h"
 #include "model/symtab.h"
+#include "util/cache.h"
 
 struct nw_symbolizer;
 
-/* NULL on allocation failure.  @elf (ELF facts, borrowed) must outlive it. */
-struct nw_symbolizer *nw_symbolizer_new(struct nw_elf_cache *elf);
+/*
+ * NULL on allocation failure.  @elf (ELF facts, borrowed) must outlive it;
+ * so must @cache (NULL: none), where the results of each file with a
+ * build-id are looked up first (symbol/symcache.h): freeing the
+ * symbolizer writes what it added there.
+ */
+struct nw_symbolizer *nw_symbolizer_new(struct nw_elf_cache *elf, const struct nw_cache *cache);
 void nw_symbolizer_free(struct nw_symbolizer *s);
 
 /*

@@ -1,0 +1,100 @@
+#!/bin/bash
+# The run cache (issue 24): kernel symbols per kernel build and boot,
+# symbolization results per file build-id, uncompressed copies of
+# compressed debug files (libc6-dbg's), in NARWHAL_CACHE_DIR.  A cache may
+# only make a run cheaper, never change what it records: runs with a cold
+# cache, a warm one, --no-cache and a corrupt cache give the same frames
+# for every address they share.  --no-cache leaves the cache alone; two
+# runs at once share it.
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+cache=$NW_TMP/cache
+export NARWHAL_CACHE_DIR=$cache
+# The kernel's frames and libc's (with its separate, compressed debug
+# info): tests/programs/syscalls spends its time in write(2) and in page
+# faults, through the C library.
+prog=("$P/syscalls" 0.3)
+
+# same A B : every (module, build-id, address) of symbols.json A that B
+# also holds has the same frames in both; prints how many were compared.
+same() {
+	python3 - "$1/symbols.json" "$2/symbols.json" <<'PY'
+import json, sys
+
+def table(path):
+    t = json.load(open(path))
+    mods = [(m["path"], m.get("build_id", "")) for m in t["modules"]]
+    return {(mods[e["module"]], e["addr"]): e["frames"] for e in t["entries"]}
+
+a, b = table(sys.argv[1]), table(sys.argv[2])
+common = a.keys() & b.keys()
+bad = [k for k in common if a[k] != b[k]]
+for k in bad[:5]:
+    print("  differs at %s %s: %s vs %s" % (k[0][0], k[1], a[k], b[k]), file=sys.stderr)
+kernel = sum(1 for k in common if k[0][0] == "[kernel.kallsyms]")
+libc = sum(1 for k in common if "libc.so" in k[0][0])
+print(len(common), kernel, libc)
+sys.exit(1 if bad or len(common) < 10 else 0)
+PY
+}
+
+check "a cold cache: the run fills it"
+nw_record_ok "$NW_TMP/cold.data" "${prog[@]}"
+ls "$cache" >"$NW_TMP/files"
+grep -q '^kallsyms-' "$NW_TMP/files" && grep -q '^sym-' "$NW_TMP/files" || {
+	nw_show "cache files" "$NW_TMP/files"
+	fail "no kallsyms-* and sym-* files in $cache"
+}
+# libc6-dbg's debug file has compressed sections: its copy is kept.
+grep -q '^dbg-' "$NW_TMP/files" || fail "no uncompressed copy of libc's debug file (dbg-*) in $cache"
+ok "$(wc -l <"$NW_TMP/files") files"
+
+check "a warm cache gives the same frames as the cold one and as --no-cache"
+nw_record_ok "$NW_TMP/warm.data" "${prog[@]}"
+nw_record_ok "$NW_TMP/none.data" --no-cache "${prog[@]}"
+read -r n k c <<<"$(same "$NW_TMP/cold.data" "$NW_TMP/warm.data")" || fail "cold and warm runs differ"
+((k > 0 && c > 0)) || fail "the runs share no kernel ($k) or libc ($c) addresses to compare"
+read -r n2 _ _ <<<"$(same "$NW_TMP/warm.data" "$NW_TMP/none.data")" || fail "warm and --no-cache runs differ"
+ok "$n addresses shared cold/warm ($k kernel, $c libc), $n2 warm/--no-cache"
+
+check "the warm run found libc's names and lines in the cache"
+NW_RC=0
+"$NW_RECORD" -v -e cpu-clock -o "$NW_TMP/v.data" "${prog[@]}" >/dev/null 2>"$NW_TMP/v.err" || NW_RC=$?
+[[ $NW_RC -eq 0 ]] || fail "narwhal-record -v exited $NW_RC"
+hits=$(awk '/symbol cache sym-/ { s += $(NF - 3) } END { print s + 0 }' "$NW_TMP/v.err")
+((hits > 0)) || {
+	nw_show "narwhal-record -v" "$NW_TMP/v.err"
+	fail "no symbolization result came from the cache"
+}
+ok "$hits addresses from the cache"
+
+check "--no-cache neither reads nor writes the cache"
+before=$(cd "$cache" && find . -type f -printf '%p %s %T@\n' | sort)
+nw_record_ok "$NW_TMP/none2.data" --no-cache "${prog[@]}"
+after=$(cd "$cache" && find . -type f -printf '%p %s %T@\n' | sort)
+[[ $before == "$after" ]] || fail "--no-cache changed $cache"
+ok "unchanged"
+
+check "a corrupt cache is not used: the same frames as --no-cache"
+for f in "$cache"/*; do
+	head -c 100 /dev/urandom >"$f"
+done
+nw_record_ok "$NW_TMP/corrupt.data" "${prog[@]}"
+read -r n _ _ <<<"$(same "$NW_TMP/corrupt.data" "$NW_TMP/none.data")" ||
+	fail "a run over a corrupt cache differs from --no-cache"
+ok "$n addresses shared"
+
+check "two runs at once share the cache"
+rm -rf "$cache"
+"$NW_RECORD" -q -e cpu-clock -o "$NW_TMP/p1.data" "${prog[@]}" 2>"$NW_TMP/p1.err" &
+p1=$!
+"$NW_RECORD" -q -e cpu-clock -o "$NW_TMP/p2.data" "${prog[@]}" 2>"$NW_TMP/p2.err" &
+p2=$!
+wait "$p1" || fail "the first of two runs at once failed: $(cat "$NW_TMP/p1.err")"
+wait "$p2" || fail "the second of two runs at once failed: $(cat "$NW_TMP/p2.err")"
+same "$NW_TMP/p1.data" "$NW_TMP/none.data" >/dev/null || fail "a run at once differs from --no-cache"
+! ls -A "$cache" | grep -q '^\.' || fail "temporary files left in $cache: $(ls -A "$cache")"
+ok "both complete, no temporary file left"
+
+pass
