@@ -71,8 +71,12 @@ test_packages+=(rustc)
 # protoc and Debian's profile.proto decode the pprof export, Go's pprof reads
 # it, xmllint and Chromium check the SVG flame graph, and node runs the npm
 # packages of tests/js (speedscope's schema and app, ajv, playwright-core,
-# ESLint).  The HTML report is opened in Chromium and in Firefox (Debian's
-# firefox-esr, driven over WebDriver BiDi: no browser download).
+# puppeteer-core, ESLint).  The HTML report is opened in Chromium and in
+# Firefox (Debian's firefox-esr, driven over WebDriver BiDi by puppeteer-core:
+# no browser download).  The versions pinned in tests/js/package-lock.json
+# run on Debian 12's own node 18 and npm 9 and on newer ones, and drive the
+# chromium and firefox-esr of bookworm (150, ESR 140) as well as those of
+# bookworm-security; doc/TESTING.md says how to check.
 test_packages+=(protobuf-compiler golang-go golang-github-google-pprof-dev libxml2-utils
 	chromium firefox-esr)
 # Debian's node and npm, unless a node with its own npm is there already
@@ -113,7 +117,9 @@ if [[ $bench -eq 1 ]]; then
 fi
 
 # npm ci in tests/js (--tests only), when node_modules is missing or older
-# than the lock file.
+# than the lock file.  --engine-strict: a package that does not run on this
+# node (a newer ESLint on Debian 12's node 18, say) fails here, named, rather
+# than in a test.
 setup_js() {
 	local js
 	[[ $tests -eq 1 ]] || return 0
@@ -123,7 +129,7 @@ setup_js() {
 		return 0
 	fi
 	echo "setup.sh: npm ci in tests/js" >&2
-	(cd "$js" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+	(cd "$js" && npm ci --engine-strict --no-audit --no-fund --loglevel=error >/dev/null)
 }
 
 missing=()

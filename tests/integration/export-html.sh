@@ -106,7 +106,7 @@ def near(what, a, b, tol=0.051):
         print(f"  ok: {what}: page {a}, text {b}")
 assert not pg["requests"], f"the page made requests: {pg['requests']}"
 assert not pg["errors"], f"script errors: {pg['errors']}"
-print(f"  ok: no request, no script error; ready in {pg['timings']['ready']:.0f} ms")
+print(f"  ok: {pg['version']}: no request, no script error; ready in {pg['timings']['ready']:.0f} ms")
 # --flat rows: SELF% CUMUL% FUNCTION (file:line)
 text = {}
 for l in flat:
@@ -218,7 +218,7 @@ for k in ("flat", "sandwich", "source", "matchedShare"):
     assert c[k] == f[k], f"{k} differs: chromium {c[k]!r} firefox {f[k]!r}"
 z = f["zoom"]
 assert abs(z["after"] - z["canvas"]) < 1.5 and not z["resetAfterEsc"], f"firefox zoom: {z}"
-print(f"  ok: flat, callers, lines and search as in Chromium; ready in {f['timings']['ready']:.0f} ms")
+print(f"  ok: {f['version']}: flat, callers, lines and search as in Chromium; ready in {f['timings']['ready']:.0f} ms")
 PY
 
 check "threads and metrics: one thread alone equals --tid, cpu-clock:period equals --metric"

@@ -1,10 +1,19 @@
 // SPDX-License-Identifier: MIT
 //
 // Opens narwhal-report's HTML report in a real browser (Debian's chromium,
-// or Debian's firefox-esr over WebDriver BiDi, driven by playwright-core)
+// or Debian's firefox-esr over WebDriver BiDi, driven by puppeteer-core)
 // with the network blocked, uses it as a person would, and prints what the
 // page showed as one JSON object; tests/integration/export-html.sh compares
 // those numbers with narwhal-report's text views.
+//
+// puppeteer-core, not playwright-core: the page's CSP forbids eval, and
+// playwright runs every evaluation through eval in the page, which Firefox
+// ESR 140 (Debian 12's firefox-esr from bookworm) blocks under that CSP in
+// scripts that WebDriver BiDi runs (ESR 153 no longer does).  puppeteer sends
+// each function as WebDriver BiDi's functionDeclaration, which no CSP
+// governs; so every step here is done with page.evaluate, $eval, $$eval,
+// clicks, the mouse and the keyboard, never with puppeteer's locators (they
+// poll through eval).
 //
 //   node html-check.mjs FILE.html OUTDIR [OPTIONS-JSON]
 //
@@ -22,14 +31,12 @@
 // BROWSER=firefox uses /usr/bin/firefox-esr (FIREFOX to change it);
 // CHROMIUM names chromium (default /usr/bin/chromium).  Every request the
 // page makes that is not for the file itself is aborted and counted; the
-// output's "requests" lists them (the test wants none).  Exits 1 with the
+// output's "requests" lists them (the test wants none); data: URLs carry
+// their bytes in the URL and are let through.  Exits 1 with the
 // reason on stderr when the page fails to load or a step fails.
 import { existsSync, mkdirSync } from "node:fs";
-import { createRequire } from "node:module";
 import path from "node:path";
-
-const require = createRequire(import.meta.url);
-const pw = require("playwright-core");
+import puppeteer from "puppeteer-core";
 
 const [file, outdir, optsArg] = process.argv.slice(2);
 if (!file || !outdir) {
@@ -40,43 +47,50 @@ const opts = optsArg ? JSON.parse(optsArg) : {};
 const shots = opts.shots || "html";
 mkdirSync(outdir, { recursive: true });
 
+let browser;
+// A step that failed: once the browser runs, thrown to the end of main(),
+// which closes the browser (and so removes its profile) before exiting.
+class Failed extends Error {}
 function fail(msg) {
+  if (browser) throw new Failed(msg);
   console.error(`html-check: ${msg}`);
   process.exit(1);
 }
 
 const which = process.env.BROWSER || "chromium";
-let browser;
 if (which === "firefox") {
   const exe = process.env.FIREFOX || "/usr/bin/firefox-esr";
   if (!existsSync(exe)) fail(`${exe} is missing (apt-get install firefox-esr)`);
-  // Stock Firefox speaks WebDriver BiDi; the "moz-" channels make playwright use it.
-  browser = await pw.firefox.launch({ channel: "moz-firefox", executablePath: exe, headless: true });
+  // Stock Firefox, over WebDriver BiDi.
+  browser = await puppeteer.launch({ browser: "firefox", executablePath: exe, headless: true, defaultViewport: null });
 } else {
   const exe = process.env.CHROMIUM || "/usr/bin/chromium";
   if (!existsSync(exe)) fail(`${exe} is missing (apt-get install chromium)`);
-  browser = await pw.chromium.launch({
+  browser = await puppeteer.launch({
+    browser: "chrome",
     executablePath: exe,
     headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    defaultViewport: null,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
       "--disable-component-update", "--no-first-run"],
   });
 }
 
-const out = { browser: which, requests: [], errors: [] };
+const out = { browser: which, version: await browser.version(), requests: [], errors: [] };
 const url = "file://" + path.resolve(file);
 
 async function openPage(viewport, scale) {
-  const context = await browser.newContext({ viewport, deviceScaleFactor: scale || 1 });
-  // The network is blocked: anything but the file itself is aborted and noted.
-  await context.route("**/*", (route) => {
-    const u = route.request().url();
-    if (u === url) return route.continue();
-    out.requests.push(u);
-    return route.abort();
-  });
+  const context = await browser.createBrowserContext();
   const page = await context.newPage();
-  page.on("request", (rq) => { if (rq.url() !== url && !out.requests.includes(rq.url())) out.requests.push(rq.url()); });
+  await page.setViewport({ ...viewport, deviceScaleFactor: scale || 1 });
+  // The network is blocked: anything but the file itself is aborted and noted.
+  await page.setRequestInterception(true);
+  page.on("request", (rq) => {
+    const u = rq.url();
+    if (u === url || u.startsWith("data:")) return rq.continue();
+    if (!out.requests.includes(u)) out.requests.push(u);
+    return rq.abort();
+  });
   page.on("pageerror", (e) => out.errors.push(String(e)));
   page.on("console", (m) => { if (m.type() === "error") out.errors.push(m.text()); });
   await page.goto(url);
@@ -95,8 +109,49 @@ async function rows(page, sel) {
 
 const num = (s) => parseFloat(String(s).replace("%", ""));
 
+// Clicks the element @sel once it is visible (in its middle, scrolled into view).
+async function click(page, sel) {
+  await page.waitForSelector(sel, { visible: true, timeout: 10000 });
+  await page.click(sel);
+}
+
+// What a person does to replace the text of an input: select it all, type
+// over it (or delete it).
+async function fill(page, sel, text) {
+  await click(page, sel);
+  await page.$eval(sel, (e) => e.select());
+  if (text) await page.keyboard.type(text);
+  else await page.keyboard.press("Backspace");
+}
+
+const textOf = (page, sel) => page.$eval(sel, (e) => e.textContent);
+const attrOf = (page, sel, name) => page.$eval(sel, (e, n) => e.getAttribute(n), name);
+const isEnabled = (page, sel) => page.$eval(sel, (e) => !e.disabled && e.getAttribute("aria-disabled") !== "true");
+
+async function box(page, sel) {
+  const h = await page.$(sel);
+  if (!h) fail(`no ${sel} in the page`);
+  return h.boundingBox();
+}
+
+// Ticks (@on) or clears the checkbox @sel by clicking it, if it is not so already.
+async function setChecked(page, sel, on) {
+  if ((await page.$eval(sel, (e) => e.checked)) !== on) await click(page, sel);
+  if ((await page.$eval(sel, (e) => e.checked)) !== on) fail(`clicking ${sel} did not ${on ? "tick" : "clear"} it`);
+}
+
+// Picks the option of the select @sel with the label @pick.label or at @pick.index.
+async function selectOption(page, sel, pick) {
+  const value = await page.$eval(sel, (e, p) => {
+    const o = [...e.options].find((x, i) => (p.label !== undefined ? x.label === p.label : i === p.index));
+    return o ? o.value : null;
+  }, pick);
+  if (value === null) fail(`no option ${JSON.stringify(pick)} in ${sel}`);
+  await page.select(sel, value);
+}
+
 async function tab(page, name) {
-  await page.click(`#tabs button[data-tab="${name}"]`);
+  await click(page, `#tabs button[data-tab="${name}"]`);
 }
 
 async function flat(page, n = 40) {
@@ -105,8 +160,16 @@ async function flat(page, n = 40) {
   return r.slice(0, n).map((x) => ({ name: x.cells[2], self: num(x.cells[0]), total: num(x.cells[1]) }));
 }
 
+// Two animation frames: what the last action changed is laid out and drawn,
+// and the page has answered it (a scroll bar that came or went resizes the
+// flame graph, which the page draws again from its ResizeObserver).
+function settled(page) {
+  return page.evaluate(() => new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok))));
+}
+
 // The flame graph frame of function @name with the widest box, in page coordinates.
 async function frameBox(page, name) {
+  await settled(page);
   const b = await page.evaluate((nm) => {
     const r = window.narwhal.report;
     const { tree } = r.view();
@@ -118,14 +181,14 @@ async function frameBox(page, name) {
     return best && { x: best.x, y: best.y, w: best.w, row: r.layoutRow };
   }, name);
   if (!b) return null;
-  const c = await page.locator("#flame").boundingBox();
+  const c = await box(page, "#flame");
   return { x: c.x + b.x + Math.min(b.w / 2, 20), y: c.y + b.y + b.row / 2, w: b.w, canvasW: c.width };
 }
 
 async function main() {
   const { context, page } = await openPage({ width: 1280, height: 900 });
   out.timings = await page.evaluate(() => window.narwhal.timings);
-  out.status = await page.textContent("#status");
+  out.status = await textOf(page, "#status");
   out.title = await page.title();
   await page.screenshot({ path: path.join(outdir, `${shots}-flame.png`), fullPage: false });
   out.flat = await flat(page);
@@ -136,16 +199,16 @@ async function main() {
 
   if (opts.fn) {
     await tab(page, "flat");
-    await page.fill("#flat-filter", `^${opts.fn}$`);
-    const row = page.locator("#flat tbody tr").first();
-    if (!(await row.count())) fail(`no flat row for ${opts.fn}`);
+    await fill(page, "#flat-filter", `^${opts.fn}$`);
+    const row = await page.$("#flat tbody tr");
+    if (!row) fail(`no flat row for ${opts.fn}`);
     await row.click();
-    await page.fill("#flat-filter", "");
+    await fill(page, "#flat-filter", "");
     await page.screenshot({ path: path.join(outdir, `${shots}-flat.png`), fullPage: true });
     await tab(page, "sandwich");
     out.sandwich = {
-      self: num(await page.textContent("#sandwich-self")),
-      total: num(await page.textContent("#sandwich-total")),
+      self: num(await textOf(page, "#sandwich-self")),
+      total: num(await textOf(page, "#sandwich-total")),
       callers: (await rows(page, "#callers")).map((x) => ({ name: x.cells[2], all: num(x.cells[0]), func: num(x.cells[1]) })),
       callees: (await rows(page, "#callees")).map((x) => ({ name: x.cells[2], all: num(x.cells[0]), func: num(x.cells[1]) })),
     };
@@ -154,16 +217,16 @@ async function main() {
     out.source = (await rows(page, "#source")).filter((x) => x.line !== undefined).map((x) => ({
       line: +x.line, self: x.cells[0] ? num(x.cells[0]) : 0, total: x.cells[1] ? num(x.cells[1]) : 0, text: x.cells[3],
     }));
-    out.sourceHead = await page.textContent("#source-head");
+    out.sourceHead = await textOf(page, "#source-head");
     await page.screenshot({ path: path.join(outdir, `${shots}-source.png`), fullPage: true });
   }
 
   if (opts.search) {
-    await page.fill("#search", opts.search);
-    out.matched = await page.textContent("#matched");
-    out.matchedShare = num(await page.getAttribute("#matched", "data-share"));
+    await fill(page, "#search", opts.search);
+    out.matched = await textOf(page, "#matched");
+    out.matchedShare = num(await attrOf(page, "#matched", "data-share"));
     await page.screenshot({ path: path.join(outdir, `${shots}-search.png`) });
-    await page.fill("#search", "");
+    await fill(page, "#search", "");
   }
 
   if (opts.zoom) {
@@ -174,20 +237,20 @@ async function main() {
     const after = await frameBox(page, opts.zoom);
     out.zoom = {
       before, after: after.w, canvas: after.canvasW,
-      reset: await page.isEnabled("#reset-zoom"),
+      reset: await isEnabled(page, "#reset-zoom"),
       hover: null,
     };
     await page.mouse.move(after.x, after.y);
-    out.zoom.hover = await page.textContent("#tooltip");
+    out.zoom.hover = await textOf(page, "#tooltip");
     await page.screenshot({ path: path.join(outdir, `${shots}-zoomed.png`) });
     await page.keyboard.press("Escape");
     out.zoom.afterEsc = (await frameBox(page, opts.zoom)).w;
-    out.zoom.resetAfterEsc = await page.isEnabled("#reset-zoom");
+    out.zoom.resetAfterEsc = await isEnabled(page, "#reset-zoom");
   }
 
   if (opts.full) {
     // Keyboard: "/" focuses the search box; arrows move in the call tree.
-    await page.locator("body").click({ position: { x: 5, y: 5 } });
+    await (await page.$("body")).click({ offset: { x: 5, y: 5 } });
     await page.keyboard.press("/");
     out.slashFocus = await page.evaluate(() => document.activeElement && document.activeElement.id);
     await page.keyboard.press("Escape");
@@ -201,7 +264,7 @@ async function main() {
     const c2 = await page.evaluate(() => window.narwhal.report.state.cursor);
     out.keys = { c0, c1, c2 };
     // Inverted: the functions at the base are the leaves, as wide as their self weight.
-    await page.check("#inverted");
+    await setChecked(page, "#inverted", true);
     out.inverted = await page.evaluate(() => {
       const r = window.narwhal.report;
       const { tree, w } = r.view();
@@ -212,15 +275,15 @@ async function main() {
     await tab(page, "tree");
     out.invertedTree = (await rows(page, "#tree")).map((x) => ({ name: x.cells[2].replace(/^[▸▾]/, ""), total: num(x.cells[0]), self: num(x.cells[1]), level: +x.level }));
     await page.screenshot({ path: path.join(outdir, `${shots}-inverted.png`) });
-    await page.uncheck("#inverted");
-    await page.check("#icicle");
+    await setChecked(page, "#inverted", false);
+    await setChecked(page, "#icicle", true);
     out.icicle = await page.evaluate(() => {
       const r = window.narwhal.report;
       const root = r.layout.find((l) => l.node === 0);
       return root ? root.y : -1;
     });
     await page.screenshot({ path: path.join(outdir, `${shots}-icicle.png`) });
-    await page.uncheck("#icicle");
+    await setChecked(page, "#icicle", false);
     // Legible at 100 %: the tables' text is at least 12 px and nothing overflows sideways.
     out.read100 = await page.evaluate(() => ({
       font: parseFloat(getComputedStyle(document.querySelector("#tree td")).fontSize),
@@ -229,14 +292,14 @@ async function main() {
   }
 
   if (opts.metric) {
-    await page.selectOption("#metric", { label: opts.metric });
+    await selectOption(page, "#metric", { label: opts.metric });
     out.metricFlat = await flat(page, 10);
-    out.metricTitle = await page.getAttribute("#flat tbody tr td", "title");
-    await page.selectOption("#metric", { index: 0 });
+    out.metricTitle = await attrOf(page, "#flat tbody tr td", "title");
+    await selectOption(page, "#metric", { index: 0 });
   }
 
   if (opts.range) {
-    const c = await page.locator("#timeline").boundingBox();
+    const c = await box(page, "#timeline");
     const geo = await page.evaluate(() => window.narwhal.report.tl);
     const plotW = geo.width - geo.labelW - 4;
     const y = c.y + geo.rowH * 1.5;
@@ -245,26 +308,26 @@ async function main() {
     await page.mouse.move(c.x + geo.labelW + plotW * opts.range[1], y, { steps: 4 });
     await page.mouse.up();
     out.range = await page.evaluate(() => window.narwhal.report.state.range);
-    out.rangeLabel = await page.textContent("#range-label");
+    out.rangeLabel = await textOf(page, "#range-label");
     out.rangeFlat = await flat(page, 10);
     await tab(page, "tree");
     await page.screenshot({ path: path.join(outdir, `${shots}-range.png`) });
-    await page.click("#range-clear");
+    await click(page, "#range-clear");
   }
 
   if (opts.tid) {
-    await page.click("#threads-summary");
-    await page.uncheck("#threads-list input[data-all]");
-    await page.check(`#threads-list input[data-thread="${await page.evaluate((tid) => window.narwhal.report.prof.threads.find((t) => t.tid === tid).index, opts.tid)}"]`);
-    await page.click("#threads-summary");
+    await click(page, "#threads-summary");
+    await setChecked(page, "#threads-list input[data-all]", false);
+    await setChecked(page, `#threads-list input[data-thread="${await page.evaluate((tid) => window.narwhal.report.prof.threads.find((t) => t.tid === tid).index, opts.tid)}"]`, true);
+    await click(page, "#threads-summary");
     out.threadFlat = await flat(page, 10);
-    out.threadSummary = await page.textContent("#threads-summary");
+    out.threadSummary = await textOf(page, "#threads-summary");
     await tab(page, "threads");
     await page.screenshot({ path: path.join(outdir, `${shots}-threads.png`) });
   }
 
   if (opts.diff) {
-    out.diffLegend = await page.textContent("#diff-legend");
+    out.diffLegend = await textOf(page, "#diff-legend");
     await tab(page, "flat");
     out.diffFlat = (await rows(page, "#flat")).slice(0, 10).map((x) => ({ name: x.cells[2], base: num(x.cells[5]), now: num(x.cells[6]), change: num(x.cells[7].replace("−", "-")) }));
     await page.screenshot({ path: path.join(outdir, `${shots}-diff.png`) });
@@ -287,7 +350,8 @@ try {
   await main();
 } catch (e) {
   await browser.close();
-  fail(e && e.stack ? e.stack : String(e));
+  browser = null;
+  fail(e instanceof Failed ? e.message : e && e.stack ? e.stack : String(e));
 }
 await browser.close();
 console.log(JSON.stringify(out, null, 1));
