@@ -217,7 +217,53 @@ static int write_thread(const struct nw_measurement *m, const struct nw_mthread 
 	return ret;
 }
 
-/* Writes @data to @dir/@name, making its directories.  -errno. */
+/*
+ * The files of a directory written whole: each goes through one stream
+ * and is not synced by itself (write_files() syncs the file system once).
+ */
+enum file_kind { FILE_CSPROF, FILE_TRACE, FILE_SYMBOLS };
+
+static int write_unsynced(const struct nw_measurement *m, const struct nw_mthread *th,
+			  enum file_kind kind, const char *path)
+{
+	FILE *f = fopen(path, "we");
+	int ret;
+
+	if (!f)
+		return -errno;
+	switch (kind) {
+	case FILE_CSPROF:
+		ret = write_thread(m, th, NULL, f, false);
+		break;
+	case FILE_TRACE:
+		ret = nw_tracefile_write_fp(f, m, th, true);
+		break;
+	default:
+		ret = nw_symbols_write_fp(f, m->modules, m->symtab);
+		break;
+	}
+	errno = 0;
+	if ((fflush(f) != 0 || ferror(f)) && !ret)
+		ret = errno ? -errno : -EIO;
+	if (fclose(f) != 0 && !ret)
+		ret = errno ? -errno : -EIO;
+	return ret;
+}
+
+/* Syncs the file system that holds the directory @path.  -errno. */
+static int sync_dir_fs(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (syncfs(fd) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Writes @data to @dir/@name, making its directories (not synced: see write_files()).  -errno. */
 static int write_extra(const char *dir, const struct nw_extra_file *x)
 {
 	char *path = nw_strdup_printf("%s/%s", dir, x->name), *slash;
@@ -248,8 +294,6 @@ static int write_extra(const char *dir, const struct nw_extra_file *x)
 		else
 			off += (size_t)n;
 	}
-	if (!ret && fsync(fd) < 0)
-		ret = -errno;
 	if (close(fd) < 0 && !ret)
 		ret = -errno;
 out:
@@ -279,7 +323,7 @@ static int write_files(const struct nw_measurement *m, const struct nw_extra_fil
 		if (!th->file)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", tmp, th->file);
-		ret = write_thread(m, th, path, NULL, false);
+		ret = write_unsynced(m, th, FILE_CSPROF, path);
 		if (ret < 0) {
 			snprintf(shown, sizeof(shown), "%s/%s", dir, th->file);
 			if (ret == -EINVAL)
@@ -292,7 +336,7 @@ static int write_files(const struct nw_measurement *m, const struct nw_extra_fil
 		if (!th->trace || !th->trace_file)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", tmp, th->trace_file);
-		ret = nw_tracefile_write(path, m, th);
+		ret = write_unsynced(m, th, FILE_TRACE, path);
 		if (ret < 0) {
 			snprintf(shown, sizeof(shown), "%s/%s", dir, th->trace_file);
 			if (ret == -EINVAL)
@@ -313,10 +357,21 @@ static int write_files(const struct nw_measurement *m, const struct nw_extra_fil
 		}
 	}
 	snprintf(path, sizeof(path), "%s/symbols.json", tmp);
-	ret = nw_symbols_write(path, m->modules, m->symtab);
+	ret = write_unsynced(m, NULL, FILE_SYMBOLS, path);
 	if (ret < 0) {
 		snprintf(shown, sizeof(shown), "%s/symbols.json", dir);
 		write_error(err, errlen, shown, -ret);
+		return ret;
+	}
+	/*
+	 * Everything on disk before the manifest that makes it a measurement:
+	 * one sync of the file system, not one per file (a build's thousand
+	 * threads wrote two thousand files, each sync a device flush).  A full
+	 * disk shows here at the latest.
+	 */
+	ret = sync_dir_fs(tmp);
+	if (ret < 0) {
+		write_error(err, errlen, dir, -ret);
 		return ret;
 	}
 	/* The manifest last: a measurement with a manifest is complete. */

@@ -30,6 +30,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 
 #include "elf/vdso.h"
 #include "util/hash.h"
@@ -109,9 +110,50 @@ struct nw_dwarf {
 
 static char *debuginfo_path;
 
+/* Does @elf have an .eh_frame with contents? */
+static bool has_eh_frame(Elf *elf)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_PROGBITS && sh.sh_size &&
+		    (name = elf_strptr(elf, shstrndx, sh.sh_name)) && !strcmp(name, ".eh_frame"))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Separate debug info only for a module without .eh_frame, whose
+ * .debug_frame may be there.  libdwfl's unwinder asks for .debug_frame
+ * wherever .eh_frame stops, at every outermost frame: in a process with
+ * libc6-dbg installed that loaded (and inflated: 50 ms) libc's whole
+ * debug file once per process, only to learn that the stack ends there.
+ */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			  Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	Dwarf_Addr bias;
+	Elf *elf = dwfl_module_getelf(mod, &bias);
+
+	if (elf && has_eh_frame(elf)) {
+		errno = ENOENT;
+		return -1;
+	}
+	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+					    debuglink_file, debuglink_crc, debuginfo_file_name);
+}
+
 static const Dwfl_Callbacks dwfl_callbacks = {
 	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = find_debuginfo,
 	.section_address = dwfl_offline_section_address,
 	.debuginfo_path = &debuginfo_path,
 };
