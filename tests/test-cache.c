@@ -250,11 +250,26 @@ static void test_symcache(void **state)
 	snprintf(file, sizeof(file), "%s/libx.so", d->root);
 	write_file(file, "ELF?", 4);
 	assert_int_equal(nw_cache_open(&c, d->cache, false), 0);
-	/* No build-id, or no cache: nothing to keep. */
-	assert_int_equal(nw_symcache_open(&c, file, 4, id, 0, NULL, "/usr/lib/debug", &sc), 0);
-	assert_null(sc);
+	/* No cache: nothing to keep. */
 	assert_int_equal(nw_symcache_open(NULL, file, 4, id, 4, NULL, "/usr/lib/debug", &sc), 0);
 	assert_null(sc);
+	/* No build-id: the file as make knows it (inode, size, time). */
+	assert_int_equal(nw_symcache_open(&c, file, 4, id, 0, NULL, "/usr/lib/debug", &sc), 0);
+	assert_non_null(sc);
+	assert_int_equal(nw_symcache_put(sc, 0x1000, in, 1), 0);
+	nw_symcache_close(sc);
+	assert_int_equal(nw_symcache_open(&c, file, 4, id, 0, NULL, "/usr/lib/debug", &sc), 0);
+	assert_int_equal(nw_symcache_get(sc, 0x1000, &out, &n), 1);
+	nw_symframes_free(out, n);
+	nw_symcache_close(sc);
+	{
+		struct timespec ts[2] = { { 1000, 0 }, { 1000, 0 } };
+
+		assert_int_equal(utimensat(AT_FDCWD, file, ts, 0), 0);
+	}
+	assert_int_equal(nw_symcache_open(&c, file, 4, id, 0, NULL, "/usr/lib/debug", &sc), 0);
+	assert_int_equal(nw_symcache_get(sc, 0x1000, &out, &n), 0);
+	nw_symcache_close(sc);
 
 	assert_int_equal(nw_symcache_open(&c, file, 4, id, 4, NULL, "/usr/lib/debug", &sc), 0);
 	assert_non_null(sc);

@@ -18,7 +18,12 @@
 #include "util/log.h"
 #include "util/strbuf.h"
 
-#define MAGIC "NWSYMC1"
+/*
+ * The format, and the symbolizer's way of resolving an address: bump it
+ * when symbol.c would resolve any address differently, so that no cache
+ * file of an earlier version is used.
+ */
+#define MAGIC "NWSYMC2"
 #define NO_STRING UINT32_MAX
 
 /*
@@ -258,7 +263,7 @@ int nw_symcache_open(const struct nw_cache *cache, const char *path, uint64_t si
 	uint64_t h;
 
 	*ret = NULL;
-	if (!nw_cache_on(cache) || !idlen || idlen > 64)
+	if (!nw_cache_on(cache) || idlen > 64)
 		return 0;
 	for (unsigned i = 0; i < idlen; i++)
 		snprintf(hex + 2 * i, 3, "%02x", id[i]);
@@ -267,7 +272,22 @@ int nw_symcache_open(const struct nw_cache *cache, const char *path, uint64_t si
 		return -ENOMEM;
 	c->cache = cache;
 	h = nw_hash_add(nw_symcache_debug_sources(path, hex, debuglink, debuginfo_path, NULL), size);
-	snprintf(c->name, sizeof(c->name), "sym-%s-%016llx", hex, (unsigned long long)h);
+	h = nw_hash_str(h, MAGIC);
+	if (idlen) {
+		snprintf(c->name, sizeof(c->name), "sym-%s-%016llx", hex, (unsigned long long)h);
+	} else {
+		/* No build-id (rustup's rustc libraries): the file itself, as make knows it. */
+		struct stat st;
+
+		if (stat(path, &st) != 0) {
+			free(c);
+			return 0;
+		}
+		h = nw_hash_add(nw_hash_add(h, (uint64_t)st.st_dev), (uint64_t)st.st_ino);
+		h = nw_hash_add(nw_hash_add(h, (uint64_t)st.st_mtim.tv_sec),
+				(uint64_t)st.st_mtim.tv_nsec);
+		snprintf(c->name, sizeof(c->name), "sym-file-%016llx", (unsigned long long)h);
+	}
 	if (!nw_cache_read(cache, c->name, &buf, &blen) && blen >= 8 && !memcmp(buf, MAGIC, 8)) {
 		size_t o = 0, end;
 		bool nomem = false;

@@ -25,9 +25,10 @@ struct nw_symcache;
  * "[vdso]"'s copy), of @size bytes, with build-id @id (@idlen bytes) and
  * .gnu_debuglink @debuglink (NULL: none), its debug info searched in
  * @debuginfo_path (libdwfl's syntax: colon-separated, "" and relative
- * entries beside the file): loaded from @cache when there.  *ret NULL
- * (and 0) when the file cannot be cached: no build-id, or no cache.
- * -ENOMEM.
+ * entries beside the file): loaded from @cache when there.  A file
+ * without a build-id (@idlen 0) is known by its device, inode, size and
+ * time instead.  *ret NULL (and 0) when there is no cache, or the file
+ * is not there.  -ENOMEM.
  */
 int nw_symcache_open(const struct nw_cache *cache, const char *path, uint64_t size,
 		     const uint8_t *id, unsigned idlen, const char *debuglink,
