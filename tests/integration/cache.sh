@@ -1,7 +1,8 @@
 #!/bin/bash
 # The run cache (issue 24): kernel symbols per kernel build and boot,
 # symbolization results per file build-id, uncompressed copies of
-# compressed debug files (libc6-dbg's), in NARWHAL_CACHE_DIR.  A cache may
+# compressed debug files (as Debian's -dbg packages ship them), in
+# NARWHAL_CACHE_DIR.  A cache may
 # only make a run cheaper, never change what it records: runs with a cold
 # cache, a warm one, --no-cache and a corrupt cache give the same frames
 # for every address they share.  --no-cache leaves the cache alone; two
@@ -46,8 +47,6 @@ grep -q '^kallsyms-' "$NW_TMP/files" && grep -q '^sym-' "$NW_TMP/files" || {
 	nw_show "cache files" "$NW_TMP/files"
 	fail "no kallsyms-* and sym-* files in $cache"
 }
-# libc6-dbg's debug file has compressed sections: its copy is kept.
-grep -q '^dbg-' "$NW_TMP/files" || fail "no uncompressed copy of libc's debug file (dbg-*) in $cache"
 ok "$(wc -l <"$NW_TMP/files") files"
 
 check "a warm cache gives the same frames as the cold one and as --no-cache"
@@ -84,6 +83,40 @@ nw_record_ok "$NW_TMP/corrupt.data" "${prog[@]}"
 read -r n _ _ <<<"$(same "$NW_TMP/corrupt.data" "$NW_TMP/none.data")" ||
 	fail "a run over a corrupt cache differs from --no-cache"
 ok "$n addresses shared"
+
+check "a separate debug file with compressed sections: used through an uncompressed copy"
+# burn's DWARF split off into a build-id tree, zlib-compressed (as
+# Debian's -dbg packages ship theirs), the program itself stripped.
+mkdir -p "$NW_TMP/bin"
+cp "$P/burn" "$NW_TMP/bin/burn"
+id=$(readelf -n "$NW_TMP/bin/burn" | awk '/Build ID:/ { print $3 }')
+[[ $id =~ ^[0-9a-f]{6,}$ ]] || fail "burn has no build-id ('$id')"
+dbg=$NW_TMP/debug/.build-id/${id:0:2}/${id:2}.debug
+mkdir -p "$(dirname "$dbg")"
+objcopy --only-keep-debug --compress-debug-sections=zlib "$NW_TMP/bin/burn" "$dbg"
+strip --strip-debug "$NW_TMP/bin/burn"
+readelf -S -W "$dbg" >"$NW_TMP/dbg-sections"
+grep -E '\.debug_info .* C ' "$NW_TMP/dbg-sections" >/dev/null ||
+	fail "objcopy left .debug_info uncompressed"
+rm -rf "$cache"
+export NARWHAL_DEBUG_PATH=$NW_TMP/debug
+nw_record_ok "$NW_TMP/zcold.data" "$NW_TMP/bin/burn" alpha
+ls "$cache" | grep -q '^dbg-' || fail "no uncompressed copy (dbg-*) of the debug file in $cache"
+copy=$(ls "$cache"/dbg-* | head -1)
+readelf -S -W "$copy" >"$NW_TMP/copy-sections"
+! grep -E '\.debug_[a-z]+ .* C ' "$NW_TMP/copy-sections" >/dev/null ||
+	fail "the copy $copy still has compressed sections"
+nw_record_ok "$NW_TMP/zwarm.data" "$NW_TMP/bin/burn" alpha
+nw_record_ok "$NW_TMP/znone.data" --no-cache "$NW_TMP/bin/burn" alpha
+nw_report "$NW_TMP/zwarm.flat" "$NW_TMP/zwarm.data" --flat
+grep -Eq 'burn_alpha \(burn\.c:[0-9]+\)' "$NW_TMP/zwarm.flat" || {
+	nw_show "--flat" "$NW_TMP/zwarm.flat"
+	fail "no file:line for burn_alpha with the copy"
+}
+same "$NW_TMP/zcold.data" "$NW_TMP/znone.data" >/dev/null || fail "the copy's frames differ from --no-cache's"
+same "$NW_TMP/zwarm.data" "$NW_TMP/znone.data" >/dev/null || fail "a warm run differs from --no-cache"
+unset NARWHAL_DEBUG_PATH
+ok "$(basename "$copy"), burn_alpha with file:line, the same frames as --no-cache"
 
 check "two runs at once share the cache"
 rm -rf "$cache"
