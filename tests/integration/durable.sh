@@ -216,7 +216,8 @@ sum=0
 for m in "$d"/0*/; do
 	sum=$((sum + $(manifest_get "$m" samples)))
 done
-((sum == total && total > 1000)) || fail "the intervals hold $sum samples, the run had $total"
+# Over several intervals (at 999 Hz, about 1500 on an idle machine).
+((sum == total && total > 300)) || fail "the intervals hold $sum samples, the run had $total"
 ok "$sum = $total"
 
 check "a full file system: ENOSPC named, the last checkpoint still readable"

@@ -83,6 +83,12 @@ check "-C 0: only CPU 0"
 taskset -c 1 "$P/callers" 1.5 >/dev/null &
 on1=$!
 bg+=("$on1")
+# Until it is callers, pinned: the shell's fork and taskset itself may run
+# on CPU 0 first, under the same pid.
+for _ in $(seq 100); do
+	[[ $(cat "/proc/$on1/comm" 2>/dev/null) == callers ]] && break
+	sleep 0.01
+done
 nw_record_ok "$NW_TMP/c0.data" -C 0 --duration 1 -g fp
 wait "$on1" || true
 nw_report "$NW_TMP/c0.threads" "$NW_TMP/c0.data" --threads
