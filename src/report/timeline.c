@@ -552,7 +552,7 @@ int nw_view_timeline(FILE *out, const struct nw_timeline *tl, const struct nw_ti
 	else
 		fprintf(out, "Each cell: how busy the thread was: 1-9 tenths of the time on the "
 			     "CPU, # all of it, . idle%s, blank: not alive\n\n",
-			offcpu ? ", _ blocked (off the CPU)" : "");
+			offcpu ? ", _ off the CPU (blocked, or waiting for a CPU)" : "");
 	/* The time axis: the start, the middle and the end of the range. */
 	{
 		char ruler[64];

@@ -111,10 +111,12 @@ PY
 check "default rate: each path's bytes and objects within 5 %, nothing live at the end"
 d=$NW_TMP/default.data
 # 28 GB allocated in about a second without touching it: 50,000 samples a
-# second, far denser than a real program's; stack copies of 4 KiB (the
-# paths are shallow) and no checkpoint stall keep the rings from overflowing
-# on a loaded machine.
-rec "$d" --alloc -g dwarf,4096 --checkpoint 0 "$P/alloc" paths 100000
+# second, far denser than a real program's, 200 MB of records with their
+# 4 KiB stack copies (path_signal's handler needs them).  On a machine
+# busy with other work the recorder may not run for a while: rings of
+# 128 MiB per CPU hold most of the run unread, the program runs at a lower
+# priority than the recorder, and no checkpoint stalls the reading.
+rec "$d" --alloc -g dwarf,4096 -m 32768 --checkpoint 0 nice -n 10 "$P/alloc" paths 100000
 compare "$d" "$d.out" 5
 grep -q 'allocation samples (one per 524288 bytes' "$d.err" || {
 	nw_show "narwhal-record stderr" "$d.err"

@@ -130,7 +130,12 @@ check "--timeline: busy cells, and the sleeper blocked (_) through phase A"
 nw_report "$NW_TMP/busy" "$d" --timeline --width 40
 main=$(cells_of "$NW_TMP/busy" phases)
 sleeper=$(cells_of "$NW_TMP/busy" sleeper)
-[[ $main =~ ^[#0-9.]+$ ]] || fail "main's cells are not busy levels: '$main'"
+# main computes all along: busy levels.  On a machine busy with other work
+# a column where it mostly waited for a CPU reads '_' (preemption is
+# off-CPU time, as in offcputime): most of its columns still show work.
+busy=$(tr -cd '#0-9.' <<<"$main" | wc -c)
+[[ $main =~ ^[#0-9._]+$ ]] && ((busy * 3 >= ${#main} * 2)) ||
+	fail "main's cells are not mostly busy levels: '$main'"
 blocked=$(tr -cd '_' <<<"${sleeper:0:$((first_b - 2))}" | wc -c)
 ((blocked >= (first_b - 2) * 2 / 3)) || {
 	nw_show "--timeline" "$NW_TMP/busy"
