@@ -192,22 +192,63 @@ static void test_layout(void **state)
 	assert_true(attr(el, "width") == 707.99);
 	assert_non_null(strstr(el, "59999 samples (60.00%)"));
 	free(el);
-	/* The root at the bottom: deeper frames are higher up. */
+	/* An icicle: the root on top, deeper frames lower down. */
 	el = frame(svg, "all");
 	{
 		char *b = frame(svg, "b");
 
-		assert_true(attr(b, "y") < attr(el, "y"));
-		assert_true(attr(el, "y") - attr(b, "y") == 3 * 16);
+		assert_true(attr(el, "y") == 66);
+		assert_true(attr(b, "y") - attr(el, "y") == 3 * 16);
 		free(b);
 	}
 	free(el);
+	/* As deep as b (depth 3): 66 + 4 rows + the foot; nothing hidden. */
+	assert_non_null(strstr(svg, "height=\"180\" viewBox=\"0 0 1200 180\""));
+	assert_non_null(strstr(svg, "<g id=\"foot\" transform=\"translate(0,130)\">"));
+	assert_null(strstr(svg, "style=\"display:none\"><title>"));
 	/* The script, with the layout's numbers in place. */
 	assert_non_null(strstr(svg, "<script type=\"text/ecmascript\"><![CDATA["));
 	assert_non_null(strstr(svg, "X0 = 10, CW = 7.20"));
 	assert_null(strstr(svg, "XPAD_PX"));
 	assert_non_null(strstr(svg, "id=\"search\""));
 	assert_non_null(strstr(svg, "id=\"reset\""));
+	free(svg);
+	fx_free(p);
+}
+
+/*
+ * The graph is as deep as its deepest frame at least a pixel wide, not
+ * as its deepest stack: a chain of 10 frames under thin (0.59 px at the
+ * default width) is in the file, hidden, below the depth of a.
+ */
+static void test_depth(void **state)
+{
+	struct fx *p = fx_new(NULL, 0);
+	struct nw_flamegraph_opts o = { .base_metric = -1 };
+	char *svg, *el;
+
+	(void)state;
+	add(p, "main;a", 0, 100000);
+	add(p, "main;thin;t1;t2;t3;t4;t5;t6;t7;t8;t9;t10", 0, 50);
+	svg = draw(p, &o);
+	/* all, main, a, thin and t1..t10: every frame of the stacks is there. */
+	assert_int_equal(count(svg, "<g class=\"f\""), 14);
+	/* Depth 2 (a, and thin beside it) is the last shown: 50 + 3 rows + the foot. */
+	assert_non_null(strstr(svg, "height=\"148\" viewBox=\"0 0 1200 148\""));
+	assert_non_null(strstr(svg, "data-top=\"50\" data-fh=\"16\" data-foot=\"50\""));
+	el = frame(svg, "thin");
+	assert_null(strstr(el, "display:none"));
+	assert_true(attr(el, "y") == 50 + 2 * 16);
+	assert_true(attr(el, "width") < 1);
+	free(el);
+	/* t1 (depth 3) and everything under it: in the file, hidden. */
+	el = frame(svg, "t1");
+	assert_non_null(strstr(el, "data-d=\"3\" style=\"display:none\""));
+	free(el);
+	el = frame(svg, "t10");
+	assert_non_null(strstr(el, "data-d=\"12\" style=\"display:none\""));
+	free(el);
+	assert_int_equal(count(svg, "style=\"display:none\"><title>"), 10);
 	free(svg);
 	fx_free(p);
 }
@@ -392,6 +433,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_depth),
 		cmocka_unit_test(test_colours),
 		cmocka_unit_test(test_differential),
 		cmocka_unit_test(test_text),

@@ -8,6 +8,7 @@
  *                          main;</script><b>     3 samples (a name that must not end the page's script)
  *   thread worker (10/11): main;hot at line 12   1 sample
  *   thread idle   (10/12): nothing (no tree: not in the file)
+ *   process 10 (parent 1), named app: the threads' process, listed once
  *
  * hot's file is a real file (written by the test), so its text is
  * embedded.  The page in a browser is tests/integration/export-html.sh.
@@ -205,6 +206,16 @@ static void test_page_and_profile(void **state)
 		/* The fixture keeps no trace. */
 		assert_true(json_object_is_type(json_object_array_get_idx(get(prof, "trace"), t),
 						json_type_null));
+	}
+	/* Their process once (both threads are of pid 10), named as the model names it. */
+	{
+		json_object *procs = get(prof, "processes"), *p0;
+
+		assert_int_equal(json_object_array_length(procs), 1);
+		p0 = json_object_array_get_idx(procs, 0);
+		assert_int_equal(json_object_get_int(get(p0, "pid")), 10);
+		assert_int_equal(json_object_get_int(get(p0, "ppid")), 1);
+		assert_string_equal(str(root, json_object_get_int64(get(p0, "comm"))), "app");
 	}
 	/* hot split by line: 4 + 1 samples at line 12, 2 at line 14. */
 	assert_int_equal(hot12, 5);

@@ -100,7 +100,9 @@
       }
       return th;
     });
-    return { frames, threads, metrics: p.metrics };
+    // Each process's name, as the recorder knew it (its threads may be named otherwise).
+    const procNames = new Map((p.processes || []).map((x) => [x.pid, strings[x.comm]]));
+    return { frames, threads, metrics: p.metrics, procNames };
   }
 
   // ---- derived trees ----
@@ -436,6 +438,12 @@
 
   // ---- the page ----
 
+  // Processes folded into the timeline's "N more" row (Report.groups()).
+  const FOLD_LIGHT = 0.01;
+  const FOLD_SHORT = 0.1;
+  const FOLD_MAX = 40;
+  const FOLD_MIN = 12;
+
   class Report {
     constructor(data) {
       this.data = data;
@@ -453,12 +461,24 @@
         selected: -1,
         search: "",
         inverted: false,
-        icicle: false,
+        // An icicle, the root on top: the root and the widest frames are in
+        // the first screen whatever the depth (doc/EXPORTS.md).
+        icicle: true,
         tab: "tree",
         sort: { tree: "total", flat: "self" },
         flatFilter: "",
         expanded: new Set(),
         cursor: null,
+        // The timeline's and the selectors' rows: processes busiest first
+        // ("busy") or in creation order ("created"), those open (by group
+        // id), the folded ones open, the filter; rowsV counts changes.
+        order: "busy",
+        open: new Set(),
+        moreOpen: false,
+        filter: "",
+        rowsV: 0,
+        // The Process selector's choice: "", a group id, "more" or "some".
+        process: "",
       };
       this.cache = {};
       this.layout = [];
@@ -594,6 +614,107 @@
       return this.cache.baseShares;
     }
 
+    // The threads grouped by process: each group (id: its place in
+    // creation order) with its threads, its weight in the metric (the
+    // whole run) and its lifetime; "busy" holds them heaviest first.
+    // Processes both light and short (under FOLD_LIGHT of the weight,
+    // alive under FOLD_SHORT of the run), and those past the FOLD_MAX
+    // heaviest, are folded: the timeline and the selectors show them as
+    // one "N more" row.  Nothing is folded among FOLD_MIN processes or fewer.
+    groups() {
+      const k = this.state.metric;
+      if (this.cache.groupsKey === k) return this.cache.groups;
+      const threads = this.prof.threads;
+      const weight = new Float64Array(threads.length);
+      const byPid = new Map();
+      const procs = [];
+      let total = 0;
+      let end = this.duration;
+      for (const th of threads) {
+        const s = th.self[k];
+        let v = 0;
+        for (let i = 0; i < th.n; i++) v += s[i];
+        weight[th.index] = v;
+        total += v;
+        let p = byPid.get(th.pid);
+        if (!p) {
+          p = { id: procs.length, pid: th.pid, comm: this.prof.procNames.get(th.pid) ?? th.comm, threads: [], weight: 0, first: Infinity, last: -Infinity, folded: false };
+          byPid.set(th.pid, p);
+          procs.push(p);
+        }
+        p.threads.push(th.index);
+        p.weight += v;
+        if (th.first !== undefined && th.last !== undefined) {
+          p.first = Math.min(p.first, th.first);
+          p.last = Math.max(p.last, th.last);
+          end = Math.max(end, th.last);
+        }
+      }
+      const busy = procs.slice().sort((a, b) => b.weight - a.weight || a.id - b.id);
+      let nfolded = 0;
+      if (procs.length > FOLD_MIN) {
+        busy.forEach((p, i) => {
+          const life = p.last >= p.first ? p.last - p.first : 0;
+          p.folded = i >= FOLD_MAX || (p.weight < FOLD_LIGHT * total && life < FOLD_SHORT * end);
+          if (p.folded) nfolded++;
+        });
+      }
+      const nthreads = threads.length;
+      this.cache.groups = { procs, busy, weight, total, nfolded, nthreads };
+      this.cache.groupsKey = k;
+      return this.cache.groups;
+    }
+
+    // The rows of the timeline and of the thread list: each process (a
+    // process of one thread is that thread's row), its threads below it
+    // when open, the folded processes behind one "more" row; with a
+    // filter, every process and thread it matches instead, nothing folded.
+    // Each row lists the threads it sums.  rows.matching: the threads the
+    // filter matches (a process's name matches all of its threads).
+    rows() {
+      const st = this.state;
+      const g = this.groups();
+      const key = `${this.cache.groupsKey}|${st.order}|${st.filter}|${st.rowsV}`;
+      if (this.cache.rowsKey === key) return this.cache.rows;
+      const created = st.order === "created";
+      const list = created ? g.procs : g.busy;
+      const threadOrder = (ts) => (created ? ts.slice() : ts.slice().sort((a, b) => g.weight[b] - g.weight[a] || a - b));
+      const rows = [];
+      const addProc = (p, depth, open, ts) => {
+        if (p.threads.length === 1) {
+          rows.push({ kind: "thread", p, ti: p.threads[0], depth, threads: p.threads, single: true });
+          return;
+        }
+        rows.push({ kind: "proc", p, depth, open, threads: p.threads });
+        if (open) for (const ti of threadOrder(ts)) rows.push({ kind: "thread", p, ti, depth: depth + 1, threads: [ti] });
+      };
+      const f = st.filter.trim().toLowerCase();
+      let matching = null;
+      if (f) {
+        matching = [];
+        const threads = this.prof.threads;
+        const hit = (name, id) => name.toLowerCase().includes(f) || String(id) === f;
+        for (const p of list) {
+          const ts = hit(p.comm, p.pid) ? p.threads : p.threads.filter((ti) => hit(threads[ti].comm, threads[ti].tid));
+          if (!ts.length) continue;
+          addProc(p, 0, true, ts);
+          matching.push(...ts);
+        }
+        matching.sort((a, b) => a - b);
+      } else {
+        for (const p of list) if (!p.folded) addProc(p, 0, st.open.has(p.id), p.threads);
+        if (g.nfolded) {
+          const folded = list.filter((p) => p.folded);
+          rows.push({ kind: "more", procs: folded, depth: 0, open: st.moreOpen, threads: folded.flatMap((p) => p.threads) });
+          if (st.moreOpen) for (const p of folded) addProc(p, 1, st.open.has(p.id), p.threads);
+        }
+      }
+      rows.matching = matching;
+      this.cache.rows = rows;
+      this.cache.rowsKey = key;
+      return rows;
+    }
+
     // The node of the view at the zoom path, or the root.
     zoomNode() {
       const { tree } = this.view();
@@ -705,6 +826,11 @@
     $("range-label").textContent = st.range ? `range ${fmtTime(st.range[0])} – ${fmtTime(st.range[1])}` : "";
     const nsel = st.threads.length;
     $("threads-summary").textContent = nsel === r.prof.threads.length ? `All threads (${nsel})` : `${nsel} of ${r.prof.threads.length} threads`;
+    const g = r.groups();
+    const hits = r.rows().matching;
+    $("tl-count").textContent = `${g.nthreads} thread${g.nthreads === 1 ? "" : "s"} in ${g.procs.length} process${g.procs.length === 1 ? "" : "es"}` +
+      (hits ? `; ${hits.length} match` : g.nfolded ? `; ${g.nfolded} short and light folded` : "");
+    $("tl-only").hidden = !hits || !hits.length;
   }
 
   // -- flame graph --
@@ -720,7 +846,35 @@
     const rowH = ROW();
     const fontPx = Math.round(rowH * 0.72);
     const width = canvas.parentElement.clientWidth;
-    const height = Math.max(rowH * (tree.maxDepth + 2), rowH * 8);
+    const zt = w.total[zoom] || 1;
+    const scale = width / zt;
+    // The frames of the zoomed subtree at least 0.3 px wide, in preorder;
+    // the graph is as deep as the deepest of them at least a pixel wide
+    // (all below it are narrower), not as the deepest stack.
+    const minW = 0.3;
+    const bNode = [];
+    const bX = [];
+    const bW = [];
+    let deep = tree.depth[zoom];
+    {
+      const x0 = new Float64Array(tree.n);
+      const stop = tree.end[zoom];
+      for (let j = tree.pos[zoom]; j < stop;) {
+        const v = tree.pre[j];
+        const wd = w.total[v] * scale;
+        if (wd < minW || (w.total[v] === 0 && v !== zoom)) { j = tree.end[v]; continue; }
+        bNode.push(v);
+        bX.push(x0[v]);
+        bW.push(wd);
+        if (wd >= 1 && tree.depth[v] > deep) deep = tree.depth[v];
+        let cx = x0[v];
+        for (const c of childrenOf(tree, v)) { x0[c] = cx; cx += w.total[c] * scale; }
+        j++;
+      }
+    }
+    const rows = deep + 1;
+    const height = rowH * Math.max(rows, 4) + 2;
+    r.flameRows = rows;
     const dpr = window.devicePixelRatio || 1;
     canvas.width = Math.round(width * dpr);
     canvas.height = Math.round(height * dpr);
@@ -740,8 +894,6 @@
         if (d > maxAbs) maxAbs = d;
       }
     }
-    const zt = w.total[zoom] || 1;
-    const scale = width / zt;
     const layout = [];
     const yOf = (d) => (st.icicle ? d * rowH : height - (d + 1) * rowH);
     // Ancestors of the zoomed node: full width, faded.
@@ -786,23 +938,20 @@
       layout.push({ node, x, w: wd, y, d });
     };
     for (let i = anc.length - 1; i >= 1; i--) drawBox(anc[i], 0, width, tree.depth[anc[i]], true);
-    // The zoomed subtree, in preorder, skipping what is narrower than 0.3 px.
-    const x0 = new Float64Array(tree.n);
-    x0[zoom] = 0;
-    const first = tree.pos[zoom];
-    const stop = tree.end[zoom];
-    const minW = 0.3;
-    for (let j = first; j < stop;) {
-      const v = tree.pre[j];
-      const wd = w.total[v] * scale;
-      if (wd < minW || (w.total[v] === 0 && v !== zoom)) { j = tree.end[v]; continue; }
-      drawBox(v, x0[v], wd, tree.depth[v], false);
-      let cx = x0[v];
-      for (const c of childrenOf(tree, v)) { x0[c] = cx; cx += w.total[c] * scale; }
-      j++;
+    for (let k = 0; k < bNode.length; k++) {
+      if (tree.depth[bNode[k]] <= deep) drawBox(bNode[k], bX[k], bW[k], tree.depth[bNode[k]], false);
     }
     r.layout = layout;
     r.layoutRow = rowH;
+    // The zoomed frame in view: in an icicle near the top of the box, in a
+    // flame graph near its bottom (what is above it scrolls into view).
+    const view = `${st.icicle}|${st.zoom.join(",")}|${r.cache.viewKey}`;
+    if (r.flameView !== view) {
+      r.flameView = view;
+      const wrap = canvas.parentElement;
+      const zy = yOf(tree.depth[zoom]);
+      wrap.scrollTop = st.icicle ? Math.max(0, zy - 2 * rowH) : Math.max(0, zy + 3 * rowH - wrap.clientHeight);
+    }
     // In differential mode colours say the change, not the module.
     if (bs) $("legend").innerHTML = "";
     else drawLegend(r);
@@ -894,37 +1043,117 @@
     });
     r.cache.tlKey = key;
     r.cache.tlCounts = res;
+    r.cache.tlRowCounts = new Map();
+    return res;
+  }
+
+  // The counts of a timeline row: its thread's, or its threads' summed
+  // (a process, the folded processes), made once per set of counts.
+  function rowCounts(r, counts, row, cols) {
+    if (row.threads.length === 1) return counts[row.threads[0]];
+    const key = row.kind === "more" ? `more|${r.cache.groupsKey}` : `p${row.p.id}`;
+    const cache = r.cache.tlRowCounts;
+    const known = cache.get(key);
+    if (known) return known;
+    const count = new Float64Array(cols);
+    let hot = null;
+    for (const ti of row.threads) {
+      const t = counts[ti];
+      if (!t) continue;
+      for (let c = 0; c < cols; c++) count[c] += t.count[c];
+      if (t.hot) {
+        if (!hot) hot = new Float64Array(cols);
+        for (let c = 0; c < cols; c++) hot[c] += t.hot[c];
+      }
+    }
+    let max = 0;
+    for (let c = 0; c < cols; c++) if (count[c] > max) max = count[c];
+    const res = { count, hot, max };
+    cache.set(key, res);
     return res;
   }
 
   // Colours as the little-endian RGBA words of ImageData.
   const rgba = (rr, g, b) => (0xff << 24) | (b << 16) | (g << 8) | rr;
   const TL_BACK = rgba(0xf0, 0xf1, 0xf4);
+  const TL_BACK_GROUP = rgba(0xe2, 0xe5, 0xec);
   const TL_BAR = [rgba(0x7a, 0xa2, 0xd6), rgba(0xc4, 0xd3, 0xe8)];
   const TL_HOT = [rgba(0xb3, 0x26, 0x1e), rgba(0xe0, 0xa8, 0xa4)];
 
-  // One track per thread: how many samples each column of time holds
-  // (bars), those in the selected function darker; written as pixels, in
-  // one putImageData, since 64 tracks of a thousand columns are too many
-  // rectangles for a click's time.
+  // The label of a timeline row, without its twisty.
+  function rowLabel(r, row) {
+    if (row.kind === "more") return `${row.procs.length} more processes`;
+    if (row.kind === "proc") return `${row.p.comm} ${row.p.pid} · ${row.p.threads.length} threads`;
+    const th = r.prof.threads[row.ti];
+    return `${th.comm} ${th.tid}`;
+  }
+
+  // What a row is, for its tooltip.
+  function rowTitle(r, row) {
+    const g = r.groups();
+    const metric = metricOf(r);
+    let w = 0;
+    for (const ti of row.threads) w += g.weight[ti];
+    const amount = `${fmtValue(w, metric)} (${pct(w, g.total)})`;
+    if (row.kind === "more") {
+      return `${row.procs.length} processes, each under ${100 * FOLD_LIGHT}% of ${metric.name} and alive under ${100 * FOLD_SHORT}% of the run: ${amount} together.  Click to ${row.open ? "close" : "list"} them.`;
+    }
+    const p = row.p;
+    const life = p.last >= p.first ? `, ${fmtTime(p.first)} – ${fmtTime(p.last)}` : "";
+    if (row.kind === "proc") return `${p.comm} (pid ${p.pid}): ${p.threads.length} threads, ${amount}${life}.  Click to ${row.open ? "close" : "open"} it.`;
+    const th = r.prof.threads[row.ti];
+    return `${th.comm} (pid ${th.pid}, tid ${th.tid}${row.single ? "" : ", of " + p.comm}): ${amount}`;
+  }
+
+  // Text cut with "…" to @room pixels.
+  function fitText(ctx, text, room) {
+    if (ctx.measureText(text).width <= room) return text;
+    let lo = 0;
+    let hi = text.length;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (ctx.measureText(text.slice(0, mid) + "…").width <= room) lo = mid; else hi = mid - 1;
+    }
+    return lo ? text.slice(0, lo) + "…" : "";
+  }
+
+  // One track per row (Report.rows(): processes, their threads when open,
+  // the folded ones as one): how many samples each column of time holds
+  // (bars), those in the selected function darker.  Only the rows in view
+  // are drawn: the canvas stays at the top of its box (sticky), the box
+  // scrolls over the height of every row, and each scroll draws again.
+  // Bars are written as pixels, in one putImageData, since tens of tracks
+  // of a thousand columns are too many rectangles for a click's time.
   function drawTimeline(r) {
+    const box = $("timeline-scroll");
     const canvas = $("timeline");
     const rowH = ROW();
+    const rows = r.rows();
     const threads = r.prof.threads;
-    const labelW = Math.min(220, Math.max(120, canvas.parentElement.clientWidth * 0.18));
-    const width = canvas.parentElement.clientWidth;
-    const height = rowH * (threads.length + 1);
+    const width = box.clientWidth;
+    const labelW = Math.min(280, Math.max(140, width * 0.2));
+    const fullH = rowH * (rows.length + 1);
+    const maxH = parseFloat(getComputedStyle(box).maxHeight) || fullH;
+    // Whole rows in the box, the axis on top.
+    const height = Math.min(fullH, Math.max(2, Math.floor(maxH / rowH)) * rowH);
+    $("timeline-rest").style.height = (fullH - height) + "px";
+    box.style.height = height + "px";
     const dpr = window.devicePixelRatio || 1;
-    canvas.width = Math.round(width * dpr);
-    canvas.height = Math.round(height * dpr);
+    const W = Math.round(width * dpr);
+    const H = Math.round(height * dpr);
+    if (canvas.width !== W || canvas.height !== H) {
+      canvas.width = W;
+      canvas.height = H;
+    }
     canvas.style.height = height + "px";
     const ctx = canvas.getContext("2d");
     // Not laid out (hidden, or no room): nothing to draw.
-    if (!canvas.width || !canvas.height) return;
+    if (!W || !H) return;
+    const scroll = Math.max(0, Math.min(box.scrollTop, fullH - height));
     let dur = r.duration;
     for (const th of threads) if (th.trace && th.trace.n) dur = Math.max(dur, th.trace.time[th.trace.n - 1]);
     dur = dur || 1;
-    r.tl = { labelW, width, rowH, dur };
+    r.tl = { labelW, width, rowH, dur, scroll, height, rows: rows.length };
     const plotW = width - labelW - 4;
     const sel = new Set(r.state.threads);
     const src = metricSource(r.data, r.state.metric);
@@ -935,39 +1164,37 @@
     const tc0 = performance.now();
     const counts = timelineCounts(r, cols, dur, src, r.state.selected);
     timings.tlCounts = performance.now() - tc0;
-    const W = canvas.width;
-    const bgKey = `${W}x${canvas.height}`;
-    if (r.cache.tlBgKey !== bgKey) {
-      // The empty tracks, drawn once per size and choice of threads, copied in at each draw.
-      r.cache.tlImg = ctx.createImageData(W, canvas.height);
-      const bg = new Uint32Array(r.cache.tlImg.data.buffer.slice(0));
-      threads.forEach((th, i) => {
-        const y = (i + 1) * rowH;
-        for (let yy = Math.round((y + 1) * dpr); yy < Math.round((y + rowH - 1) * dpr); yy++) {
-          bg.fill(TL_BACK, yy * W + Math.round(labelW * dpr), yy * W + Math.round((labelW + plotW) * dpr));
-        }
-      });
-      r.cache.tlBg = bg;
-      r.cache.tlBgKey = bgKey;
+    if (r.cache.tlImgKey !== `${W}x${H}`) {
+      r.cache.tlImg = ctx.createImageData(W, H);
+      r.cache.tlImgKey = `${W}x${H}`;
     }
     const img = r.cache.tlImg;
     const px = new Uint32Array(img.data.buffer);
-    px.set(r.cache.tlBg);
-    const colW = plotW / cols;
+    px.fill(0);
+    // Below the axis row, which stays on top.
+    const clipTop = Math.round(rowH * dpr);
     // Plain loops: a bar is a pixel or two wide, too narrow for fill()'s call to pay.
     const fill = (x0, x1, y0, y1, color) => {
-      for (let y = y0; y < y1; y++) {
-        const row = y * W;
-        for (let x = x0; x < x1; x++) px[row + x] = color;
+      for (let y = Math.max(y0, clipTop); y < Math.min(y1, H); y++) {
+        const at = y * W;
+        for (let x = x0; x < x1; x++) px[at + x] = color;
       }
     };
-    threads.forEach((th, i) => {
-      const y = (i + 1) * rowH;
-      const dim = sel.has(th.index) ? 0 : 1;
+    const colW = plotW / cols;
+    const px0 = Math.round(labelW * dpr);
+    const px1 = Math.round((labelW + plotW) * dpr);
+    const first = Math.floor(scroll / rowH);
+    const last = Math.min(rows.length, Math.ceil((scroll + height) / rowH));
+    const on = (row) => row.threads.some((ti) => sel.has(ti));
+    for (let i = first; i < last; i++) {
+      const row = rows[i];
+      const y = rowH * (i + 1) - scroll;
       const top = Math.round((y + 1) * dpr);
       const bottom = Math.round((y + rowH - 1) * dpr);
-      const cnt = counts[i];
-      if (!cnt || !cnt.max) return;
+      const dim = on(row) ? 0 : 1;
+      fill(px0, px1, top, bottom, row.kind === "thread" ? TL_BACK : TL_BACK_GROUP);
+      const cnt = rowCounts(r, counts, row, cols);
+      if (!cnt || !cnt.max) continue;
       for (let c = 0; c < cols; c++) {
         if (!cnt.count[c]) continue;
         const x0 = Math.round((labelW + c * colW) * dpr);
@@ -979,20 +1206,32 @@
           fill(x0, x1, Math.round(bottom - h2), bottom, TL_HOT[dim]);
         }
       }
-    });
+    }
     timings.tlPixels = performance.now() - tc0 - timings.tlCounts;
     ctx.putImageData(img, 0, 0);
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     const fontPx = Math.round(rowH * 0.7);
-    ctx.font = `${fontPx}px system-ui, "DejaVu Sans", sans-serif`;
+    const font = `${fontPx}px system-ui, "DejaVu Sans", sans-serif`;
     ctx.textBaseline = "middle";
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(0, rowH, width, height - rowH);
+    ctx.clip();
+    for (let i = first; i < last; i++) {
+      const row = rows[i];
+      const y = rowH * (i + 1) - scroll + rowH / 2;
+      const indent = 2 + row.depth * fontPx;
+      const group = row.kind !== "thread";
+      ctx.font = group ? `600 ${font}` : font;
+      ctx.fillStyle = on(row) ? "#222" : "#999";
+      if (group) ctx.fillText(row.open ? "▾" : "▸", indent, y);
+      const at = indent + fontPx;
+      ctx.fillText(fitText(ctx, rowLabel(r, row), labelW - at - 4), at, y);
+    }
+    ctx.restore();
+    ctx.font = font;
     ctx.fillStyle = "#555";
     ctx.fillText(`0 s … ${fmtTime(dur)}` + (r.state.selected >= 0 ? `   (dark: samples in ${r.prof.frames.name[r.state.selected]})` : ""), labelW, rowH / 2);
-    threads.forEach((th, i) => {
-      ctx.fillStyle = sel.has(th.index) ? "#222" : "#999";
-      const label = `${th.comm} ${th.tid}`;
-      ctx.fillText(label.length > 26 ? label.slice(0, 25) + "…" : label, 2, (i + 1) * rowH + rowH / 2);
-    });
     if (r.state.range) {
       const [a, b2] = r.state.range;
       const xa = labelW + a / dur * plotW;
@@ -1002,6 +1241,128 @@
       ctx.strokeStyle = "#1652c7";
       ctx.strokeRect(xa, 0, Math.max(1, xb - xa), height);
     }
+  }
+
+  // The row of the timeline at @y pixels from the canvas's top, or null (the axis).
+  function timelineRowAt(r, y) {
+    if (!r.tl || y < r.tl.rowH) return null;
+    const i = Math.floor((y + r.tl.scroll) / r.tl.rowH) - 1;
+    const rows = r.rows();
+    return i >= 0 && i < rows.length ? rows[i] : null;
+  }
+
+  // Opens or closes a process ("more": the folded processes) in the timeline and the thread list.
+  function toggleGroup(r, id) {
+    const st = r.state;
+    if (id === "more") st.moreOpen = !st.moreOpen;
+    else if (st.open.has(+id)) st.open.delete(+id);
+    else st.open.add(+id);
+    st.rowsV++;
+    renderRows(r);
+  }
+
+  // What shows the rows: the timeline, the thread list, the Process
+  // selector, the Threads tab, the counts in the bar.
+  function renderRows(r) {
+    drawTimeline(r);
+    renderThreadList(r);
+    fillProcessSelect(r);
+    if (r.state.tab === "threads") renderThreads(r);
+    updateBar(r);
+  }
+
+  // -- the selectors --
+
+  // The Process selector: every process but the folded ones, in the
+  // timeline's order, then the folded ones as one choice; with a filter,
+  // the processes it matches.
+  function fillProcessSelect(r) {
+    const ps = $("process");
+    const st = r.state;
+    const g = r.groups();
+    const rows = r.rows();
+    let procs;
+    if (rows.matching) procs = [...new Set(rows.filter((x) => x.p).map((x) => x.p))];
+    else procs = (st.order === "created" ? g.procs : g.busy).filter((p) => !p.folded);
+    const opt = (v, text) => `<option value="${v}">${esc(text)}</option>`;
+    const share = (v) => (g.total ? ` — ${(100 * v / g.total).toFixed(1)}%` : "");
+    const name = (p) => `${p.comm} ${p.pid}${p.threads.length > 1 ? ` (${p.threads.length} threads)` : ""}${share(p.weight)}`;
+    const cap = 500;
+    const html = [opt("", `all (${g.procs.length} process${g.procs.length === 1 ? "" : "es"})`)];
+    for (const p of procs.slice(0, cap)) html.push(opt(p.id, name(p)));
+    if (procs.length > cap) html.push(`<option disabled>… ${procs.length - cap} more: narrow the filter</option>`);
+    if (!rows.matching && g.nfolded) {
+      let w = 0;
+      for (const p of g.procs) if (p.folded) w += p.weight;
+      html.push(opt("more", `${g.nfolded} more processes (short, light)${share(w)}`));
+    }
+    const cur = st.process;
+    if (cur === "some") html.push(opt("some", "some threads (see the thread list)"));
+    else if (cur !== "" && cur !== "more" && !procs.slice(0, cap).some((p) => String(p.id) === cur)) html.push(opt(cur, name(g.procs[+cur])));
+    ps.innerHTML = html.join("");
+    ps.value = cur;
+  }
+
+  // The Process selector's choice that the selected threads are.
+  function processChoice(r) {
+    const st = r.state;
+    const g = r.groups();
+    const sel = st.threads;
+    if (sel.length === r.prof.threads.length) return "";
+    const same = (ts) => ts.length === sel.length && ts.every((ti) => sel.includes(ti));
+    const p = sel.length ? g.procs.find((x) => x.pid === r.prof.threads[sel[0]].pid && same(x.threads)) : null;
+    if (p) return String(p.id);
+    if (g.nfolded && same(g.procs.filter((x) => x.folded).flatMap((x) => x.threads))) return "more";
+    return "some";
+  }
+
+  // The thread selector: the timeline's rows as boxes to tick (a
+  // process's box, or the folded processes' one, stands for all of their
+  // threads), with the same filter, order and open processes.
+  function renderThreadList(r) {
+    const list = $("threads-list");
+    const st = r.state;
+    const rows = r.rows();
+    const g = r.groups();
+    const sel = new Set(st.threads);
+    const threads = r.prof.threads;
+    const m = rows.matching;
+    const share = (v) => (g.total ? `${(100 * v / g.total).toFixed(1)}%` : "");
+    const html = [];
+    const allOn = m ? m.length > 0 && m.length === sel.size && m.every((ti) => sel.has(ti)) : sel.size === threads.length;
+    const allText = m ? `only the ${m.length} matching thread${m.length === 1 ? "" : "s"}` : `all threads (${threads.length})`;
+    html.push(`<div class="row"><span class="twisty-btn"></span><label><input type="checkbox" data-all="1"${allOn ? " checked" : ""}> <strong>${allText}</strong></label></div>`);
+    const cap = 2000;
+    for (const row of rows.slice(0, cap)) {
+      let n = 0;
+      let w = 0;
+      for (const ti of row.threads) { if (sel.has(ti)) n++; w += g.weight[ti]; }
+      const box = (attr) => `<input type="checkbox" ${attr}${n === row.threads.length ? " checked" : ""}${n && n < row.threads.length ? ' data-some="1"' : ""}>`;
+      const pad = `style="padding-left:${(row.depth * 1.2).toFixed(1)}rem"`;
+      if (row.kind === "thread") {
+        const th = threads[row.ti];
+        html.push(`<div class="row" ${pad}><span class="twisty-btn"></span><label>${box(`data-thread="${row.ti}"`)} ${esc(th.comm)} (pid ${th.pid}, tid ${th.tid})</label><span class="share">${share(w)}</span></div>`);
+        continue;
+      }
+      const id = row.kind === "proc" ? row.p.id : "more";
+      const label = row.kind === "proc" ? `${esc(row.p.comm)} (pid ${row.p.pid}) · ${row.p.threads.length} threads` : `${row.procs.length} more processes (short, light)`;
+      const twisty = m ? '<span class="twisty-btn"></span>' :
+        `<button type="button" class="twisty-btn" data-toggle="${id}" aria-expanded="${row.open}" aria-label="${row.open ? "Close" : "Open"}">${row.open ? "▾" : "▸"}</button>`;
+      html.push(`<div class="row" ${pad}>${twisty}<label>${box(`data-group="${id}"`)} ${label}</label><span class="share">${share(w)}</span></div>`);
+    }
+    if (rows.length > cap) html.push(`<p class="note">${rows.length - cap} more rows: narrow the filter</p>`);
+    list.innerHTML = html.join("");
+    for (const b of list.querySelectorAll("input[data-some]")) b.indeterminate = true;
+    placeThreadList();
+  }
+
+  // The thread list opens below its summary, moved left as far as it must to stay in the window.
+  function placeThreadList() {
+    if (!$("threads-box").open) return;
+    const pop = $("threads-pop");
+    pop.style.left = "0px";
+    const at = $("threads-box").getBoundingClientRect().left;
+    pop.style.left = Math.max(-at, Math.min(0, document.documentElement.clientWidth - 8 - at - pop.offsetWidth)) + "px";
   }
 
   // -- tables --
@@ -1238,19 +1599,46 @@
     body.innerHTML = html.join("");
   }
 
+  // Every thread (those the filter matches), heaviest first; a click shows one alone.
   function renderThreads(r) {
     const metric = metricOf(r);
     const src = metricSource(r.data, r.state.metric);
-    const rows = r.prof.threads.map((th) => {
-      const s = threadSelf(th, r.state.metric, r.state.range, src);
-      let v = 0;
-      for (let i = 0; i < th.n; i++) v += s[i];
+    const g = r.groups();
+    const matching = r.rows().matching;
+    let total = 0;
+    let rows = r.prof.threads.map((th) => {
+      let v = g.weight[th.index];
+      if (r.state.range) {
+        const s = threadSelf(th, r.state.metric, r.state.range, src);
+        v = 0;
+        for (let i = 0; i < th.n; i++) v += s[i];
+      }
+      total += v;
       return { th, v };
     });
-    const total = rows.reduce((a, b) => a + b.v, 0);
+    if (matching) rows = matching.map((ti) => rows[ti]);
     rows.sort((a, b) => b.v - a.v);
-    $("threads").tBodies[0].innerHTML = rows.map(({ th, v }) =>
-      `<tr data-thread="${th.index}" class="${r.state.threads.includes(th.index) ? "" : "off"}"><td class="num">${pct(v, total)}</td><td class="num" data-value="${v}">${esc(fmtValue(v, metric))}</td><td class="num">${th.pid}</td><td class="num">${th.tid}</td><td>${esc(th.comm)}</td></tr>`).join("");
+    const cap = 500;
+    const sel = new Set(r.state.threads);
+    const procName = (th) => r.prof.procNames.get(th.pid) ?? "";
+    $("threads").tBodies[0].innerHTML = rows.slice(0, cap).map(({ th, v }) =>
+      `<tr data-thread="${th.index}" class="${sel.has(th.index) ? "" : "off"}"><td class="num">${pct(v, total)}</td><td class="num" data-value="${v}">${esc(fmtValue(v, metric))}</td><td class="num">${th.pid}</td><td class="num">${th.tid}</td><td>${esc(th.comm)}</td><td>${esc(procName(th))}</td></tr>`).join("") +
+      (rows.length > cap ? `<tr class="gap"><td colspan="6">${rows.length - cap} more threads: filter them (the timeline's filter box)</td></tr>` : "");
+  }
+
+  // The processes open at first: the busiest of several threads, while
+  // every row fits the timeline's box (the folded processes' row too).
+  function openDefault(r) {
+    const g = r.groups();
+    const box = $("timeline-scroll");
+    const fit = Math.max(4, Math.floor((parseFloat(getComputedStyle(box).maxHeight) || 0) / ROW()) - 1);
+    let n = g.busy.filter((p) => !p.folded).length + (g.nfolded ? 1 : 0);
+    for (const p of g.busy) {
+      if (p.folded || p.threads.length < 2 || n + p.threads.length > fit) continue;
+      r.state.open.add(p.id);
+      n += p.threads.length;
+    }
+    r.state.rowsV++;
   }
 
   // ---- controls ----
@@ -1281,36 +1669,69 @@
       ms.appendChild(o);
     });
     ms.value = String(st.metric);
-    ms.addEventListener("change", () => timed("metric", () => { st.metric = +ms.value; render(r); }));
+    ms.addEventListener("change", () => timed("metric", () => { st.metric = +ms.value; syncThreadBoxes(r); render(r); }));
 
     const ps = $("process");
-    const pids = [...new Set(r.prof.threads.map((t) => t.pid))];
-    ps.innerHTML = '<option value="">all</option>' + pids.map((p) => {
-      const t = r.prof.threads.find((x) => x.pid === p);
-      return `<option value="${p}">${p} ${esc(t.comm)}</option>`;
-    }).join("");
     ps.addEventListener("change", () => timed("process", () => {
-      const p = ps.value;
-      st.threads = r.prof.threads.filter((t) => !p || t.pid === +p).map((t) => t.index);
+      const v = ps.value;
+      const g = r.groups();
+      if (v === "some") return;
+      if (v === "") st.threads = r.prof.threads.map((t) => t.index);
+      else if (v === "more") st.threads = g.procs.filter((p) => p.folded).flatMap((p) => p.threads).sort((a, b) => a - b);
+      else st.threads = g.procs[+v].threads.slice().sort((a, b) => a - b);
+      st.process = v;
       syncThreadBoxes(r);
       render(r);
     }));
 
     const list = $("threads-list");
-    const allBox = '<label><input type="checkbox" data-all="1" checked> <strong>all threads</strong></label>';
-    list.innerHTML = allBox + r.prof.threads.map((t) =>
-      `<label><input type="checkbox" data-thread="${t.index}" checked> ${esc(t.comm)} (pid ${t.pid}, tid ${t.tid}) — ${t.samples} samples</label>`).join("");
     list.addEventListener("change", (e) => timed("threads", () => {
       const box = e.target;
+      const rows = r.rows();
+      const all = r.prof.threads.map((t) => t.index);
       if (box.dataset.all) {
-        st.threads = box.checked ? r.prof.threads.map((t) => t.index) : [];
+        if (rows.matching) st.threads = box.checked && rows.matching.length ? rows.matching.slice() : all;
+        else st.threads = box.checked ? all : [];
       } else {
+        let ts;
+        if (box.dataset.thread !== undefined) ts = [+box.dataset.thread];
+        else if (box.dataset.group === "more") ts = rows.find((x) => x.kind === "more").threads;
+        else ts = r.groups().procs[+box.dataset.group].threads;
         const set = new Set(st.threads);
-        if (box.checked) set.add(+box.dataset.thread); else set.delete(+box.dataset.thread);
+        for (const ti of ts) if (box.checked) set.add(ti); else set.delete(ti);
         st.threads = [...set].sort((a, b) => a - b);
       }
+      st.process = processChoice(r);
       syncThreadBoxes(r);
       render(r);
+    }));
+    list.addEventListener("click", (e) => {
+      const b = e.target.closest("button[data-toggle]");
+      if (b) timed("toggle", () => toggleGroup(r, b.dataset.toggle));
+    });
+    $("threads-box").addEventListener("toggle", placeThreadList);
+
+    // One filter for the timeline and the selectors, typed in either box.
+    const filters = [$("tl-filter"), $("threads-filter")];
+    for (const f of filters) {
+      f.addEventListener("input", () => timed("filter", () => {
+        st.filter = f.value;
+        for (const o of filters) if (o !== f) o.value = f.value;
+        $("timeline-scroll").scrollTop = 0;
+        renderRows(r);
+      }));
+    }
+    $("tl-only").addEventListener("click", () => timed("threads", () => {
+      const m = r.rows().matching;
+      if (!m || !m.length) return;
+      st.threads = m.slice();
+      st.process = processChoice(r);
+      syncThreadBoxes(r);
+      render(r);
+    }));
+    $("tl-created").addEventListener("change", (e) => timed("order", () => {
+      st.order = e.target.checked ? "created" : "busy";
+      renderRows(r);
     }));
 
     const search = $("search");
@@ -1330,9 +1751,12 @@
       const text = describe(r, b.node);
       tip.textContent = text;
       tip.hidden = false;
-      const x = Math.min(e.clientX - rect.left + 12, rect.width - tip.offsetWidth - 4);
+      // Fixed to the window: the graph scrolls in its box, the tip stays by the pointer.
+      const x = Math.min(e.clientX + 12, window.innerWidth - tip.offsetWidth - 4);
       tip.style.left = Math.max(0, x) + "px";
-      tip.style.top = (e.clientY - rect.top + 16) + "px";
+      let y = e.clientY + 16;
+      if (y + tip.offsetHeight > window.innerHeight) y = Math.max(0, e.clientY - tip.offsetHeight - 8);
+      tip.style.top = y + "px";
       $("details").textContent = text.split("\n").slice(0, 3).join(" | ");
     });
     canvas.addEventListener("mouseleave", () => { tip.hidden = true; });
@@ -1377,6 +1801,7 @@
       const tr = e.target.closest("tr[data-thread]");
       if (!tr) return;
       st.threads = [+tr.dataset.thread];
+      st.process = processChoice(r);
       syncThreadBoxes(r);
       render(r);
     });
@@ -1390,7 +1815,29 @@
       const plotW = r.tl.width - r.tl.labelW - 4;
       return Math.max(0, Math.min(r.tl.dur, x / plotW * r.tl.dur));
     };
-    tl.addEventListener("mousedown", (e) => { drag = timeAt(e); e.preventDefault(); });
+    tl.addEventListener("mousedown", (e) => {
+      e.preventDefault();
+      const rect = tl.getBoundingClientRect();
+      const row = timelineRowAt(r, e.clientY - rect.top);
+      // A process's label opens or closes it; the tracks take a range.
+      if (row && row.kind !== "thread" && e.clientX - rect.left < r.tl.labelW) {
+        timed("toggle", () => toggleGroup(r, row.kind === "more" ? "more" : String(row.p.id)));
+        return;
+      }
+      drag = timeAt(e);
+    });
+    tl.addEventListener("mousemove", (e) => {
+      const rect = tl.getBoundingClientRect();
+      const row = timelineRowAt(r, e.clientY - rect.top);
+      tl.title = row ? rowTitle(r, row) : "";
+      tl.style.cursor = row && row.kind !== "thread" && e.clientX - rect.left < r.tl.labelW ? "pointer" : "";
+    });
+    let tlPending = false;
+    $("timeline-scroll").addEventListener("scroll", () => {
+      if (tlPending) return;
+      tlPending = true;
+      requestAnimationFrame(() => { tlPending = false; drawTimeline(r); });
+    });
     window.addEventListener("mouseup", (e) => {
       if (drag === null) return;
       const t = timeAt(e);
@@ -1412,7 +1859,7 @@
         timed("reset", () => { st.zoom = []; render(r, { flame: true }); });
       }
     });
-    window.addEventListener("resize", () => render(r));
+    window.addEventListener("resize", () => { render(r); placeThreadList(); });
     // The flame graph's width also changes when a scroll bar comes or goes
     // (the page grew or shrank after a zoom): draw it again at the new width.
     let flameWidth = $("flame-wrap").clientWidth;
@@ -1423,10 +1870,8 @@
   }
 
   function syncThreadBoxes(r) {
-    const set = new Set(r.state.threads);
-    for (const b of document.querySelectorAll("#threads-list input[data-thread]")) b.checked = set.has(+b.dataset.thread);
-    const all = document.querySelector("#threads-list input[data-all]");
-    all.checked = set.size === r.prof.threads.length;
+    renderThreadList(r);
+    fillProcessSelect(r);
     r.state.zoom = r.state.zoom.slice();
   }
 
@@ -1480,6 +1925,8 @@
     $("title").title = title;
     document.title = "Narwhal: " + title;
     setupControls(r);
+    openDefault(r);
+    syncThreadBoxes(r);
     openHotPath(r);
     render(r);
     const th = r.prof.threads.length;
@@ -1493,6 +1940,8 @@
     timings.ready = performance.now() - timings.start;
     // From the start of the navigation: what a person waits for.
     timings.readyAt = performance.now();
+    // And when the frame that shows it is drawn.
+    requestAnimationFrame(() => setTimeout(() => { timings.shownAt = performance.now(); }, 0));
     document.body.dataset.ready = "1";
   }
 

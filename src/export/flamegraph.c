@@ -6,6 +6,13 @@
  * are data attributes, from which the script in the file lays frames out
  * again when zooming.  Frames narrower than a tenth of a pixel at full
  * width are left out, as flamegraph.pl does.
+ *
+ * The graph is an icicle, the root on top, and as tall as its deepest
+ * frame at least a pixel wide, not as its deepest stack: the frames
+ * below that one (all narrower) are in the file, hidden, for zooming and
+ * searching.  So the first screen shows the root and the widest frames
+ * whatever the depth: a C++ compile's 2,450-px page of slivers became
+ * the part that carries the time (doc/EXPORTS.md).
  */
 #include "export/flamegraph.h"
 
@@ -23,6 +30,8 @@
 #define CHAR_W 7.2         /* advance of a 12px monospace character */
 #define XPAD 10
 #define MIN_PX 0.1         /* narrower frames are not drawn */
+#define SHOWN_PX 1.0       /* the graph is as deep as the deepest frame this wide */
+#define FOOT_H 50          /* the details line and the legend below the frames */
 
 /* ---- text ---- */
 
@@ -262,7 +271,7 @@ struct layout {
 	double scale;      /* pixels per unit */
 	double maxd;       /* differential: the largest change of share drawn */
 	uint64_t total, base_total;
-	uint32_t maxdepth;
+	uint32_t shown;    /* depth of the deepest frame SHOWN_PX wide; deeper ones are hidden */
 };
 
 static void layout_fini(struct layout *l)
@@ -351,8 +360,9 @@ static int layout_init(struct layout *l, const struct nw_frames *p, const struct
 
 		if (!drawn(l, node))
 			continue;
-		if (l->depth[node] > l->maxdepth)
-			l->maxdepth = l->depth[node];
+		if (l->depth[node] > l->shown &&
+		    (node == NW_CCT_ROOT || (double)l->incl[node] * l->scale >= SHOWN_PX))
+			l->shown = l->depth[node];
 		for (uint32_t c = t->nodes[node].first_child; c != NW_CCT_NONE;
 		     c = t->nodes[c].next_sibling)
 			l->kids[n++] = c;
@@ -377,8 +387,12 @@ static double share(uint64_t v, uint64_t total)
 static const char script[] =
 	"\"use strict\";\n"
 	"(function () {\n"
-	"var W = +document.documentElement.getAttribute(\"data-fw\"), X0 = XPAD_PX, CW = CHAR_PX;\n"
-	"var total = +document.documentElement.getAttribute(\"data-total\");\n"
+	"var svg = document.documentElement;\n"
+	"var W = +svg.getAttribute(\"data-fw\"), X0 = XPAD_PX, CW = CHAR_PX;\n"
+	"var total = +svg.getAttribute(\"data-total\");\n"
+	"var TOP = +svg.getAttribute(\"data-top\"), FH = +svg.getAttribute(\"data-fh\");\n"
+	"var FOOT = +svg.getAttribute(\"data-foot\");\n"
+	"var foot = document.getElementById(\"foot\");\n"
 	"var MATCH = \"rgb(230,0,230)\";\n"
 	"var details = document.getElementById(\"details\");\n"
 	"var matched = document.getElementById(\"matched\");\n"
@@ -389,7 +403,8 @@ static const char script[] =
 	"  var r = g.querySelector(\"rect\"), tip = g.querySelector(\"title\").textContent;\n"
 	"  var f = { g: g, r: r, t: g.querySelector(\"text\"), s: +g.getAttribute(\"data-s\"),\n"
 	"            w: +g.getAttribute(\"data-w\"), d: +g.getAttribute(\"data-d\"),\n"
-	"            name: tip.split(\"\\n\")[0], tip: tip, fill: r.getAttribute(\"fill\") };\n"
+	"            name: tip.split(\"\\n\")[0], tip: tip, fill: r.getAttribute(\"fill\"),\n"
+	"            px: +r.getAttribute(\"width\") };\n"
 	"  g.nwFrame = f;\n"
 	"  frames.push(f);\n"
 	"});\n"
@@ -403,6 +418,22 @@ static const char script[] =
 	"  f.r.setAttribute(\"width\", w.toFixed(2));\n"
 	"  f.t.setAttribute(\"x\", (x + 3).toFixed(2));\n"
 	"  f.t.textContent = label(f, w);\n"
+	"  f.px = w;\n"
+	"}\n"
+	"/* As deep as the deepest frame shown at least a pixel wide (SHOWN_PX): those below it\n"
+	"   are hidden, the foot comes after it. */\n"
+	"function fit() {\n"
+	"  var deep = 0, h, vb;\n"
+	"  frames.forEach(function (f) {\n"
+	"    if (f.g.style.display !== \"none\" && f.px >= 1 && f.d > deep) deep = f.d;\n"
+	"  });\n"
+	"  frames.forEach(function (f) { if (f.d > deep) f.g.style.display = \"none\"; });\n"
+	"  h = TOP + (deep + 1) * FH;\n"
+	"  foot.setAttribute(\"transform\", \"translate(0,\" + h + \")\");\n"
+	"  vb = svg.getAttribute(\"viewBox\").split(\" \");\n"
+	"  vb[3] = String(h + FOOT);\n"
+	"  svg.setAttribute(\"viewBox\", vb.join(\" \"));\n"
+	"  svg.setAttribute(\"height\", String(h + FOOT));\n"
 	"}\n"
 	"function zoom(z) {\n"
 	"  frames.forEach(function (f) {\n"
@@ -413,6 +444,7 @@ static const char script[] =
 	"    if (ancestor) place(f, X0, W);\n"
 	"    else if (inside) place(f, X0 + (f.s - z.s) / z.w * W, f.w / z.w * W);\n"
 	"  });\n"
+	"  fit();\n"
 	"  reset.style.display = \"\";\n"
 	"}\n"
 	"function unzoom() {\n"
@@ -421,6 +453,7 @@ static const char script[] =
 	"    f.g.style.display = \"\";\n"
 	"    place(f, X0 + (total ? f.s / total * W : 0), total ? f.w / total * W : W);\n"
 	"  });\n"
+	"  fit();\n"
 	"  reset.style.display = \"none\";\n"
 	"}\n"
 	"function highlight(q) {\n"
@@ -528,7 +561,7 @@ static int put_frame(FILE *out, struct layout *l, uint32_t node, double width, i
 	const char *unit = o->unit ? o->unit : "samples";
 	double x = XPAD + (double)l->start[node] * l->scale;
 	double w = node == NW_CCT_ROOT || !l->total ? width : (double)l->incl[node] * l->scale;
-	int y = top + (int)(l->maxdepth - l->depth[node]) * FRAME_H;
+	int y = top + (int)l->depth[node] * FRAME_H;
 	double sh = share(l->incl[node], l->total);
 	struct nw_strbuf *b = &l->line;
 	struct rgb c = { 200, 200, 200 };
@@ -546,7 +579,7 @@ static int put_frame(FILE *out, struct layout *l, uint32_t node, double width, i
 		c = diff_colour(l->maxd > 0 ? d / l->maxd : 0);
 	}
 	nw_sb_reset(b);
-	q = nw_sb_room(b, 128);
+	q = nw_sb_room(b, 160);
 	if (!q)
 		return -ENOMEM;
 	q = stpcpy(q, "<g class=\"f\" data-s=\"");
@@ -555,7 +588,8 @@ static int put_frame(FILE *out, struct layout *l, uint32_t node, double width, i
 	q = nw_put_u64(q, l->incl[node]);
 	q = stpcpy(q, "\" data-d=\"");
 	q = nw_put_u64(q, l->depth[node]);
-	q = stpcpy(q, "\"><title>");
+	/* Below the deepest frame a pixel wide: in the file, hidden until a zoom widens it. */
+	q = stpcpy(q, l->depth[node] > l->shown ? "\" style=\"display:none\"><title>" : "\"><title>");
 	nw_sb_end(b, q);
 	nw_sb_puts(b, ft ? ft->name : "all");
 	q = nw_sb_room(b, 64);
@@ -719,15 +753,17 @@ int nw_flamegraph_write(FILE *out, const struct nw_stacks *s, const struct nw_fl
 	ret = layout_init(&l, &s->frames, tree, o, width);
 	if (ret)
 		goto out;
-	frames_h = (int)(l.maxdepth + 1) * FRAME_H;
-	height = top + frames_h + 50;
+	frames_h = (int)(l.shown + 1) * FRAME_H;
+	height = top + frames_h + FOOT_H;
 	total_w = (int)width + 2 * XPAD;
 	l.maxd = max_change(&l);
 
 	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
 		     "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
-		     "height=\"%d\" viewBox=\"0 0 %d %d\" data-fw=\"%.2f\" data-total=\"%llu\">\n",
-		total_w, height, total_w, height, width, (unsigned long long)l.total);
+		     "height=\"%d\" viewBox=\"0 0 %d %d\" data-fw=\"%.2f\" data-total=\"%llu\" "
+		     "data-top=\"%d\" data-fh=\"%d\" data-foot=\"%d\">\n",
+		total_w, height, total_w, height, width, (unsigned long long)l.total, top, FRAME_H,
+		FOOT_H);
 	fprintf(out, "<style type=\"text/css\"><![CDATA[\n"
 		     "text { font-family: monospace; font-size: %dpx; fill: #000; }\n"
 		     "#title { font-size: 17px; text-anchor: middle; }\n"
@@ -775,20 +811,21 @@ int nw_flamegraph_write(FILE *out, const struct nw_stacks *s, const struct nw_fl
 	}
 	fputs("</g>\n", out);
 
-	fprintf(out, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", XPAD,
-		top + frames_h + 18);
-	fprintf(out, "<text id=\"matched\" x=\"%d\" y=\"%d\"></text>\n", total_w - XPAD,
-		top + frames_h + 18);
+	/* Below the frames, moved by the script when a zoom changes their depth. */
+	fprintf(out, "<g id=\"foot\" transform=\"translate(0,%d)\">\n", top + frames_h);
+	fprintf(out, "<text id=\"details\" x=\"%d\" y=\"18\"> </text>\n", XPAD);
+	fprintf(out, "<text id=\"matched\" x=\"%d\" y=\"18\"></text>\n", total_w - XPAD);
 	if (l.base) {
-		fprintf(out, "<text id=\"legend\" x=\"%d\" y=\"%d\">Red: share grew, blue: "
+		fprintf(out, "<text id=\"legend\" x=\"%d\" y=\"40\">Red: share grew, blue: "
 			     "share shrank; full colour = %.2f%%, the largest change. "
 			     "Widths: new.</text>\n",
-			XPAD, top + frames_h + 40, 100 * l.maxd);
+			XPAD, 100 * l.maxd);
 	} else {
-		ret = put_legend(out, &l, top + frames_h + 40, width);
+		ret = put_legend(out, &l, 40, width);
 		if (ret)
 			goto out;
 	}
+	fputs("</g>\n", out);
 	fputs("<script type=\"text/ecmascript\"><![CDATA[\n", out);
 	ret = put_script(out);
 	if (ret)

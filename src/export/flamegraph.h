@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Flame graphs as one self-contained SVG file, drawn by Narwhal: the root
- * at the bottom, each frame as wide as its inclusive weight, children in
- * name order; names where they fit, a tooltip per frame (name, weight,
+ * Flame graphs as one self-contained SVG file, drawn by Narwhal: an
+ * icicle, the root on top, each frame as wide as its inclusive weight,
+ * children in name order, as deep as the deepest frame at least a pixel
+ * wide (the narrower ones below it are in the file, hidden until a zoom
+ * widens them); names where they fit, a tooltip per frame (name, weight,
  * percent), click to zoom with a reset, a search box that highlights the
  * frames matching a regular expression, colours stable per module.  The
  * script that does the zooming and searching is inside the file.

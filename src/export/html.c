@@ -422,27 +422,80 @@ static int write_frames(struct ctx *c)
 	return 0;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /*
- * One measurement: its metrics, frames and threads (those @filter
- * selects that have trees).  The stacks @s stay alive until the string
- * table is written: it borrows their names.
+ * The processes of the @n threads written (their indexes in @written):
+ * pid, parent pid and name, once per pid, so that the page can group the
+ * threads under their process by its name (a process's threads may all
+ * be named otherwise, and its main thread may have no samples).
+ */
+static int write_processes(struct ctx *c, const uint32_t *written, size_t n)
+{
+	uint32_t *pids = malloc((n ? n : 1) * sizeof(*pids));
+	size_t np = 0;
+	int ret = 0;
+
+	if (!pids)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		pids[i] = c->m->threads[written[i]].pid;
+	qsort(pids, n, sizeof(*pids), cmp_u32);
+	fputs(",\"processes\":[", c->out);
+	for (size_t i = 0; i < n && !ret; i++) {
+		const struct nw_mprocess *pr;
+		int64_t comm;
+
+		if (i && pids[i] == pids[i - 1])
+			continue;
+		pr = nw_measurement_process(c->m, pids[i]);
+		if (!pr || !pr->comm)
+			continue;
+		comm = str_of(c->st, pr->comm);
+		if (comm < 0)
+			ret = -ENOMEM;
+		else
+			fprintf(c->out, "%s{\"pid\":%u,\"ppid\":%u,\"comm\":%lld}", np++ ? "," : "",
+				pr->pid, pr->ppid, (long long)comm);
+	}
+	fputc(']', c->out);
+	free(pids);
+	return ret;
+}
+
+/*
+ * One measurement: its metrics, frames, threads (those @filter selects
+ * that have trees) and their processes.  The stacks @s stay alive until
+ * the string table is written: it borrows their names.
  */
 static int write_profile(struct ctx *c, const struct nw_filter *filter, bool traces)
 {
 	const struct nw_measurement *m = c->m;
-	bool first = true;
+	uint32_t *written = malloc((m->nthreads ? m->nthreads : 1) * sizeof(*written));
+	size_t nwritten = 0;
 	int ret;
 
+	if (!written)
+		return -ENOMEM;
 	fputs("{\"metrics\":[", c->out);
 	for (unsigned k = 0; k < m->nmetrics; k++) {
 		fputs(k ? "," : "", c->out);
-		if (nw_export_json_str(c->out, m->metrics[k].name))
+		if (nw_export_json_str(c->out, m->metrics[k].name)) {
+			free(written);
 			return -ENOMEM;
+		}
 	}
 	fputs("],\"frames\":{", c->out);
 	ret = write_frames(c);
-	if (ret)
+	if (ret) {
+		free(written);
 		return ret;
+	}
 	fputc('}', c->out);
 	for (int k = 0; k < NCOLS; k++) {
 		c->col[k] = open_memstream(&c->colbuf[k], &c->collen[k]);
@@ -452,8 +505,8 @@ static int write_profile(struct ctx *c, const struct nw_filter *filter, bool tra
 	for (uint32_t ti = 0; ti < m->nthreads && !ret; ti++) {
 		if (!nw_filter_thread(filter, &m->threads[ti]) || !c->s->node_map[ti])
 			continue;
-		ret = write_thread(c, ti, first, traces);
-		first = false;
+		ret = write_thread(c, ti, nwritten == 0, traces);
+		written[nwritten++] = ti;
 	}
 	for (int k = 0; k < NCOLS; k++) {
 		if (c->col[k] && fclose(c->col[k]) != 0)
@@ -468,7 +521,10 @@ static int write_profile(struct ctx *c, const struct nw_filter *filter, bool tra
 		free(c->colbuf[k]);
 		c->colbuf[k] = NULL;
 	}
+	if (!ret)
+		ret = write_processes(c, written, nwritten);
 	fputc('}', c->out);
+	free(written);
 	return ret;
 }
 

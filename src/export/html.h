@@ -14,8 +14,9 @@
  * tree as flat arrays of parent, frame, source line and self value per
  * metric, its nodes split by the line the frame was at, so the page can
  * give per-line shares; each thread's samples in time order (time and
- * node) from its trace; the text of the hottest source files this machine
- * can read, up to a size cap.
+ * node) from its trace; the threads' processes (pid, parent, name), by
+ * which the page groups them; the text of the hottest source files this
+ * machine can read, up to a size cap.
  */
 #ifndef NW_HTML_H
 #define NW_HTML_H

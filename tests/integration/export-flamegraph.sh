@@ -4,7 +4,10 @@
 # counts read back from the frames' geometry equal --folded), --per-thread
 # roots, and in headless Chromium: it renders (a screenshot kept in
 # meson-logs/ for a person to look at), click zooms, Reset Zoom restores,
-# the search box highlights matches and prints their share.
+# the search box highlights matches and prints their share.  On a C++
+# compile (g++ -O2), the first 1400x1000 screen shows the root on top and
+# is at least 15 % drawn; the page is as tall as its deepest frame a pixel
+# wide, and a zoom shows the frames below it.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=export-lib.sh
@@ -137,5 +140,47 @@ nw_keep "$NW_TMP/fg.png" export-flamegraph.png
 nw_keep "$NW_TMP/fg-zoomed.png" export-flamegraph-zoomed.png
 nw_keep "$NW_TMP/fg-search.png" export-flamegraph-search.png
 cp "$NW_TMP/fg.svg" "$NW_BUILD/meson-logs/export-flamegraph.svg"
+
+check "a C++ compile (g++ -O2): an icicle as deep as its frames a pixel wide; the first screen drawn"
+# Before: the root at the bottom of a page as tall as the deepest stack
+# (1,924 px), the first 1400x1000 screen 0.8 % drawn.
+command -v g++ >/dev/null || fail "g++ is missing (build-essential)"
+d=$NW_TMP/cxx.data
+nw_record_ok "$d" g++ -O2 -c "$NW_SRC/tests/programs/bigcxx.cpp" -o "$NW_TMP/bigcxx.o"
+nw_report "$NW_TMP/out" "$d" --flamegraph "$NW_TMP/cxx.svg"
+nw_report "$NW_TMP/cxx.folded" "$d" --folded
+xmllint --noout "$NW_TMP/cxx.svg" || fail "the SVG of the compile is not valid XML"
+total=$(awk '{ s += $NF } END { print s }' "$NW_TMP/cxx.folded")
+grep -q "data-total=\"$total\"" "$NW_TMP/cxx.svg" || fail "the compile's flame graph does not weigh the $total samples of --folded"
+node "$NW_JS/browser-check.mjs" svg-screen "$NW_TMP/cxx.svg" "$NW_TMP/cxx.png" \
+	>"$NW_TMP/cxx.out" 2>"$NW_TMP/cxx.err" || {
+	nw_show "browser-check svg-screen" "$NW_TMP/cxx.err"
+	fail "the compile's flame graph does not work in Chromium"
+}
+python3 - "$NW_TMP/cxx.out" <<'PY' || fail "the compile's flame graph does not show the profile in its first screen"
+import json, sys
+r = json.load(open(sys.argv[1]))
+s, z, b = r["screen"], r["zoomed"], r["reset"]
+bad = []
+if s["share"] < 0.15:
+    bad.append(f"the first screen's frames' area is {100 * s['share']:.1f}% drawn")
+if s["rootTop"] != s["top"]:
+    bad.append(f"the root is at y={s['rootTop']}, not on top ({s['top']})")
+if s["deepest"] != s["deepWide"] or not s["hidden"]:
+    bad.append(f"frames shown to depth {s['deepest']}, a pixel wide to {s['deepWide']}, {s['hidden']} hidden")
+if s["height"] != s["top"] + (s["deepWide"] + 1) * s["fh"] + s["foot"]:
+    bad.append(f"the page is {s['height']} px tall for frames to depth {s['deepWide']}")
+if not (z["deepWide"] > s["deepWide"] and z["height"] > s["height"] and z["deepest"] == z["deepWide"]):
+    bad.append(f"zoomed: frames to depth {z['deepWide']} ({z['deepest']} shown), {z['height']} px")
+if b["height"] != s["height"] or b["hidden"] != s["hidden"]:
+    bad.append(f"Reset Zoom: {b['height']} px, {b['hidden']} hidden (before {s['height']}, {s['hidden']})")
+if bad:
+    sys.exit("\n".join("  BAD: " + x for x in bad))
+print(f"  ok: {100 * s['share']:.1f}% of the first screen's frames drawn, the root on top; {s['height']} px tall "
+      f"(frames a pixel wide to depth {s['deepWide']}, {s['hidden']} narrower ones below hidden); zoomed, "
+      f"to depth {z['deepWide']} and {z['height']} px; reset, back")
+PY
+nw_keep "$NW_TMP/cxx.png" export-flamegraph-cxx.png
+nw_keep "$NW_TMP/cxx-zoomed.png" export-flamegraph-cxx-zoomed.png
 
 pass

@@ -196,8 +196,11 @@ if inv[0]["name"] != "hot":
     bad.append(f"inverted: {inv[0]['name']} at the base, not hot")
 else:
     near("inverted: hot at the base, as wide as its self", inv[0]["share"], text["hot"][0])
-if pg["icicle"] != 0:
-    bad.append(f"icicle: the root is at y={pg['icicle']}, not on top")
+if not pg["icicleDefault"] or pg["icicle"] != 0:
+    bad.append(f"icicle: not the default ({pg['icicleDefault']}), or the root is at y={pg['icicle']}, not on top")
+fr = pg["flameRoot"]
+if abs(fr["y"] - (fr["height"] - fr["rowH"])) > 3:
+    bad.append(f"flame graph (icicle off): the root is at y={fr['y']}, not at the bottom of {fr['height']} px")
 for k in ("read100", "read200"):
     if pg[k]["font"] < 12 or pg[k]["overflow"]:
         bad.append(f"{k}: {pg[k]}")
@@ -296,6 +299,136 @@ assert abs(row["base"] - b) <= 0.051 and abs(row["now"] - n) <= 0.051, f"{row} v
 assert abs(row["change"] - (row["now"] - row["base"])) <= 0.011, row
 print(f"  ok: hot base {row['base']}% new {row['now']}% change {row['change']} (text: {b}%, {n}%)")
 PY
+
+check "a C++ compile (g++ -O2): the first 1400x1000 screen shows the flame graph"
+# A real compile's stacks: the parser's recursion and the optimizer's
+# passes go 60 and more frames deep in slivers, while the time is in the
+# first twenty.  The page opens on an icicle whose height is that of its
+# deepest frame a pixel wide: the root and the widest frames are in the
+# first screen, and at least 15 % of the flame graph's box in it is drawn
+# (before: 0.7 %, the root 2,000 px below, under 2,052 px of slivers).
+command -v g++ >/dev/null || fail "g++ is missing (build-essential)"
+d=$NW_TMP/cxx.data
+nw_record_ok "$d" g++ -O2 -c "$NW_SRC/tests/programs/bigcxx.cpp" -o "$NW_TMP/bigcxx.o"
+nw_report "$NW_TMP/out" "$d" --html "$NW_TMP/cxx.html"
+for b in chromium firefox; do
+	page "$NW_TMP/cxx.html" "{\"screen\":true,\"lean\":true,\"shots\":\"cxx-$b\"}" "$b"
+	py "$NW_TMP/cxx.html.$b.json" <<'PY'
+import json, sys
+pg = json.load(open(sys.argv[1]))
+assert not pg["requests"] and not pg["errors"], f"{pg['requests']} {pg['errors']}"
+s, f = pg["screen"], pg["screenFlame"]
+top, bottom = s["visible"][1], s["visible"][3]
+bad = []
+if s["share"] < 0.15:
+    bad.append(f"only {100 * s['share']:.1f}% of the flame graph in the first screen is drawn")
+if bottom - top < 400:
+    bad.append(f"only {bottom - top:.0f} px of the flame graph are in the first screen")
+if s["rootTop"] is None or not top <= s["rootTop"] <= bottom - s["rowH"]:
+    bad.append(f"the root (y={s['rootTop']}) is not in the first screen ({top:.0f}-{bottom:.0f})")
+# As deep as the deepest frame a pixel wide, not as the deepest stack.
+if s["deepWide"] != s["rows"] - 1 or s["deepest"] > s["deepWide"]:
+    bad.append(f"{s['rows']} rows, frames drawn to depth {s['deepest']}, a pixel wide to {s['deepWide']}")
+if abs(s["canvasHeight"] - (s["rows"] * s["rowH"] + 2)) > 1:
+    bad.append(f"the graph is {s['canvasHeight']} px tall for {s['rows']} rows of {s['rowH']} px")
+if s["maxDepth"] <= s["rows"]:
+    bad.append(f"the deepest stack ({s['maxDepth']}) is no deeper than the graph's {s['rows']} rows: not a deep profile")
+if bad:
+    sys.exit("\n".join("  BAD: " + b for b in bad))
+print(f"  ok: {pg['version']}: {100 * s['share']:.1f}% of the {s['visible'][2] - s['visible'][0]:.0f}x{bottom - top:.0f} px of the flame graph "
+      f"in the first screen drawn, the root at y={s['rootTop']:.0f}; {s['rows']} rows (frames a pixel wide) "
+      f"of a {s['maxDepth'] + 1}-deep tree; as a flame graph (root at the bottom) "
+      f"{100 * f['share']:.1f}% drawn, the root at y={f['rootTop']:.0f}")
+PY
+done
+
+check "300 processes: grouped, the busiest first, the short ones folded; order, filter, selectors"
+# forks: 300 processes one after the other, job-I (3 ms each) and every
+# 60th heavy-I (four threads of 40 ms).  The heavy ones are the busiest
+# (--threads), the jobs light and short: folded into one row.
+d=$NW_TMP/forks.data
+nw_record_ok "$d" "$P/forks"
+nw_report "$NW_TMP/out" "$d" --html "$NW_TMP/forks.html"
+nw_report "$NW_TMP/fthreads" "$d" --threads
+read -r heavy_pid < <(nw_threads_rows "$NW_TMP/fthreads" | awk '$5 == "heavy-90" { print $1; exit }')
+[[ -n $heavy_pid ]] || fail "no heavy-90 in --threads"
+nw_report "$NW_TMP/hflat" "$d" --flat --pid "$heavy_pid"
+for b in chromium firefox; do
+	page "$NW_TMP/forks.html" "{\"groups\":{\"filter\":\"heavy-90\",\"listFilter\":\"job-1\"},\"lean\":true,\"shots\":\"forks-$b\"}" "$b"
+	py "$NW_TMP/forks.html.$b.json" "$NW_TMP/fthreads" "$NW_TMP/hflat" <<'PY'
+import json, re, sys
+pg = json.load(open(sys.argv[1]))
+assert not pg["requests"] and not pg["errors"], f"{pg['requests']} {pg['errors']}"
+g = pg["groups"]
+# --threads: PID TID NAME SAMPLES SHARE% PROCESS
+procs = {}
+for l in open(sys.argv[2]):
+    m = re.match(r"\s*(\d+)\s+(\d+)\s+(\S+)\s+(\d+)\s+[\d.]+%\s+(\S+)", l)
+    if m:
+        p = procs.setdefault(int(m.group(1)), {"comm": m.group(5), "threads": 0, "samples": 0, "names": []})
+        p["threads"] += 1
+        p["samples"] += int(m.group(4))
+        p["names"].append(m.group(3))
+for pid, p in procs.items():
+    p["pid"] = pid
+# Busiest first; of equal weight, the one created first.
+heavy = sorted((p for p in procs.values() if p["comm"].startswith("heavy-")), key=lambda p: (-p["samples"], p["pid"]))
+jobs = [p for p in procs.values() if p["comm"].startswith("job-")]
+bad = []
+def want(cond, what):
+    if cond:
+        print(f"  ok: {what}")
+    else:
+        bad.append(what)
+rows = g["initial"]
+# The parent (forks), when it has samples at all, lives the whole run: light, not short.
+top = [r for r in rows if r["kind"] != "more" and r["depth"] == 0 and r["comm"] != "forks"]
+more = [r for r in rows if r["kind"] == "more"]
+want([r["comm"] for r in top] == [p["comm"] for p in heavy] and all(r["threads"] == 4 for r in top) and
+     rows[0]["comm"] == heavy[0]["comm"],
+     f"the {len(heavy)} heavy processes first, four threads each: {[r['comm'] for r in top]}")
+want([r["weight"] for r in top] == sorted((r["weight"] for r in top), reverse=True), "the busiest first")
+# The parent too, when its few samples came close together (its lifetime as
+# the recorder saw it then is short).
+parent = [p for p in procs.values() if p["comm"] == "forks"]
+parent_shown = any(r["comm"] == "forks" and r["depth"] == 0 for r in rows)
+folded = jobs + ([] if parent_shown else parent)
+want(len(more) == 1 and more[0]["procs"] == len(folded), f"the {len(jobs)} job processes folded into one row: {more and more[0]['procs']}")
+want(f"{len(procs)} processes" in g["count"] and f"{len(folded)} short and light folded" in g["count"], g["count"])
+after = g["moreOpen"][next(i for i, r in enumerate(g["moreOpen"]) if r["kind"] == "more") + 1:]
+opened = [r for r in after if r["depth"] == 1 and r["kind"] == "thread"]
+want(len(opened) == len(folded) and {r["comm"] for r in opened} == {p["comm"] for p in folded},
+     f"opening the folded row lists the {len(opened)} job processes")
+want(g["moreClosed"] == rows, "closing it again gives the rows of before")
+want(abs(len(g["procToggled"]) - len(rows)) == 4 and g["procBack"] == rows, "a process of four threads opens and closes")
+created = [r for r in g["created"] if r["kind"] != "more" and r["depth"] == 0 and r["comm"] != "forks"]
+want([r["pid"] for r in created] == sorted(r["pid"] for r in created) and len(created) == len(top),
+     f"creation order: {[r['comm'] for r in created]}")
+f = g["filtered"]
+want(f[0]["kind"] == "proc" and f[0]["comm"] == "heavy-90" and len(f) == 5 and
+     sorted(r["name"] for r in f[1:]) == sorted(next(p for p in heavy if p["comm"] == "heavy-90")["names"]),
+     f"the filter heavy-90: {[r['name'] or r['comm'] for r in f]}")
+want("4 of " in g["onlySummary"], f"Only these: {g['onlySummary']}")
+text = [l for l in open(sys.argv[3]) if re.match(r"\s*[\d.]+%\s+[\d.]+%\s+\S", l)]
+m = re.match(r"\s*([\d.]+)%\s+([\d.]+)%\s+(\S+)", text[0])
+want(g["onlyFlat"][0]["name"] == m.group(3) and abs(g["onlyFlat"][0]["self"] - float(m.group(1))) <= 0.051,
+     f"heavy-90 alone: top {g['onlyFlat'][0]['name']} {g['onlyFlat'][0]['self']}% (--pid: {m.group(3)} {m.group(1)}%)")
+opts = [o for o in g["processOptions"] if o["value"] not in ("", "more") and not o["label"].startswith("forks ")]
+want([o["label"].split()[0] for o in opts] == [p["comm"] for p in heavy], f"the Process selector: {[o['label'] for o in opts]}")
+want(any(o["value"] == "more" and o["label"].startswith(f"{len(folded)} more processes") for o in g["processOptions"]),
+     "and the folded ones as one choice")
+njobs = sum(p["threads"] for p in folded)
+want(g["moreSummary"] == f"{njobs} of {sum(p['threads'] for p in procs.values())} threads", f"which selects them: {g['moreSummary']}")
+want(g["listRows"][0] == "all" and g["listRows"].count("group:more") == 1, "the thread list has the same rows")
+n1 = sum(1 for p in procs.values() for n in p["names"] if "job-1" in n)
+want(g["listFiltered"] == n1 and g["timelineFilter"] == "job-1" and f"only the {n1} matching" in g["listAllLabel"],
+     f"its filter job-1: {g['listFiltered']} threads ({n1} in --threads), the timeline's filter too")
+want(g["listSummary"].startswith(f"{n1} of "), f"ticking the matching ones: {g['listSummary']}")
+if bad:
+    sys.exit("\n".join("  BAD: " + b for b in bad))
+print(f"  ok: {pg['version']}: ready in {pg['timings']['readyAt']:.0f} ms")
+PY
+done
 
 check "narwhal-record --html: the page at the end of the run"
 d=$NW_TMP/rec.data

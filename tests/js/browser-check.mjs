@@ -11,6 +11,14 @@
 //       restores the widths, and searching SEARCH highlights frames and
 //       prints "Matched: N%".  Prints one JSON object of what it measured.
 //
+//   node browser-check.mjs svg-screen FILE.svg OUT.png
+//       Opens the flame graph in a 1400x1000 window and reads its first
+//       screen (OUT.png): the share of the frames' area in it that frames
+//       cover, where the root is, how deep the shown frames go and how
+//       deep those a pixel wide, the page's height; then clicks the
+//       widest frame that has hidden frames below it: the page grows to
+//       the deepest frame now a pixel wide, and Reset Zoom shrinks it back.
+//
 //   node browser-check.mjs speedscope FILE.json OUT.png [VIEW]
 //       Serves the speedscope app from the speedscope package on 127.0.0.1,
 //       opens FILE in it (#profileURL=; a speedscope file or a Trace Event
@@ -58,6 +66,7 @@ const browser = await chromium.launch({
 
 try {
   if (mode === "svg") await checkSvg();
+  else if (mode === "svg-screen") await checkSvgScreen();
   else if (mode === "speedscope") await checkSpeedscope();
   else fail(`unknown mode ${mode}`);
 } catch (e) {
@@ -133,6 +142,78 @@ async function checkSvg() {
     if ((await page.locator("g.f.hit").count()) || (await page.locator("#matched").textContent()))
       fail("clearing the search box left frames highlighted");
   }
+  console.log(JSON.stringify(r));
+}
+
+// The frames in the window: how much of their area there is covered, the
+// root's place, the depths of the frames shown and of those a pixel wide.
+function svgScreen(page) {
+  return page.evaluate(() => {
+    const svg = document.documentElement;
+    const top = +svg.getAttribute("data-top");
+    const fw = +svg.getAttribute("data-fw");
+    const fh = +svg.getAttribute("data-fh");
+    const gs = [...document.querySelectorAll("g.f")].filter((g) => g.style.display !== "none");
+    let deepest = 0;
+    let deepWide = 0;
+    let rootTop = null;
+    for (const g of gs) {
+      const d = +g.getAttribute("data-d");
+      const w = +g.querySelector("rect").getAttribute("width");
+      deepest = Math.max(deepest, d);
+      if (w >= 1) deepWide = Math.max(deepWide, d);
+      if (d === 0) rootTop = g.querySelector("rect").getBoundingClientRect().top;
+    }
+    // The frames' area (as deep as the shown frames go) inside the window.
+    const x0 = 10;
+    const x1 = Math.min(window.innerWidth, 10 + fw);
+    const y0 = top;
+    const y1 = Math.min(window.innerHeight, top + (deepest + 1) * fh);
+    let covered = 0;
+    for (const g of gs) {
+      const b = g.querySelector("rect").getBoundingClientRect();
+      const w = Math.min(b.right, x1) - Math.max(b.left, x0);
+      const h = Math.min(b.bottom, y1) - Math.max(b.top, y0);
+      if (w > 0 && h > 0) covered += w * h;
+    }
+    return { share: covered / ((x1 - x0) * (y1 - y0)), area: [x0, y0, x1, y1], rootTop, deepest, deepWide,
+      height: +svg.getAttribute("height"), top, fh, foot: +svg.getAttribute("data-foot"),
+      hidden: document.querySelectorAll("g.f").length - gs.length };
+  });
+}
+
+async function checkSvgScreen() {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.goto("file://" + path.resolve(file));
+  await page.screenshot({ path: png });
+  const r = { screen: await svgScreen(page) };
+  if (errors.length) fail(`script errors: ${errors.join("; ")}`);
+  // The deepest shown frame with hidden frames below it (the widest of
+  // those): zoomed to the full width, they come into view.
+  const target = await page.evaluate(() => {
+    const gs = [...document.querySelectorAll("g.f")];
+    const hidden = gs.filter((g) => g.style.display === "none").map((g) => [+g.getAttribute("data-s"), +g.getAttribute("data-d")]);
+    let best = -1;
+    let bd = 0;
+    let bw = 0;
+    gs.forEach((g, i) => {
+      const s = +g.getAttribute("data-s");
+      const w = +g.getAttribute("data-w");
+      const d = +g.getAttribute("data-d");
+      if (g.style.display === "none" || d === 0 || d < bd || (d === bd && w <= bw)) return;
+      if (hidden.some(([hs, hd]) => hd > d && hs >= s && hs < s + w)) { best = i; bd = d; bw = w; }
+    });
+    return best;
+  });
+  if (target < 0) fail("no shown frame with hidden frames below it");
+  await page.locator("g.f").nth(target).locator("rect").click();
+  r.zoomed = await svgScreen(page);
+  await page.screenshot({ path: png.replace(/\.png$/, "") + "-zoomed.png" });
+  await page.locator("#reset").click();
+  r.reset = await svgScreen(page);
+  if (errors.length) fail(`script errors: ${errors.join("; ")}`);
   console.log(JSON.stringify(r));
 }
 

@@ -27,6 +27,19 @@
 //   range    [a, b]: fractions of the timeline dragged across
 //   shots    file name prefix of the screenshots in OUTDIR (default "html")
 //   full     also check the keyboard, icicle and inverted views, 200 % zoom
+//   lean     only what the other options ask (not the flat table and the
+//            call tree every run reads), in a 1400x1000 window
+//   screen   also open the page in a 1400x1000 window and read its first
+//            screen: how much of the flame graph's box in it is drawn
+//            (the canvas's pixels), where the root is, how deep the graph
+//            is and how deep the frames a pixel wide go
+//   groups   {filter, listFilter}: the timeline's and the selectors'
+//            processes: the rows as the page has them, then, by clicks
+//            and typing, the folded processes opened and closed, a process
+//            closed and opened, creation order, the timeline's filter
+//            (filter) and its "Only these", the Process selector's
+//            options and its folded choice, the thread list's filter
+//            (listFilter) and its "only the matching" box
 //
 // BROWSER=firefox uses /usr/bin/firefox-esr (FIREFOX to change it);
 // CHROMIUM names chromium (default /usr/bin/chromium).  Every request the
@@ -124,6 +137,75 @@ async function fill(page, sel, text) {
   else await page.keyboard.press("Backspace");
 }
 
+// The flame graph in the first screen: the part of its box inside the
+// window (the box scrolls within itself), the share of that part's pixels
+// that are drawn, the root's place, the graph's rows and the deepest
+// frame drawn and the deepest at least a pixel wide.
+function readScreen(page) {
+  return page.evaluate(() => {
+    const r = window.narwhal.report;
+    const c = document.getElementById("flame");
+    const wrap = c.parentElement;
+    const cr = c.getBoundingClientRect();
+    const wr = wrap.getBoundingClientRect();
+    const wtop = wr.top + wrap.clientTop;
+    const top = Math.max(0, cr.top, wtop);
+    const bottom = Math.min(window.innerHeight, cr.bottom, wtop + wrap.clientHeight);
+    const left = Math.max(0, cr.left);
+    const right = Math.min(window.innerWidth, cr.right, wr.left + wrap.clientLeft + wrap.clientWidth);
+    const k = c.width / cr.width;
+    let drawn = 0;
+    let all = 0;
+    if (bottom > top && right > left) {
+      const img = c.getContext("2d").getImageData(Math.round((left - cr.left) * k), Math.round((top - cr.top) * k),
+        Math.round((right - left) * k), Math.round((bottom - top) * k));
+      for (let i = 3; i < img.data.length; i += 4) if (img.data[i]) drawn++;
+      all = img.data.length / 4;
+    }
+    const root = r.layout.find((l) => l.node === 0);
+    let deepest = 0;
+    let deepWide = 0;
+    for (const l of r.layout) {
+      deepest = Math.max(deepest, l.d);
+      if (l.w >= 1) deepWide = Math.max(deepWide, l.d);
+    }
+    return {
+      window: [window.innerWidth, window.innerHeight], visible: [left, top, right, bottom],
+      share: all ? drawn / all : 0, rootTop: root ? cr.top + root.y : null, rowH: r.layoutRow,
+      rows: r.flameRows, canvasHeight: cr.height, deepest, deepWide, maxDepth: r.view().tree.maxDepth,
+    };
+  });
+}
+
+// The rows of the timeline as the page has them (Report.rows()).
+function readRows(page) {
+  return page.evaluate(() => {
+    const r = window.narwhal.report;
+    const g = r.groups();
+    return r.rows().map((x) => ({
+      kind: x.kind, depth: x.depth, open: !!x.open, threads: x.threads.length,
+      pid: x.p ? x.p.pid : 0, comm: x.p ? x.p.comm : "", procs: x.procs ? x.procs.length : 0,
+      name: x.kind === "thread" ? r.prof.threads[x.ti].comm : "",
+      weight: x.threads.reduce((a, ti) => a + g.weight[ti], 0),
+    }));
+  });
+}
+
+// Clicks the label of timeline row @i, scrolled into the box first, as a person would.
+async function clickRow(page, i) {
+  await page.evaluate((k) => {
+    const r = window.narwhal.report;
+    const scroller = document.getElementById("timeline-scroll");
+    const y = r.tl.rowH * (k + 1);
+    if (y < scroller.scrollTop + r.tl.rowH || y + r.tl.rowH > scroller.scrollTop + scroller.clientHeight) scroller.scrollTop = y - r.tl.rowH;
+  }, i);
+  await settled(page);
+  const c = await box(page, "#timeline");
+  const geo = await page.evaluate(() => window.narwhal.report.tl);
+  await page.mouse.click(c.x + 8, c.y + geo.rowH * (i + 1) - geo.scroll + geo.rowH / 2);
+  await settled(page);
+}
+
 const textOf = (page, sel) => page.$eval(sel, (e) => e.textContent);
 const attrOf = (page, sel, name) => page.$eval(sel, (e, n) => e.getAttribute(n), name);
 const isEnabled = (page, sel) => page.$eval(sel, (e) => !e.disabled && e.getAttribute("aria-disabled") !== "true");
@@ -185,17 +267,96 @@ async function frameBox(page, name) {
   return { x: c.x + b.x + Math.min(b.w / 2, 20), y: c.y + b.y + b.row / 2, w: b.w, canvasW: c.width };
 }
 
+// The processes of a many-process recording (the option groups).
+async function groups(page) {
+  const g = opts.groups;
+  const rowsAt = () => readRows(page);
+  const o = {};
+  o.initial = await rowsAt();
+  o.count = await textOf(page, "#tl-count");
+  await page.screenshot({ path: path.join(outdir, `${shots}-groups.png`) });
+  // The folded processes: opened, then closed, by their row's label.
+  const more = o.initial.findIndex((x) => x.kind === "more");
+  if (more < 0) fail("no row of folded processes");
+  await clickRow(page, more);
+  o.moreOpen = await rowsAt();
+  await page.screenshot({ path: path.join(outdir, `${shots}-more.png`) });
+  await clickRow(page, more);
+  o.moreClosed = await rowsAt();
+  // A process of several threads: closed or opened, then back.
+  const proc = o.initial.findIndex((x) => x.kind === "proc");
+  if (proc < 0) fail("no process row of several threads");
+  await clickRow(page, proc);
+  o.procToggled = await rowsAt();
+  await clickRow(page, proc);
+  o.procBack = await rowsAt();
+  // Creation order, one click away, and back.
+  await setChecked(page, "#tl-created", true);
+  o.created = await rowsAt();
+  await page.screenshot({ path: path.join(outdir, `${shots}-created.png`) });
+  await setChecked(page, "#tl-created", false);
+  // The filter, and the views of what it matches alone.
+  await fill(page, "#tl-filter", g.filter);
+  await settled(page);
+  o.filtered = await rowsAt();
+  o.filteredCount = await textOf(page, "#tl-count");
+  await click(page, "#tl-only");
+  o.onlySummary = await textOf(page, "#threads-summary");
+  o.onlyFlat = await flat(page, 5);
+  await page.screenshot({ path: path.join(outdir, `${shots}-filter.png`) });
+  await fill(page, "#tl-filter", "");
+  // The Process selector: the same processes, the folded ones as one choice.
+  await selectOption(page, "#process", { index: 0 });
+  o.processOptions = await page.$$eval("#process option", (os) => os.map((x) => ({ value: x.value, label: x.label })));
+  const moreOpt = o.processOptions.find((x) => x.value === "more");
+  if (!moreOpt) fail("no choice of the folded processes in the Process selector");
+  await selectOption(page, "#process", { label: moreOpt.label });
+  o.moreSummary = await textOf(page, "#threads-summary");
+  await selectOption(page, "#process", { index: 0 });
+  // The thread list: the same rows; its filter is the timeline's.
+  await click(page, "#threads-summary");
+  o.listRows = await page.$$eval("#threads-list input", (bs) => bs.map((b) => b.dataset.all ? "all" : b.dataset.group !== undefined ? "group:" + b.dataset.group : "thread"));
+  await fill(page, "#threads-filter", g.listFilter);
+  o.listFiltered = await page.$$eval("#threads-list input[data-thread]", (bs) => bs.length);
+  o.listAllLabel = await textOf(page, "#threads-list label");
+  o.timelineFilter = await page.$eval("#tl-filter", (e) => e.value);
+  await page.screenshot({ path: path.join(outdir, `${shots}-list.png`) });
+  await setChecked(page, "#threads-list input[data-all]", true);
+  o.listSummary = await textOf(page, "#threads-summary");
+  await fill(page, "#threads-filter", "");
+  await click(page, "#threads-summary");
+  o.timings = await page.evaluate(() => window.narwhal.timings);
+  out.groups = o;
+}
+
+// The first screen of a 1400x1000 window, as it opens, then as a flame
+// graph (root at the bottom) in the same box, for the record.
+async function firstScreen(page) {
+  await settled(page);
+  out.screen = await readScreen(page);
+  await page.screenshot({ path: path.join(outdir, `${shots}-screen.png`) });
+  await setChecked(page, "#icicle", false);
+  await settled(page);
+  out.screenFlame = await readScreen(page);
+  await page.screenshot({ path: path.join(outdir, `${shots}-screen-flame.png`) });
+  await setChecked(page, "#icicle", true);
+}
+
 async function main() {
-  const { context, page } = await openPage({ width: 1280, height: 900 });
+  // lean: only what the options ask, in a 1400x1000 window (the first screen's).
+  const { context, page } = await openPage(opts.lean ? { width: 1400, height: 1000 } : { width: 1280, height: 900 });
   out.timings = await page.evaluate(() => window.narwhal.timings);
   out.status = await textOf(page, "#status");
   out.title = await page.title();
+  if (opts.lean && opts.screen) await firstScreen(page);
   await page.screenshot({ path: path.join(outdir, `${shots}-flame.png`), fullPage: false });
-  out.flat = await flat(page);
-  await tab(page, "tree");
-  out.tree = (await rows(page, "#tree")).map((x) => ({ name: x.cells[2].replace(/^[▸▾]/, ""), total: num(x.cells[0]), self: num(x.cells[1]), level: +x.level }));
-  await page.screenshot({ path: path.join(outdir, `${shots}-tree.png`), fullPage: true });
-  out.legend = await page.$$eval("#legend span", (s) => s.map((x) => x.textContent));
+  if (!opts.lean) {
+    out.flat = await flat(page);
+    await tab(page, "tree");
+    out.tree = (await rows(page, "#tree")).map((x) => ({ name: x.cells[2].replace(/^[▸▾]/, ""), total: num(x.cells[0]), self: num(x.cells[1]), level: +x.level }));
+    await page.screenshot({ path: path.join(outdir, `${shots}-tree.png`), fullPage: true });
+    out.legend = await page.$$eval("#legend span", (s) => s.map((x) => x.textContent));
+  }
 
   if (opts.fn) {
     await tab(page, "flat");
@@ -276,14 +437,19 @@ async function main() {
     out.invertedTree = (await rows(page, "#tree")).map((x) => ({ name: x.cells[2].replace(/^[▸▾]/, ""), total: num(x.cells[0]), self: num(x.cells[1]), level: +x.level }));
     await page.screenshot({ path: path.join(outdir, `${shots}-inverted.png`) });
     await setChecked(page, "#inverted", false);
-    await setChecked(page, "#icicle", true);
-    out.icicle = await page.evaluate(() => {
+    // The icicle is the default; unticked, a flame graph: the root at the bottom.
+    const rootAt = () => page.evaluate(() => {
       const r = window.narwhal.report;
       const root = r.layout.find((l) => l.node === 0);
-      return root ? root.y : -1;
+      return { y: root ? root.y : -1, height: document.getElementById("flame").getBoundingClientRect().height, rowH: r.layoutRow };
     });
+    out.icicleDefault = await page.$eval("#icicle", (e) => e.checked);
+    out.icicle = (await rootAt()).y;
     await page.screenshot({ path: path.join(outdir, `${shots}-icicle.png`) });
     await setChecked(page, "#icicle", false);
+    out.flameRoot = await rootAt();
+    await page.screenshot({ path: path.join(outdir, `${shots}-rootbottom.png`) });
+    await setChecked(page, "#icicle", true);
     // Legible at 100 %: the tables' text is at least 12 px and nothing overflows sideways.
     out.read100 = await page.evaluate(() => ({
       font: parseFloat(getComputedStyle(document.querySelector("#tree td")).fontSize),
@@ -332,7 +498,15 @@ async function main() {
     out.diffFlat = (await rows(page, "#flat")).slice(0, 10).map((x) => ({ name: x.cells[2], base: num(x.cells[5]), now: num(x.cells[6]), change: num(x.cells[7].replace("−", "-")) }));
     await page.screenshot({ path: path.join(outdir, `${shots}-diff.png`) });
   }
+
+  if (opts.groups) await groups(page);
   await context.close();
+
+  if (opts.screen && !opts.lean) {
+    const { context: c3, page: p3 } = await openPage({ width: 1400, height: 1000 });
+    await firstScreen(p3);
+    await c3.close();
+  }
 
   if (opts.full) {
     // 200 %: half the CSS pixels at twice the device pixels, as the browser's zoom gives.
