@@ -434,6 +434,18 @@ static void opts_fini(struct report_opts *o)
 }
 
 /* Whether what @o asks for needs the time of each sample (the threads' traces). */
+/*
+ * Whether the report of measurement @m (its manifest read) needs its
+ * symbols and trees: all but --threads alone, whose sample counts the
+ * manifest has (nw_view_threads_needs_trees()).
+ */
+static bool needs_trees(const struct report_opts *o, const struct nw_measurement *m)
+{
+	return o->view != VIEW_THREADS || o->nbases || o->pprof || o->speedscope ||
+	       o->flamegraph || o->chrome_trace || o->html || o->time || o->by_section ||
+	       nw_view_threads_needs_trees(m);
+}
+
 static bool needs_traces(const struct report_opts *o)
 {
 	return o->view == VIEW_SECTIONS || o->by_section || o->time || o->view == VIEW_TIMELINE ||
@@ -522,7 +534,9 @@ static int load(const struct report_opts *o, const char **dirs, int ndirs, struc
 	for (int i = 0; i < ndirs; i++) {
 		struct nw_measurement *m = NULL;
 
-		ret = nw_measurement_read(dirs[i], &m, err, sizeof(err));
+		ret = nw_measurement_open(dirs[i], &m, err, sizeof(err));
+		if (!ret && needs_trees(o, m))
+			ret = nw_measurement_load(m, dirs[i], err, sizeof(err));
 		if (!ret && needs_traces(o))
 			ret = nw_measurement_read_traces(m, dirs[i], err, sizeof(err));
 		if (ret < 0) {

@@ -361,12 +361,11 @@ static int load_threads(struct nw_measurement *m, const struct source *src, char
 	return rc;
 }
 
-int nw_measurement_read(const char *dir, struct nw_measurement **ret, char *err, size_t errlen)
+int nw_measurement_open(const char *dir, struct nw_measurement **ret, char *err, size_t errlen)
 {
-	struct source src = { .dir = dir };
 	struct nw_measurement *m;
 	struct stat sb;
-	char *path = NULL;
+	char *path;
 	int rc;
 
 	nw_set_err(err, errlen, "%s", "");
@@ -385,27 +384,37 @@ int nw_measurement_read(const char *dir, struct nw_measurement **ret, char *err,
 		return -ENOTDIR;
 	}
 	m = nw_measurement_new();
-	if (!m)
+	path = m ? nw_strdup_printf("%s/manifest.json", dir) : NULL;
+	if (!path) {
+		nw_measurement_free(m);
+		nw_set_err(err, errlen, "%s: out of memory", dir);
 		return -ENOMEM;
-	rc = -ENOMEM;
-	path = nw_strdup_printf("%s/manifest.json", dir);
-	if (!path)
-		goto out_free;
+	}
 	rc = nw_manifest_read(path, m, err, errlen);
 	if (rc) {
 		name_file(err, errlen, path, rc);
-		goto out_free;
+		nw_measurement_free(m);
+	} else {
+		*ret = m;
 	}
 	free(path);
-	path = NULL;
+	return rc;
+}
 
+int nw_measurement_load(struct nw_measurement *m, const char *dir, char *err, size_t errlen)
+{
+	struct source src = { .dir = dir };
+	char *path = NULL;
+	int rc;
+
+	nw_set_err(err, errlen, "%s", "");
 	rc = open_pack(&src, m, err, errlen);
 	if (rc)
-		goto out_free;
+		goto out;
 	rc = -ENOMEM;
 	path = shown_name(&src, m, "symbols.json");
 	if (!path)
-		goto out_free;
+		goto out;
 	nw_set_err(err, errlen, "%s", "");
 	if (src.packed) {
 		const struct nw_pack_entry *e = entry_of(&src, path, "symbols.json", NULL, NULL, 0);
@@ -425,26 +434,34 @@ int nw_measurement_read(const char *dir, struct nw_measurement **ret, char *err,
 		rc = 0;
 	} else if (rc) {
 		name_file(err, errlen, path, rc);
-		goto out_free;
+		goto out;
 	}
-
 	nw_set_err(err, errlen, "%s", "");
 	rc = load_threads(m, &src, err, errlen);
-	if (rc)
-		goto out_free;
-	nw_set_err(err, errlen, "%s", "");
-	free(path);
-	close_pack(&src);
-	*ret = m;
-	return 0;
-
-out_free:
+	if (!rc)
+		nw_set_err(err, errlen, "%s", "");
+out:
 	if (rc == -ENOMEM && err && !err[0])
 		nw_set_err(err, errlen, "%s: out of memory", dir);
 	free(path);
 	close_pack(&src);
-	nw_measurement_free(m);
 	return rc;
+}
+
+int nw_measurement_read(const char *dir, struct nw_measurement **ret, char *err, size_t errlen)
+{
+	struct nw_measurement *m;
+	int rc = nw_measurement_open(dir, &m, err, errlen);
+
+	if (rc)
+		return rc;
+	rc = nw_measurement_load(m, dir, err, errlen);
+	if (rc) {
+		nw_measurement_free(m);
+		return rc;
+	}
+	*ret = m;
+	return 0;
 }
 
 /* Reads @th's trace from the pack: the newest whole file and the deltas after it.  -errno. */

@@ -14,11 +14,26 @@
 #include "model/measurement.h"
 
 /*
- * Reads the measurement in @dir.  -errno, or -EBADMSG for a corrupt or
- * truncated file, with a message for the user in @err naming the file
- * (and the offset, for an HPC_CSPROF file).  *ret is the caller's.
+ * Reads the measurement in @dir: nw_measurement_open() then
+ * nw_measurement_load().  -errno, or -EBADMSG for a corrupt or truncated
+ * file, with a message for the user in @err naming the file (and the
+ * offset, for an HPC_CSPROF file).  *ret is the caller's.
  */
 int nw_measurement_read(const char *dir, struct nw_measurement **ret, char *err, size_t errlen);
+
+/*
+ * Reads the manifest of the measurement in @dir alone: the run, the
+ * metrics, the processes and the threads with their sample counts, no
+ * trees and no symbols (enough for a view such as --threads).  Errors as
+ * above.
+ */
+int nw_measurement_open(const char *dir, struct nw_measurement **ret, char *err, size_t errlen);
+
+/*
+ * Reads the rest of the measurement @m opened from @dir: its symbol table
+ * and every thread's trees.  Errors as above (@m is then to be freed).
+ */
+int nw_measurement_load(struct nw_measurement *m, const char *dir, char *err, size_t errlen);
 
 /*
  * Reads the trace of every thread of @m (read from @dir) that the

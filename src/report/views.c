@@ -539,6 +539,14 @@ static bool extra_column(const struct nw_measurement *m, unsigned i)
 	       d->kind == NW_METRIC_ALLOC_BYTES || d->kind == NW_METRIC_INUSE_BYTES;
 }
 
+bool nw_view_threads_needs_trees(const struct nw_measurement *m)
+{
+	for (unsigned i = 0; i < m->nmetrics; i++)
+		if (extra_column(m, i))
+			return true;
+	return false;
+}
+
 int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_filter *f)
 {
 	struct thread_row *v;
@@ -580,7 +588,8 @@ int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_f
 		fprintf(out, "%8u %8u  %-16s %10llu  %5.1f%%", th->pid, th->tid,
 			th->comm ? th->comm : "", (unsigned long long)v[k].samples,
 			pct(v[k].samples, total));
-		nw_mthread_totals(th, m->nmetrics, sums);
+		if (nw_view_threads_needs_trees(m))
+			nw_mthread_totals(th, m->nmetrics, sums);
 		for (unsigned i = 0; i < m->nmetrics; i++) {
 			uint64_t sum = sums[i];
 

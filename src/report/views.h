@@ -29,6 +29,12 @@ int nw_view_flat_stream(FILE *out, struct nw_stacks *s, const struct nw_filter *
 			const struct nw_view_opts *o);
 /* One line per thread of @m that @f selects: pid, tid, name, samples, share. */
 int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_filter *f);
+/*
+ * Whether nw_view_threads() of @m (its manifest) needs the threads' trees:
+ * for columns beyond the samples (off-CPU time, allocations, other
+ * events), summed from the trees.  Without them the manifest is enough.
+ */
+bool nw_view_threads_needs_trees(const struct nw_measurement *m);
 /* Folded stacks: root first, whole names joined by ';', a space, the count. */
 int nw_view_folded(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o);
 /*

@@ -88,4 +88,22 @@ nfiles=$(find "$d" -name '*.csprof' | wc -l)
 [[ $nfiles -eq 3 ]] || fail "$nfiles .csprof files, expected 3 (one per thread)"
 ok "3 .csprof files"
 
+check "--threads reads the manifest alone: the same table without the tree files"
+cp -r "$d" "$NW_TMP/manifest-only.data"
+rm "$NW_TMP/manifest-only.data"/*.csprof "$NW_TMP/manifest-only.data"/*.trace
+nw_report "$NW_TMP/threads2" "$NW_TMP/manifest-only.data" --threads
+cmp -s "$NW_TMP/threads" "$NW_TMP/threads2" || {
+	nw_show "with the tree files" "$NW_TMP/threads"
+	nw_show "without" "$NW_TMP/threads2"
+	fail "--threads differs without the tree files"
+}
+# A view that needs the trees still says which file is missing.
+rc=0
+"$NW_REPORT" "$NW_TMP/manifest-only.data" --flat >/dev/null 2>"$NW_TMP/flat.err" || rc=$?
+((rc != 0)) && grep -q '\.csprof' "$NW_TMP/flat.err" || {
+	nw_show "--flat stderr" "$NW_TMP/flat.err"
+	fail "--flat without the tree files: exit $rc"
+}
+ok "identical; --flat names the missing file"
+
 pass
