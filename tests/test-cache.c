@@ -123,6 +123,9 @@ static void test_files(void **state)
 	assert_int_equal(nw_cache_read(&c, "a", &got, &len), 0);
 	free(got);
 	assert_int_equal(nw_cache_write(&c, "new", buf, sizeof(buf)), 0);
+	/* Nothing goes until the writer prunes, once. */
+	assert_true(nw_cache_has(&c, "old"));
+	nw_cache_prune(&c);
 	assert_false(nw_cache_has(&c, "old"));
 	assert_false(nw_cache_has(&c, "mid"));
 	assert_true(nw_cache_has(&c, "a"));

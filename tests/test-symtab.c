@@ -86,6 +86,9 @@ static struct nw_symtab *sample_table(struct nw_module_table *mods)
 	assert_int_equal(nw_symtab_add(t, 2, UINT64_MAX, one_frame("ns::f<\"q\">()", "/x/y.cc", 1), 1), 0);
 	assert_int_equal(nw_symtab_add(t, 0, 0, NULL, 0), 0);
 	assert_int_equal(nw_symtab_add(t, 2, 0x1139, one_frame("other_module", NULL, 0), 1), 0);
+	/* What JSON escapes (quotes, backslashes, control characters), UTF-8 and bytes that are not. */
+	assert_int_equal(nw_symtab_add(t, 2, 0x2000, one_frame("a\"b\\c\n\t\r\x01\x1f/é", "/d\xff/x.c", 2),
+				       1), 0);
 	return t;
 }
 
@@ -273,7 +276,7 @@ static void test_clear(void **state)
 	struct nw_module_table mods;
 	struct nw_symtab *t = sample_table(&mods);
 
-	assert_int_equal(t->nentries, 6);
+	assert_int_equal(t->nentries, 7);
 	nw_symtab_clear(t);
 	assert_int_equal(t->nentries, 0);
 	nw_symtab_sort(t);

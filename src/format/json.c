@@ -363,3 +363,38 @@ struct json_object *nw_json_hex(uint64_t v)
 	snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)v);
 	return json_object_new_string(buf);
 }
+
+void nw_json_put_str(FILE *f, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	putc('"', f);
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+		switch (*p) {
+		case '"':
+			fputs("\\\"", f);
+			break;
+		case '\\':
+			fputs("\\\\", f);
+			break;
+		case '\n':
+			fputs("\\n", f);
+			break;
+		case '\t':
+			fputs("\\t", f);
+			break;
+		case '\r':
+			fputs("\\r", f);
+			break;
+		default:
+			if (*p < 0x20) {
+				fputs("\\u00", f);
+				putc(hex[*p >> 4], f);
+				putc(hex[*p & 15], f);
+			} else {
+				putc(*p, f);
+			}
+		}
+	}
+	putc('"', f);
+}

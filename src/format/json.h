@@ -124,5 +124,12 @@ struct json_object *nw_json_str(const char *s);
 int nw_json_write_file(const char *path, struct json_object *root);
 /* The same to @f, which is left open and unsynced (a pack's entry). */
 int nw_json_write_fp(FILE *f, struct json_object *root);
+/*
+ * Writes @s (NULL: "") as a JSON string literal, byte for byte: '"', '\\'
+ * and control characters escaped, every other byte as it is (json-c reads
+ * it back the same), for writers that stream a large file without
+ * building its tree.  Errors show in ferror(@f).
+ */
+void nw_json_put_str(FILE *f, const char *s);
 
 #endif

@@ -202,7 +202,8 @@ static void cache_save(const struct nw_kallsyms *ks, const struct nw_cache *cach
 		memcpy(buf, &hd, sizeof(hd));
 		memcpy(buf + sizeof(hd), recs, hd.n * sizeof(*recs));
 		memcpy(buf + sizeof(hd) + hd.n * sizeof(*recs), names.s, names.len);
-		nw_cache_write(cache, name, buf, len);
+		if (!nw_cache_write(cache, name, buf, len))
+			nw_cache_prune(cache);
 	}
 	free(buf);
 	free(recs);

@@ -23,7 +23,7 @@
  * when symbol.c would resolve any address differently, so that no cache
  * file of an earlier version is used.
  */
-#define MAGIC "NWSYMC2"
+#define MAGIC "NWSYMC3"
 #define NO_STRING UINT32_MAX
 
 /*

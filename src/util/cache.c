@@ -204,10 +204,7 @@ int nw_cache_write(const struct nw_cache *c, const char *name, const void *buf, 
 		err = -errno;
 	if (!err && rename(tmp, path) != 0)
 		err = -errno;
-	if (err) {
+	if (err)
 		unlink(tmp);
-		return err;
-	}
-	nw_cache_prune(c);
-	return 0;
+	return err;
 }

@@ -56,15 +56,15 @@ int nw_cache_map(const struct nw_cache *c, const char *name, void **ret, size_t 
 bool nw_cache_has(const struct nw_cache *c, const char *name);
 
 /*
- * Writes @len bytes as file @name, atomically, then removes the least
- * recently used files while the cache holds more than c->max_bytes.
- * -errno (the cache is then as it was).
+ * Writes @len bytes as file @name, atomically.  -errno (the cache is then
+ * as it was).  The writer calls nw_cache_prune() once it wrote what it had.
  */
 int nw_cache_write(const struct nw_cache *c, const char *name, const void *buf, size_t len);
 
 /*
  * Removes the least recently used files while the cache holds more than
- * c->max_bytes (for a file written in place other than by nw_cache_write()).
+ * c->max_bytes (down to 3/4 of it): once after a run's writes, since it
+ * reads the whole directory.
  */
 void nw_cache_prune(const struct nw_cache *c);
 

@@ -2,12 +2,14 @@
 # A truncated .csprof file: narwhal-report exits 1 with an error naming the
 # file and the offset where reading failed, at every truncation point, and
 # never crashes.  An intact copy of the measurement still reports.
+# --threads reads the manifest alone and still prints the table.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 d=$NW_TMP/good.data
 nw_record_ok "$d" "$P/burn" alpha
 nw_check_measurement "$d"
+nw_report "$d.threads" "$d" --threads
 files=("$d"/*.csprof)
 name=${files[0]##*/}
 size=$(stat -c %s "${files[0]}")
@@ -19,7 +21,13 @@ for cut in 0 10 23 24 40 $((size / 2)) $((size - 9)) $((size - 1)); do
 	rm -rf "$bad"
 	cp -r "$d" "$bad"
 	truncate -s "$cut" "$bad/$name"
-	for view in --flat --threads --folded; do
+	rc=0
+	"$NW_REPORT" "$bad" --threads >"$bad.threads" 2>"$bad.err" || rc=$?
+	[[ $rc -eq 0 ]] && cmp -s "$bad.threads" "$d.threads" || {
+		nw_show "narwhal-report --threads stderr" "$bad.err"
+		fail "--threads (the manifest alone) exited $rc or differs from the intact one's"
+	}
+	for view in --flat --tree --folded; do
 		rc=0
 		"$NW_REPORT" "$bad" "$view" >"$bad.out" 2>"$bad.err" || rc=$?
 		if [[ $rc -ne 1 ]]; then

@@ -19,6 +19,9 @@ NW_TEST=$(basename "$0" .sh)
 NW_TMP=$(mktemp -d "${TMPDIR:-/tmp}/narwhal-$NW_TEST.XXXXXX")
 NW_RC=0
 export LC_ALL=C
+# The run cache of this test alone (doc/ARCHITECTURE.md, "The run cache"):
+# what a test sees never depends on what earlier runs left in ~/.cache.
+export NARWHAL_CACHE_DIR=$NW_TMP/cache
 
 # No core files from the programs that crash on purpose.
 ulimit -c 0
