@@ -106,6 +106,15 @@ struct nw_dwarf {
 	int self_fd;
 	Elf *self_elf;
 	struct nw_frame *check_frames;
+	/*
+	 * Where CFI rows are compiled from: one offline Dwfl with each module
+	 * file once, at its ELF addresses, for every process (a process's own
+	 * Dwfl is made only for libdwfl's full unwinder).  By module index;
+	 * NULL where the file could not be reported.
+	 */
+	Dwfl *offline;
+	struct offline_mod { Dwfl_Module *mod; bool tried; } *mods;
+	size_t cap_mods;
 };
 
 static char *debuginfo_path;
@@ -205,6 +214,9 @@ void nw_dwarf_free(struct nw_dwarf *d)
 	nw_vdso_fini(&d->vdso);
 	free(d->check_frames);
 	free(d->rules);
+	if (d->offline)
+		dwfl_end(d->offline);
+	free(d->mods);
 	if (d->self_elf)
 		elf_end(d->self_elf);
 	if (d->self_fd >= 0)
@@ -474,10 +486,54 @@ static bool compile_reg(Dwarf_Frame *frame, int regno, uint8_t *kind, int32_t *o
 	return false;
 }
 
-/* Looks up the CFI row for @pc in .eh_frame, then .debug_frame, and compiles it. */
-static void compile_rule(struct nw_dwarf *d, struct proc_dwfl *p, uint64_t pc, struct rule *r)
+/*
+ * Module @index of @ctx (mapped as @m) in the offline Dwfl, reported at
+ * its first use.  NULL when it cannot be: anonymous memory, a file gone.
+ */
+static Dwfl_Module *offline_module(struct nw_dwarf *d, const struct nw_unwind_ctx *ctx,
+				   const struct nw_map *m)
 {
-	Dwfl_Module *mod = dwfl_addrmodule(p->dwfl, pc);
+	const struct nw_module *mod = &ctx->modules->v[m->module];
+	const char *path = nw_module_source(mod);
+	struct offline_mod *om;
+	int fd = -1;
+
+	if (m->module >= d->cap_mods) {
+		size_t had = d->cap_mods;
+
+		if (nw_grow(&d->mods, &d->cap_mods, (size_t)m->module + 1, sizeof(*d->mods)))
+			return NULL;
+		memset(d->mods + had, 0, (d->cap_mods - had) * sizeof(*d->mods));
+	}
+	om = &d->mods[m->module];
+	if (om->tried)
+		return om->mod;
+	om->tried = true;
+	if (!d->offline && !(d->offline = dwfl_begin(&dwfl_callbacks)))
+		return NULL;
+	if (!strcmp(path, "[vdso]")) {
+		fd = nw_vdso_dup_fd(&d->vdso);
+		if (fd < 0)
+			return NULL;
+	} else if (path[0] != '/' || !mod->facts.known) {
+		return NULL; /* anonymous or unreadable: nothing to unwind with */
+	}
+	dwfl_report_begin_add(d->offline);
+	/* Base 0 with add_p_vaddr: the module's addresses are its ELF addresses. */
+	om->mod = dwfl_report_elf(d->offline, path, path, fd, 0, true);
+	dwfl_report_end(d->offline, NULL, NULL);
+	if (!om->mod) {
+		nw_debug("unwind: cannot report %s: %s", path, dwfl_errmsg(-1));
+		if (fd >= 0)
+			close(fd);
+	}
+	return om->mod;
+}
+
+/* Looks up the CFI row for ELF address @addr of @mod in .eh_frame, then .debug_frame, and compiles it. */
+static void compile_rule(struct nw_dwarf *d, Dwfl_Module *mod, uint64_t addr, struct rule *r)
+{
+	uint64_t pc = addr;
 	Dwarf_Frame *frame = NULL;
 	Dwarf_Op *ops;
 	size_t nops;
@@ -523,7 +579,7 @@ static const struct rule *rule_get(struct nw_dwarf *d, const struct nw_unwind_ct
 				   const struct nw_map *map, uint64_t pc)
 {
 	uint64_t key = (((uint64_t)map->module << 40) | (pc - map->start + map->pgoff)) + 1;
-	struct proc_dwfl *p;
+	Dwfl_Module *mod;
 	uint32_t mask, h;
 
 	if ((d->nrules + 1) * 2 > d->cap_rules) {
@@ -550,10 +606,16 @@ static const struct rule *rule_get(struct nw_dwarf *d, const struct nw_unwind_ct
 		h = (h + 1) & mask;
 	if (d->rules[h].key)
 		return &d->rules[h];
-	p = proc_ready(d, ctx);
-	if (!p)
-		return NULL;
-	compile_rule(d, p, pc, &d->rules[h]);
+	/* The vdso's first PT_LOAD sits at vaddr 0 and offset 0. */
+	mod = offline_module(d, ctx, map);
+	if (mod)
+		compile_rule(d, mod,
+			     pc - map->start +
+				     (!strcmp(ctx->modules->v[map->module].path, "[vdso]") ? map->pgoff
+											   : map->vaddr),
+			     &d->rules[h]);
+	else
+		d->rules[h].kind = RULE_NONE;
 	d->rules[h].key = key;
 	d->nrules++;
 	return &d->rules[h];
