@@ -60,6 +60,15 @@ def recorder_cpu(stderr):
     return sum(float(x) for x in m.groups()) if m else None
 
 
+def first_checkpoint(stderr):
+    """narwhal-record -v: (CPU ms of the first checkpoint, CPU s of the sampling loop)."""
+    m = re.search(r"checkpoint written in [\d.]+ ms \(CPU ([\d.]+) ms building the model, "
+                  r"([\d.]+) ms writing\)", stderr)
+    s = re.search(r"recorder CPU: [\d.]+ s set-up, ([\d.]+) s sampling", stderr)
+    return (float(m.group(1)) + float(m.group(2)) if m else None,
+            float(s.group(1)) * 1000 if s else None)
+
+
 def task_clock(path):
     """perf stat -x, -e task-clock's figure, in seconds."""
     try:
@@ -134,7 +143,10 @@ class Cost:
             one("perf", ["perf", "stat", "-x,", "--no-inherit", "-e", "task-clock", "-o",
                          stat, "--"] + p_cmd)
             pown.append(task_clock(stat))
+        ckpt = [first_checkpoint(x["stderr"]) for x in out["narwhal"]]
         row = {"bare": bench.median(x["cpu"] for x in out["bare"]),
+               "ckpt_ms": bench.median(c[0] for c in ckpt),
+               "sampling_ms": bench.median(c[1] for c in ckpt),
                "narwhal": bench.median(na), "perf": bench.median(pa), "ratio": ratio(na, pa),
                "narwhal_own": bench.median(nown), "perf_own": bench.median(pown),
                "runs": runs}
@@ -216,14 +228,16 @@ def sec_real(c, runs):
 
 def table(c, keys):
     lines = ["| run | bare CPU s | Narwhal adds s | perf adds s | **Narwhal / perf** | "
-             "recorder alone s: Narwhal / perf |",
-             "|---|---|---|---|---|---|"]
+             "recorder alone s: Narwhal / perf | first checkpoint / sampling, ms |",
+             "|---|---|---|---|---|---|---|"]
     for k in keys:
         r = c.rows[k]
         own = (f"{r['narwhal_own']:.3f} / {r['perf_own']:.3f}"
                if r.get("narwhal_own") is not None and r.get("perf_own") is not None else "")
+        ck = (f"{r['ckpt_ms']:.1f} / {r['sampling_ms']:.0f}"
+              if r.get("ckpt_ms") is not None and r.get("sampling_ms") is not None else "")
         lines.append(f"| {k} | {r['bare']:.3f} | {r['narwhal']:.3f} | {r['perf']:.3f} | "
-                     f"**{r['ratio']:.2f}** | {own} |")
+                     f"**{r['ratio']:.2f}** | {own} | {ck} |")
     return "\n".join(lines)
 
 
