@@ -312,8 +312,7 @@ int nw_json_write_file(const char *path, struct json_object *root)
 	return err;
 }
 
-/* "0x" and 1 to 16 hex digits. */
-static bool parse_addr(const char *s, uint64_t *ret)
+bool nw_json_parse_hex(const char *s, uint64_t *ret)
 {
 	uint64_t v = 0;
 	size_t n = 0;
@@ -349,7 +348,7 @@ int nw_json_get_hex(struct nw_json_in *in, struct json_object *obj, const char *
 
 	if (err)
 		return err;
-	if (!parse_addr(json_object_get_string(o), ret))
+	if (!nw_json_parse_hex(json_object_get_string(o), ret))
 		return nw_json_fail(in, "\"%s%s%s\" must be a hex string like \"0x1139\", not \"%s\"",
 				    where ? where : "", where ? "." : "", key,
 				    json_object_get_string(o));
@@ -397,4 +396,380 @@ void nw_json_put_str(FILE *f, const char *s)
 		}
 	}
 	putc('"', f);
+}
+
+/* ---- the pull reader ---- */
+
+/* Recursion of nw_json_pull_skip(), as deep as json-c's default. */
+#define PULL_MAX_DEPTH 32
+
+void nw_json_pull_init(struct nw_json_pull *jp, struct nw_json_in *in, const char *buf,
+		       size_t len)
+{
+	memset(jp, 0, sizeof(*jp));
+	jp->in = in;
+	jp->buf = jp->p = buf;
+	jp->end = buf + len;
+}
+
+void nw_json_pull_fini(struct nw_json_pull *jp)
+{
+	free(jp->str);
+	jp->str = NULL;
+}
+
+static int pull_fail(struct nw_json_pull *jp, const char *what)
+{
+	return nw_json_fail(jp->in, "not JSON: %s at offset %zu", what,
+			    (size_t)(jp->p - jp->buf));
+}
+
+static void pull_ws(struct nw_json_pull *jp)
+{
+	while (jp->p < jp->end &&
+	       (*jp->p == ' ' || *jp->p == '\n' || *jp->p == '\r' || *jp->p == '\t'))
+		jp->p++;
+}
+
+enum nw_json_kind nw_json_pull_kind(struct nw_json_pull *jp)
+{
+	pull_ws(jp);
+	if (jp->p == jp->end)
+		return NW_JSON_END;
+	switch (*jp->p) {
+	case '{':
+		return NW_JSON_OBJECT;
+	case '[':
+		return NW_JSON_ARRAY;
+	case '"':
+		return NW_JSON_STRING;
+	case 't':
+	case 'f':
+		return NW_JSON_BOOL;
+	case 'n':
+		return NW_JSON_NULL;
+	default:
+		return NW_JSON_NUMBER; /* or not JSON: the number's reader says so */
+	}
+}
+
+/* Reads @c (after white space). */
+static int pull_char(struct nw_json_pull *jp, char c, const char *what)
+{
+	pull_ws(jp);
+	if (jp->p == jp->end || *jp->p != c)
+		return pull_fail(jp, what);
+	jp->p++;
+	return 0;
+}
+
+/* A ',' before the next member or item, or @close.  1: another follows, 0: closed. */
+static int pull_next(struct nw_json_pull *jp, bool *first, char open, char close)
+{
+	int err;
+
+	if (*first) {
+		*first = false;
+		err = pull_char(jp, open, open == '{' ? "expected an object" : "expected an array");
+		if (err)
+			return err;
+		pull_ws(jp);
+		if (jp->p < jp->end && *jp->p == close) {
+			jp->p++;
+			return 0;
+		}
+		return 1;
+	}
+	pull_ws(jp);
+	if (jp->p < jp->end && *jp->p == close) {
+		jp->p++;
+		return 0;
+	}
+	err = pull_char(jp, ',', close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
+	return err ? err : 1;
+}
+
+int nw_json_pull_key(struct nw_json_pull *jp, bool *first)
+{
+	int more = pull_next(jp, first, '{', '}');
+
+	if (more <= 0)
+		return more;
+	if (nw_json_pull_kind(jp) != NW_JSON_STRING)
+		return pull_fail(jp, "expected a key");
+	more = nw_json_pull_str(jp);
+	if (!more)
+		more = pull_char(jp, ':', "expected ':'");
+	return more ? more : 1;
+}
+
+int nw_json_pull_item(struct nw_json_pull *jp, bool *first)
+{
+	return pull_next(jp, first, '[', ']');
+}
+
+/* Appends byte @c to jp->str.  -ENOMEM. */
+static int pull_put(struct nw_json_pull *jp, char c)
+{
+	if (jp->len + 2 > jp->cap) {
+		size_t cap = jp->cap ? 2 * jp->cap : 256;
+		char *s = realloc(jp->str, cap);
+
+		if (!s)
+			return -ENOMEM;
+		jp->str = s;
+		jp->cap = cap;
+	}
+	jp->str[jp->len++] = c;
+	return 0;
+}
+
+/* Four hex digits at jp->p into *@ret. */
+static bool pull_hex4(struct nw_json_pull *jp, unsigned *ret)
+{
+	unsigned v = 0;
+
+	if (jp->end - jp->p < 4)
+		return false;
+	for (int i = 0; i < 4; i++) {
+		char c = jp->p[i];
+
+		v <<= 4;
+		if (c >= '0' && c <= '9')
+			v |= (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v |= (unsigned)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			v |= (unsigned)(c - 'A' + 10);
+		else
+			return false;
+	}
+	jp->p += 4;
+	*ret = v;
+	return true;
+}
+
+/* Code point @u as UTF-8 into jp->str.  -ENOMEM. */
+static int pull_utf8(struct nw_json_pull *jp, unsigned u)
+{
+	int err = 0;
+
+	if (u < 0x80)
+		return pull_put(jp, (char)u);
+	if (u < 0x800)
+		return (err = pull_put(jp, (char)(0xc0 | u >> 6))) ? err
+								      : pull_put(jp, (char)(0x80 | (u & 63)));
+	if (u < 0x10000) {
+		err = pull_put(jp, (char)(0xe0 | u >> 12));
+		err = err ? err : pull_put(jp, (char)(0x80 | (u >> 6 & 63)));
+		return err ? err : pull_put(jp, (char)(0x80 | (u & 63)));
+	}
+	err = pull_put(jp, (char)(0xf0 | u >> 18));
+	err = err ? err : pull_put(jp, (char)(0x80 | (u >> 12 & 63)));
+	err = err ? err : pull_put(jp, (char)(0x80 | (u >> 6 & 63)));
+	return err ? err : pull_put(jp, (char)(0x80 | (u & 63)));
+}
+
+int nw_json_pull_str(struct nw_json_pull *jp)
+{
+	bool cut = false;
+	int err = pull_char(jp, '"', "expected a string");
+
+	if (err)
+		return err;
+	jp->len = 0;
+	for (;;) {
+		const char *q = jp->p;
+		char c;
+
+		/* A run of plain bytes at once. */
+		while (q < jp->end && *q != '"' && *q != '\\')
+			q++;
+		if (q == jp->end)
+			return pull_fail(jp, "unterminated string");
+		if (!cut) {
+			size_t n = (size_t)(q - jp->p);
+
+			if (jp->len + n + 2 > jp->cap) {
+				size_t cap = jp->cap ? jp->cap : 256;
+				char *s;
+
+				while (jp->len + n + 2 > cap)
+					cap *= 2;
+				s = realloc(jp->str, cap);
+				if (!s)
+					return -ENOMEM;
+				jp->str = s;
+				jp->cap = cap;
+			}
+			memcpy(jp->str + jp->len, jp->p, n);
+			jp->len += n;
+		}
+		jp->p = q + 1;
+		if (*q == '"')
+			break;
+		if (jp->p == jp->end)
+			return pull_fail(jp, "unterminated string");
+		c = *jp->p++;
+		switch (c) {
+		case '"': case '\\': case '/':
+			err = cut ? 0 : pull_put(jp, c);
+			break;
+		case 'b':
+			err = cut ? 0 : pull_put(jp, '\b');
+			break;
+		case 'f':
+			err = cut ? 0 : pull_put(jp, '\f');
+			break;
+		case 'n':
+			err = cut ? 0 : pull_put(jp, '\n');
+			break;
+		case 'r':
+			err = cut ? 0 : pull_put(jp, '\r');
+			break;
+		case 't':
+			err = cut ? 0 : pull_put(jp, '\t');
+			break;
+		case 'u': {
+			unsigned u, lo;
+
+			if (!pull_hex4(jp, &u))
+				return pull_fail(jp, "bad \\u escape");
+			/* A surrogate pair is one code point; a lone surrogate, U+FFFD. */
+			if (u >= 0xd800 && u < 0xdc00 && jp->end - jp->p >= 6 && jp->p[0] == '\\' &&
+			    jp->p[1] == 'u') {
+				const char *save = jp->p;
+
+				jp->p += 2;
+				if (pull_hex4(jp, &lo) && lo >= 0xdc00 && lo < 0xe000)
+					u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+				else
+					jp->p = save;
+			}
+			if (u >= 0xd800 && u < 0xe000)
+				u = 0xfffd;
+			if (!u)
+				cut = true; /* C strings end at NUL */
+			else if (!cut)
+				err = pull_utf8(jp, u);
+			break;
+		}
+		default:
+			return pull_fail(jp, "bad escape");
+		}
+		if (err)
+			return err;
+	}
+	if (!jp->str) {
+		jp->str = malloc(jp->cap = 256);
+		if (!jp->str)
+			return -ENOMEM;
+	}
+	jp->str[jp->len] = 0;
+	return 0;
+}
+
+int nw_json_pull_uint(struct nw_json_pull *jp, uint64_t max, uint64_t *ret)
+{
+	const char *start;
+	bool neg = false, integer = true, digits = false;
+	uint64_t v = 0;
+
+	pull_ws(jp);
+	start = jp->p;
+	if (jp->p < jp->end && *jp->p == '-') {
+		neg = true;
+		jp->p++;
+	}
+	while (jp->p < jp->end && *jp->p >= '0' && *jp->p <= '9') {
+		unsigned d = (unsigned)(*jp->p++ - '0');
+
+		digits = true;
+		if (v > (UINT64_MAX - d) / 10)
+			integer = false; /* past u64 */
+		else
+			v = v * 10 + d;
+	}
+	if (!digits)
+		return pull_fail(jp, "expected a value");
+	if (jp->p < jp->end && *jp->p == '.') {
+		integer = false;
+		for (jp->p++, digits = false; jp->p < jp->end && *jp->p >= '0' && *jp->p <= '9';
+		     jp->p++)
+			digits = true;
+		if (!digits)
+			return pull_fail(jp, "bad number");
+	}
+	if (jp->p < jp->end && (*jp->p == 'e' || *jp->p == 'E')) {
+		integer = false;
+		jp->p++;
+		if (jp->p < jp->end && (*jp->p == '+' || *jp->p == '-'))
+			jp->p++;
+		for (digits = false; jp->p < jp->end && *jp->p >= '0' && *jp->p <= '9'; jp->p++)
+			digits = true;
+		if (!digits)
+			return pull_fail(jp, "bad number");
+	}
+	(void)start;
+	if (!integer || (neg && v) || v > max)
+		return 1;
+	*ret = v;
+	return 0;
+}
+
+/* true, false or null. */
+static int pull_word(struct nw_json_pull *jp)
+{
+	static const char *const words[] = { "true", "false", "null" };
+
+	for (int i = 0; i < 3; i++) {
+		size_t n = strlen(words[i]);
+
+		if ((size_t)(jp->end - jp->p) >= n && !memcmp(jp->p, words[i], n)) {
+			jp->p += n;
+			return 0;
+		}
+	}
+	return pull_fail(jp, "expected a value");
+}
+
+static int pull_skip(struct nw_json_pull *jp, unsigned depth)
+{
+	bool first = true;
+	uint64_t v;
+	int more;
+
+	if (depth > PULL_MAX_DEPTH)
+		return pull_fail(jp, "nested too deep");
+	switch (nw_json_pull_kind(jp)) {
+	case NW_JSON_OBJECT:
+		while ((more = nw_json_pull_key(jp, &first)) == 1)
+			if ((more = pull_skip(jp, depth + 1)) < 0)
+				return more;
+		return more;
+	case NW_JSON_ARRAY:
+		while ((more = nw_json_pull_item(jp, &first)) == 1)
+			if ((more = pull_skip(jp, depth + 1)) < 0)
+				return more;
+		return more;
+	case NW_JSON_STRING:
+		return nw_json_pull_str(jp);
+	case NW_JSON_NUMBER:
+		more = nw_json_pull_uint(jp, UINT64_MAX, &v);
+		return more < 0 ? more : 0;
+	case NW_JSON_END:
+		return pull_fail(jp, "expected a value");
+	default:
+		return pull_word(jp);
+	}
+}
+
+int nw_json_pull_skip(struct nw_json_pull *jp)
+{
+	return pull_skip(jp, 0);
+}
+
+int nw_json_pull_end(struct nw_json_pull *jp)
+{
+	return nw_json_pull_kind(jp) == NW_JSON_END ? 0 : pull_fail(jp, "data after the end");
 }

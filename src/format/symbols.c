@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "format/json.h"
+#include "util/file.h"
+#include "util/strbuf.h"
 
 #define NW_SYMTAB_VERSION 1
 
@@ -94,52 +96,237 @@ int nw_symbols_write(const char *path, const struct nw_module_table *modules,
 
 /* ---- reader ---- */
 
-static int read_frames(struct nw_json_in *in, struct json_object *entry, const char *ewhere,
-		       struct nw_symframe **ret, uint32_t *ret_n)
+/*
+ * Pulled, not parsed into a tree (format/json.h): keys in any order,
+ * unknown keys skipped, the last of a repeated key kept, as json-c does.
+ */
+struct symbols_in {
+	struct nw_json_in *in;
+	struct nw_json_pull jp;
+	struct nw_module_table *modules;
+	struct nw_symtab *t;
+	uint32_t *module_index;        /* the file's module i is the table's module_index[i] */
+	uint32_t nmodules;
+	bool have_modules, have_entries;
+};
+
+/* A key's name for messages: "@where.@key", or @key at the top. */
+static const char *name_of(char *buf, size_t len, const char *where, const char *key)
 {
-	struct json_object *arr, *o;
-	struct nw_symframe *frames = NULL;
-	char akey[64], where[96];
-	uint32_t n = 0;
+	snprintf(buf, len, "%.120s%s%.30s", where ? where : "", where ? "." : "", key);
+	return buf;
+}
+
+/* A string value of key @key in @where: copied into *@ret (NULL for null when @opt). */
+static int read_str(struct symbols_in *si, const char *where, const char *key, bool opt,
+		    char **ret)
+{
+	enum nw_json_kind k = nw_json_pull_kind(&si->jp);
+	char name[160];
 	int err;
 
-	snprintf(akey, sizeof(akey), "%s.frames", ewhere);
-	err = nw_json_get_array(in, entry, ewhere, "frames", &arr, &n);
-	if (err)
-		return err;
-	if (n) {
-		frames = calloc(n, sizeof(*frames));
-		if (!frames)
-			return -ENOMEM;
+	free(*ret);
+	*ret = NULL;
+	if (opt && k == NW_JSON_NULL)
+		return nw_json_pull_skip(&si->jp);
+	if (k != NW_JSON_STRING) {
+		err = nw_json_pull_skip(&si->jp);
+		return err ? err
+			   : nw_json_fail(si->in, "key \"%s\" must be a string",
+					  name_of(name, sizeof(name), where, key));
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		struct nw_symframe *f = &frames[i];
+	err = nw_json_pull_str(&si->jp);
+	if (!err && !(*ret = strdup(si->jp.str)))
+		err = -ENOMEM;
+	return err;
+}
 
-		err = nw_json_get_item(in, arr, akey, i, &o, where, sizeof(where));
-		if (!err)
-			err = nw_json_get_str(in, o, where, "function", &f->function);
-		if (!err)
-			err = nw_json_get_opt_str(in, o, where, "file", &f->file);
-		if (!err)
-			err = nw_json_get_u32(in, o, where, "line", &f->line);
-		if (!err)
-			err = nw_json_get_opt_str(in, o, where, "decl_file", &f->decl_file);
-		if (!err)
-			err = nw_json_get_u32(in, o, where, "decl_line", &f->decl_line);
-		if (err) {
-			nw_symframes_free(frames, n);
-			return err;
+/* An integer value of key @key in @where, in 0..@max. */
+static int read_uint(struct symbols_in *si, const char *where, const char *key, uint64_t max,
+		     uint64_t *ret)
+{
+	char name[160];
+	int err;
+
+	if (nw_json_pull_kind(&si->jp) != NW_JSON_NUMBER) {
+		err = nw_json_pull_skip(&si->jp);
+		return err ? err
+			   : nw_json_fail(si->in, "key \"%s\" must be an integer",
+					  name_of(name, sizeof(name), where, key));
+	}
+	err = nw_json_pull_uint(&si->jp, max, ret);
+	if (err == 1)
+		return nw_json_fail(si->in, "key \"%s\" must be an integer in 0..%llu",
+				    name_of(name, sizeof(name), where, key), (unsigned long long)max);
+	return err;
+}
+
+/* The next item of array @arr must be an object: its '{' is read. */
+static int expect_object(struct symbols_in *si, const char *where)
+{
+	int err;
+
+	if (nw_json_pull_kind(&si->jp) == NW_JSON_OBJECT)
+		return 0;
+	err = nw_json_pull_skip(&si->jp);
+	return err ? err : nw_json_fail(si->in, "\"%s\" must be an object", where);
+}
+
+/* The value of key @key in @where must be an array. */
+static int expect_array(struct symbols_in *si, const char *where, const char *key)
+{
+	char name[160];
+	int err;
+
+	if (nw_json_pull_kind(&si->jp) == NW_JSON_ARRAY)
+		return 0;
+	err = nw_json_pull_skip(&si->jp);
+	return err ? err
+		   : nw_json_fail(si->in, "key \"%s\" must be an array",
+				  name_of(name, sizeof(name), where, key));
+}
+
+static int read_frame(struct symbols_in *si, const char *where, struct nw_symframe *f)
+{
+	bool first = true, have_line = false, have_decl = false;
+	uint64_t v;
+	char name[160];
+	int more, err = 0;
+
+	while (!err && (more = nw_json_pull_key(&si->jp, &first)) == 1) {
+		if (!strcmp(si->jp.str, "function")) {
+			err = read_str(si, where, "function", false, &f->function);
+		} else if (!strcmp(si->jp.str, "file")) {
+			err = read_str(si, where, "file", true, &f->file);
+		} else if (!strcmp(si->jp.str, "decl_file")) {
+			err = read_str(si, where, "decl_file", true, &f->decl_file);
+		} else if (!strcmp(si->jp.str, "line")) {
+			err = read_uint(si, where, "line", UINT32_MAX, &v);
+			f->line = (uint32_t)v;
+			have_line = true;
+		} else if (!strcmp(si->jp.str, "decl_line")) {
+			err = read_uint(si, where, "decl_line", UINT32_MAX, &v);
+			f->decl_line = (uint32_t)v;
+			have_decl = true;
+		} else {
+			err = nw_json_pull_skip(&si->jp);
 		}
 	}
-	*ret = frames;
-	*ret_n = n;
+	if (err || more < 0)
+		return err ? err : more;
+	if (!f->function)
+		return nw_json_fail(si->in, "missing key \"%s\"",
+				    name_of(name, sizeof(name), where, "function"));
+	if (!have_line || !have_decl)
+		return nw_json_fail(si->in, "missing key \"%s\"",
+				    name_of(name, sizeof(name), where,
+					    have_line ? "decl_line" : "line"));
 	return 0;
 }
 
-struct symbols_in {
-	struct nw_module_table *modules;
-	struct nw_symtab *t;
-};
+/* An entry's "frames": an array of frames. */
+static int read_frames(struct symbols_in *si, const char *ewhere, struct nw_symframe **ret,
+		       uint32_t *ret_n)
+{
+	struct nw_symframe *frames = NULL;
+	size_t n = 0, cap = 0;
+	bool first = true;
+	char where[160];
+	int more, err = expect_array(si, ewhere, "frames");
+
+	while (!err && (more = nw_json_pull_item(&si->jp, &first)) == 1) {
+		snprintf(where, sizeof(where), "%s.frames[%zu]", ewhere, n);
+		err = expect_object(si, where);
+		if (!err && nw_grow(&frames, &cap, n + 1, sizeof(*frames)))
+			err = -ENOMEM;
+		if (err)
+			break;
+		memset(&frames[n], 0, sizeof(*frames));
+		err = read_frame(si, where, &frames[n]);
+		n++;
+		if (n > UINT32_MAX)
+			err = nw_json_fail(si->in, "key \"%s.frames\" has too many items", ewhere);
+	}
+	if (!err && more < 0)
+		err = more;
+	if (err) {
+		nw_symframes_free(frames, (uint32_t)n);
+		return err;
+	}
+	*ret = frames;
+	*ret_n = (uint32_t)n;
+	return 0;
+}
+
+/* One entry, added with the file's module index (mapped at the end). */
+static int read_entry(struct symbols_in *si, const char *where)
+{
+	bool first = true, have_module = false, have_addr = false, have_frames = false;
+	struct nw_symframe *frames = NULL;
+	uint32_t nframes = 0;
+	uint64_t module = 0, addr = 0;
+	char name[160];
+	int more, err = 0;
+
+	while (!err && (more = nw_json_pull_key(&si->jp, &first)) == 1) {
+		if (!strcmp(si->jp.str, "module")) {
+			err = read_uint(si, where, "module", UINT32_MAX, &module);
+			have_module = true;
+		} else if (!strcmp(si->jp.str, "addr")) {
+			have_addr = true;
+			if (nw_json_pull_kind(&si->jp) != NW_JSON_STRING) {
+				err = nw_json_pull_skip(&si->jp);
+				if (!err)
+					err = nw_json_fail(si->in, "key \"%s\" must be a string",
+							   name_of(name, sizeof(name), where, "addr"));
+			} else if (!(err = nw_json_pull_str(&si->jp)) &&
+				   !nw_json_parse_hex(si->jp.str, &addr)) {
+				err = nw_json_fail(si->in,
+						   "\"%s.addr\" must be a hex string like \"0x1139\", "
+						   "not \"%s\"",
+						   where, si->jp.str);
+			}
+		} else if (!strcmp(si->jp.str, "frames")) {
+			nw_symframes_free(frames, nframes);
+			frames = NULL;
+			nframes = 0;
+			err = read_frames(si, where, &frames, &nframes);
+			have_frames = !err;
+		} else {
+			err = nw_json_pull_skip(&si->jp);
+		}
+	}
+	if (!err && more < 0)
+		err = more;
+	if (!err && (!have_module || !have_addr || !have_frames))
+		err = nw_json_fail(si->in, "missing key \"%s\"",
+				   name_of(name, sizeof(name), where,
+					   !have_module ? "module" : !have_addr ? "addr" : "frames"));
+	if (err) {
+		nw_symframes_free(frames, nframes);
+		return err;
+	}
+	return nw_symtab_add(si->t, (uint32_t)module, addr, frames, nframes);
+}
+
+static int read_entries(struct symbols_in *si)
+{
+	bool first = true;
+	char where[48];
+	uint32_t i = 0;
+	int more, err = expect_array(si, NULL, "entries");
+
+	/* The last "entries" counts. */
+	nw_symtab_clear(si->t);
+	si->have_entries = true;
+	while (!err && (more = nw_json_pull_item(&si->jp, &first)) == 1) {
+		snprintf(where, sizeof(where), "entries[%u]", i++);
+		err = expect_object(si, where);
+		if (!err)
+			err = read_entry(si, where);
+	}
+	return err ? err : more < 0 ? more : 0;
+}
 
 /* The measurement's module (@path, @build_id hex): found or added.  -EBADMSG, -ENOMEM. */
 static int module_of(struct nw_json_in *in, struct nw_module_table *mods, const char *where,
@@ -154,95 +341,139 @@ static int module_of(struct nw_json_in *in, struct nw_module_table *mods, const 
 	return nw_module_intern(mods, path, id, size);
 }
 
-static int read_symtab(struct nw_json_in *in, struct json_object *root, struct symbols_in *si)
+static int read_modules(struct symbols_in *si)
 {
-	struct nw_symtab *t = si->t;
-	uint32_t *module_index = NULL, nmodules = 0;
-	struct json_object *arr, *o;
+	bool first = true;
+	size_t cap = 0;
 	char where[48];
-	uint32_t version = 0, n = 0;
-	int err;
+	int more, err = expect_array(si, NULL, "modules");
 
-	err = nw_json_get_u32(in, root, NULL, "version", &version);
-	if (err)
-		return err;
-	if (version != NW_SYMTAB_VERSION)
-		return nw_json_fail(in,
-				    "unsupported symbol table version %u (this Narwhal reads %d)",
-				    version, NW_SYMTAB_VERSION);
-
-	err = nw_json_get_array(in, root, NULL, "modules", &arr, &n);
-	if (err)
-		return err;
-	module_index = calloc(n ? n : 1, sizeof(*module_index));
-	if (!module_index)
-		return -ENOMEM;
-	nmodules = n;
-	for (uint32_t i = 0; i < n; i++) {
+	si->nmodules = 0;
+	si->have_modules = true;
+	while (!err && (more = nw_json_pull_item(&si->jp, &first)) == 1) {
 		char *path = NULL, *build_id = NULL;
-		int idx;
+		bool mfirst = true;
+		int mmore, idx;
 
-		err = nw_json_get_item(in, arr, "modules", i, &o, where, sizeof(where));
-		if (!err)
-			err = nw_json_get_str(in, o, where, "path", &path);
-		if (!err)
-			err = nw_json_get_str(in, o, where, "build_id", &build_id);
+		snprintf(where, sizeof(where), "modules[%u]", si->nmodules);
+		err = expect_object(si, where);
+		while (!err && (mmore = nw_json_pull_key(&si->jp, &mfirst)) == 1) {
+			if (!strcmp(si->jp.str, "path"))
+				err = read_str(si, where, "path", false, &path);
+			else if (!strcmp(si->jp.str, "build_id"))
+				err = read_str(si, where, "build_id", false, &build_id);
+			else
+				err = nw_json_pull_skip(&si->jp);
+		}
+		if (!err && mmore < 0)
+			err = mmore;
+		if (!err && (!path || !build_id))
+			err = nw_json_fail(si->in, "missing key \"%s.%s\"", where,
+					   !path ? "path" : "build_id");
+		if (!err && nw_grow(&si->module_index, &cap, si->nmodules + 1,
+				    sizeof(*si->module_index)))
+			err = -ENOMEM;
 		if (!err) {
-			idx = module_of(in, si->modules, where, path, build_id);
+			idx = module_of(si->in, si->modules, where, path, build_id);
 			if (idx < 0)
 				err = idx;
 			else
-				module_index[i] = (uint32_t)idx;
+				si->module_index[si->nmodules++] = (uint32_t)idx;
 		}
 		free(path);
 		free(build_id);
-		if (err)
-			goto out;
 	}
-
-	err = nw_json_get_array(in, root, NULL, "entries", &arr, &n);
-	if (err)
-		goto out;
-	for (uint32_t i = 0; i < n; i++) {
-		struct nw_symframe *frames = NULL;
-		uint32_t module = 0, nframes = 0;
-		uint64_t addr = 0;
-
-		err = nw_json_get_item(in, arr, "entries", i, &o, where, sizeof(where));
-		if (!err)
-			err = nw_json_get_u32(in, o, where, "module", &module);
-		if (!err && module >= nmodules)
-			err = nw_json_fail(in, "\"%s.module\" is %u, but there are %u modules",
-					   where, module, nmodules);
-		if (!err)
-			err = nw_json_get_hex(in, o, where, "addr", &addr);
-		if (!err)
-			err = read_frames(in, o, where, &frames, &nframes);
-		if (!err)
-			err = nw_symtab_add(t, module_index[module], addr, frames, nframes);
-		if (err)
-			goto out;
-	}
-	nw_symtab_sort(t);
-out:
-	free(module_index);
-	return err;
+	return err ? err : more < 0 ? more : 0;
 }
 
-/* nw_json_read_file()'s hook: @ret is a struct symbols_in *. */
-static int symtab_from_json(struct nw_json_in *in, struct json_object *root, void *ret)
+static int read_symtab(struct symbols_in *si)
 {
-	return read_symtab(in, root, ret);
+	bool first = true, have_version = false;
+	uint64_t version = 0;
+	int more, err = 0;
+
+	if (nw_json_pull_kind(&si->jp) != NW_JSON_OBJECT)
+		return nw_json_pull_kind(&si->jp) == NW_JSON_END ||
+				       (err = nw_json_pull_skip(&si->jp)) != 0
+			       ? (err ? err : nw_json_fail(si->in, "not JSON: empty"))
+			       : nw_json_fail(si->in, "not a JSON object");
+	while (!err && (more = nw_json_pull_key(&si->jp, &first)) == 1) {
+		if (!strcmp(si->jp.str, "version")) {
+			err = read_uint(si, NULL, "version", UINT32_MAX, &version);
+			have_version = true;
+		} else if (!strcmp(si->jp.str, "modules")) {
+			err = read_modules(si);
+		} else if (!strcmp(si->jp.str, "entries")) {
+			err = read_entries(si);
+		} else {
+			err = nw_json_pull_skip(&si->jp);
+		}
+	}
+	if (!err && more < 0)
+		err = more;
+	if (!err)
+		err = nw_json_pull_end(&si->jp);
+	if (err)
+		return err;
+	if (!have_version)
+		return nw_json_fail(si->in, "missing key \"version\"");
+	if (version != NW_SYMTAB_VERSION)
+		return nw_json_fail(si->in,
+				    "unsupported symbol table version %llu (this Narwhal reads %d)",
+				    (unsigned long long)version, NW_SYMTAB_VERSION);
+	if (!si->have_modules || !si->have_entries)
+		return nw_json_fail(si->in, "missing key \"%s\"",
+				    si->have_modules ? "entries" : "modules");
+	/* The file's module numbers, now that its module list is known. */
+	for (uint32_t i = 0; i < si->t->nentries; i++) {
+		struct nw_symentry *e = &si->t->entries[i];
+
+		if (e->module >= si->nmodules)
+			return nw_json_fail(si->in,
+					    "\"entries[%u].module\" is %u, but there are %u modules",
+					    i, e->module, si->nmodules);
+		e->module = si->module_index[e->module];
+	}
+	nw_symtab_sort(si->t);
+	return 0;
+}
+
+static int read_buf(const char *name, const char *buf, size_t len,
+		    struct nw_module_table *modules, struct nw_symtab *t, char *err, size_t errlen)
+{
+	struct nw_json_in in = { .path = name, .err = err, .errlen = errlen };
+	struct symbols_in si = { .in = &in, .modules = modules, .t = t };
+	const char *nul = memchr(buf, '\0', len);
+	int ret;
+
+	if (err && errlen)
+		err[0] = '\0';
+	nw_json_pull_init(&si.jp, &in, buf, len);
+	ret = nul ? nw_json_fail(&in, "not JSON: NUL byte at offset %zu", (size_t)(nul - buf))
+		  : read_symtab(&si);
+	nw_json_pull_fini(&si.jp);
+	free(si.module_index);
+	if (ret == -ENOMEM && err && errlen)
+		snprintf(err, errlen, "%s: out of memory", name);
+	if (ret)
+		nw_symtab_clear(t);
+	return ret;
 }
 
 int nw_symbols_read(const char *path, struct nw_module_table *modules, struct nw_symtab *t,
 		    char *err, size_t errlen)
 {
-	struct symbols_in si = { .modules = modules, .t = t };
-	int ret = nw_json_read_file(path, err, errlen, symtab_from_json, &si);
+	size_t len = 0;
+	char *buf = NULL;
+	int ret = nw_read_file(path, &buf, &len);
 
-	if (ret)
-		nw_symtab_clear(t);
+	if (ret) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	ret = read_buf(path, buf, len, modules, t, err, errlen);
+	free(buf);
 	return ret;
 }
 
@@ -250,10 +481,5 @@ int nw_symbols_read_buf(const char *name, const char *buf, size_t len,
 			struct nw_module_table *modules, struct nw_symtab *t, char *err,
 			size_t errlen)
 {
-	struct symbols_in si = { .modules = modules, .t = t };
-	int ret = nw_json_read_buf(name, buf, len, err, errlen, symtab_from_json, &si);
-
-	if (ret)
-		nw_symtab_clear(t);
-	return ret;
+	return read_buf(name, buf, len, modules, t, err, errlen);
 }
