@@ -610,14 +610,11 @@ static int read_tree(struct csprof_in *in, struct nw_csprof *p, uint32_t t,
 		return in_fail(in, at, "tree %u: epoch index %u, but the file has %u epochs", t,
 			       tr->epoch, p->nepochs);
 
-	cct = nw_cct_new(p->nmetrics);
-	if (!cct || nw_cct_reserve(cct, (uint32_t)num_nodes)) {
-		nw_cct_free(cct);
+	cct = nw_cct_new_sized(p->nmetrics, (uint32_t)num_nodes);
+	if (!cct)
 		return -ENOMEM;
-	}
 	tr->cct = cct;
 	/* Nodes come in file order: appended unlinked, linked once at the end. */
-	nw_cct_drop_index(cct);
 	for (uint64_t i = 0; i < num_nodes; i++) {
 		const uint8_t *b = in->buf + in->pos;
 		uint64_t id = peek_u64(b), parent = peek_u64(b + 8);

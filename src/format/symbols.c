@@ -253,6 +253,13 @@ static int read_frames(struct symbols_in *si, const char *ewhere, struct nw_symf
 		nw_symframes_free(frames, (uint32_t)n);
 		return err;
 	}
+	/* Most entries have one frame: trimmed, 40 bytes, not the 640 grown. */
+	if (n < cap) {
+		struct nw_symframe *fit = realloc(frames, n * sizeof(*frames));
+
+		if (fit)
+			frames = fit;
+	}
 	*ret = frames;
 	*ret_n = (uint32_t)n;
 	return 0;

@@ -2,6 +2,7 @@
 #include "model/cct.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,14 +89,15 @@ static int grow_slots(struct nw_cct *cct)
 	return 0;
 }
 
-struct nw_cct *nw_cct_new(unsigned nmetrics)
+/* The root alone in room for @cap nodes (at least 1), with an index when @index. */
+static struct nw_cct *cct_new(unsigned nmetrics, uint32_t cap, bool index)
 {
 	struct nw_cct *cct = calloc(1, sizeof(*cct));
 
 	if (!cct)
 		return NULL;
 	cct->nmetrics = nmetrics;
-	if (grow_nodes(cct) || grow_slots(cct)) {
+	if (cap < 1 || cap >= NW_CCT_NONE || resize(cct, cap) || (index && grow_slots(cct))) {
 		nw_cct_free(cct);
 		return NULL;
 	}
@@ -106,6 +108,16 @@ struct nw_cct *nw_cct_new(unsigned nmetrics)
 					      .hash = ROOT_HASH };
 	memset(cct->metrics, 0, nmetrics * sizeof(uint64_t));
 	return cct;
+}
+
+struct nw_cct *nw_cct_new(unsigned nmetrics)
+{
+	return cct_new(nmetrics, 64, true);
+}
+
+struct nw_cct *nw_cct_new_sized(unsigned nmetrics, uint32_t cap)
+{
+	return cct_new(nmetrics, cap, false);
 }
 
 void nw_cct_free(struct nw_cct *cct)

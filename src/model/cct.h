@@ -88,6 +88,12 @@ struct nw_cct {
 
 /* A tree holding only the root.  NULL on allocation failure. */
 struct nw_cct *nw_cct_new(unsigned nmetrics);
+/*
+ * The same in room for exactly @cap nodes (1 or more) and without the
+ * index: for readers that know the size (nw_cct_append_unlinked()); a
+ * thousand small trees then hold no slack.
+ */
+struct nw_cct *nw_cct_new_sized(unsigned nmetrics, uint32_t cap);
 /* Frees @cct; NULL is a no-op. */
 void nw_cct_free(struct nw_cct *cct);
 
