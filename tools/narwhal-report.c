@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1151,6 +1152,14 @@ int main(int argc, char **argv)
 	};
 	int ret;
 
+	/*
+	 * Fixed thresholds: glibc's dynamic ones rise with the first large
+	 * block freed, and every later tree and buffer then comes from a heap
+	 * that is never given back (a 1,000-thread build's HTML report: 66
+	 * MiB resident, not 52).
+	 */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 128 * 1024);
 	ret = parse_args(argc, argv, &o);
 	if (ret >= 0)
 		goto out;

@@ -77,20 +77,31 @@ char *nw_export_clean(const char *s, int *failed)
 
 int nw_export_json_str(FILE *out, const char *s)
 {
-	int failed = 0;
-	char *c = nw_export_clean(s ? s : "", &failed);
+	const unsigned char *p = (const unsigned char *)(s ? s : ""), *run = p;
 
-	if (!c)
-		return -ENOMEM;
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)c; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(out, "\\%c", *p);
-		else
-			fputc(*p, out);
+	/*
+	 * What nw_export_clean() would make of @s, escaped, written in runs:
+	 * a trace export writes millions of names (no copy, no lock per byte).
+	 */
+	putc_unlocked('"', out);
+	while (*p) {
+		size_t l = utf8_len(p);
+
+		if (l > 1 || (l == 1 && *p >= 0x20 && *p != 0x7f && *p != '"' && *p != '\\')) {
+			p += l;
+			continue;
+		}
+		fwrite_unlocked(run, 1, (size_t)(p - run), out);
+		if (l == 1 && (*p == '"' || *p == '\\')) {
+			putc_unlocked('\\', out);
+			putc_unlocked(*p, out);
+		} else {
+			putc_unlocked('?', out);
+		}
+		run = ++p;
 	}
-	fputc('"', out);
-	free(c);
+	fwrite_unlocked(run, 1, (size_t)(p - run), out);
+	putc_unlocked('"', out);
 	return 0;
 }
 

@@ -25,7 +25,8 @@ char *nw_export_clean(const char *s, int *failed);
 
 /*
  * Writes @s as a JSON string literal: made valid UTF-8 without control
- * characters (nw_export_clean), '"' and '\\' escaped.  -ENOMEM.
+ * characters (as nw_export_clean() makes it), '"' and '\\' escaped.
+ * Returns 0 (errors show in ferror(@out)).
  */
 int nw_export_json_str(FILE *out, const char *s);
 

@@ -16,7 +16,9 @@
 #include "export/html.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -204,6 +206,30 @@ out:
 
 /* ---- writing ---- */
 
+
+/* ",V" or, first, "V": a page's columns hold millions of numbers. */
+static void put_num(FILE *out, bool sep, uint64_t v)
+{
+	char buf[24], *p = buf;
+
+	if (sep)
+		*p++ = ',';
+	p = nw_put_u64(p, v);
+	fwrite_unlocked(buf, 1, (size_t)(p - buf), out);
+}
+
+static void put_int(FILE *out, bool sep, int64_t v)
+{
+	if (v < 0) {
+		if (sep)
+			putc_unlocked(',', out);
+		putc_unlocked('-', out);
+		put_num(out, false, (uint64_t)0 - (uint64_t)v);
+	} else {
+		put_num(out, sep, (uint64_t)v);
+	}
+}
+
 /*
  * The thread's samples and off-CPU intervals from its trace, in the
  * range the model keeps: time (microseconds after the run's start, as
@@ -259,20 +285,20 @@ static int write_trace(struct ctx *c, const struct nw_mthread *th)
 	for (size_t i = 0; i < kept; i++) {
 		int64_t us = (int64_t)((ev[i].time - origin) / 1000);
 
-		fprintf(out, i ? ",%lld" : "%lld", (long long)(us - prev_t));
+		put_int(out, i, us - prev_t);
 		prev_t = us;
 	}
 	/* Nodes as they are: a loop's few nodes repeat, which gzip takes better than their steps. */
 	fputs("],\"node\":[", out);
 	for (size_t i = 0; i < kept; i++)
-		fprintf(out, i ? ",%u" : "%u", node[i]);
+		put_num(out, i, node[i]);
 	fputc(']', out);
 	if (kept && one_code)
 		fprintf(out, ",\"code1\":%u", ev[0].event * 2u + ev[0].kind);
 	else {
 		fputs(",\"code\":[", out);
 		for (size_t i = 0; i < kept; i++)
-			fprintf(out, i ? ",%u" : "%u", ev[i].event * 2u + ev[i].kind);
+			put_num(out, i, ev[i].event * 2u + ev[i].kind);
 		fputc(']', out);
 	}
 	if (kept && one_value)
@@ -280,7 +306,7 @@ static int write_trace(struct ctx *c, const struct nw_mthread *th)
 	else {
 		fputs(",\"value\":[", out);
 		for (size_t i = 0; i < kept; i++)
-			fprintf(out, i ? ",%llu" : "%llu", (unsigned long long)ev[i].value);
+			put_num(out, i, ev[i].value);
 		fputc(']', out);
 	}
 	fputc('}', out);
@@ -352,24 +378,23 @@ static int write_thread(struct ctx *c, uint32_t ti, bool first, bool traces)
 	/* How far back the parent is: a chain of calls is a run of 1s. */
 	fputc('[', c->col[COL_PARENT]);
 	for (size_t i = 0; i < c->nln; i++)
-		fprintf(c->col[COL_PARENT], i ? ",%lld" : "%lld",
-			c->ln[i].parent == NW_CCT_NONE ? 0ll : (long long)(i - c->ln[i].parent));
+		put_int(c->col[COL_PARENT], i,
+			c->ln[i].parent == NW_CCT_NONE ? 0 : (int64_t)(i - c->ln[i].parent));
 	fputs("]", c->col[COL_PARENT]);
 	fputc('[', c->col[COL_FRAME]);
 	for (size_t i = 0; i < c->nln; i++)
-		fprintf(c->col[COL_FRAME], i ? ",%lld" : "%lld",
-			c->ln[i].sym == top ? -1ll : (long long)st->nodes[c->ln[i].sym].ip);
+		put_int(c->col[COL_FRAME], i,
+			c->ln[i].sym == top ? -1 : (int64_t)st->nodes[c->ln[i].sym].ip);
 	fputs("]", c->col[COL_FRAME]);
 	fputc('[', c->col[COL_LINE]);
 	for (size_t i = 0; i < c->nln; i++)
-		fprintf(c->col[COL_LINE], i ? ",%u" : "%u", c->ln[i].line);
+		put_num(c->col[COL_LINE], i, c->ln[i].line);
 	fputs("]", c->col[COL_LINE]);
 	fputc('[', c->col[COL_SELF]);
 	for (unsigned k = 0; k < nm; k++) {
 		fputs(k ? ",[" : "[", c->col[COL_SELF]);
 		for (size_t i = 0; i < c->nln; i++)
-			fprintf(c->col[COL_SELF], i ? ",%llu" : "%llu",
-				(unsigned long long)c->self[i * nm + k]);
+			put_num(c->col[COL_SELF], i, c->self[i * nm + k]);
 		fputc(']', c->col[COL_SELF]);
 	}
 	fputc(']', c->col[COL_SELF]);
@@ -408,15 +433,15 @@ static int write_frames(struct ctx *c)
 
 		fprintf(c->out, "%s\"%s\":[", k ? "," : "", key[k]);
 		for (uint32_t i = 0; i < f->n; i++)
-			fprintf(c->out, i ? ",%lld" : "%lld", (long long)idx[3 * i + k]);
+			put_int(c->out, i, idx[3 * i + k]);
 		fputc(']', c->out);
 	}
 	fputs(",\"line\":[", c->out);
 	for (uint32_t i = 0; i < f->n; i++)
-		fprintf(c->out, i ? ",%u" : "%u", f->v[i].line);
+		put_num(c->out, i, f->v[i].line);
 	fputs("],\"kind\":[", c->out);
 	for (uint32_t i = 0; i < f->n; i++)
-		fprintf(c->out, i ? ",%d" : "%d", (int)f->v[i].kind);
+		put_int(c->out, i, f->v[i].kind);
 	fputc(']', c->out);
 	free(idx);
 	return 0;
@@ -806,7 +831,7 @@ static int put_gzip64(FILE *out, const char *json, size_t len)
 	int ret;
 
 	/* windowBits 15 + 16: a gzip stream, which DecompressionStream("gzip") reads. */
-	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+	if (deflateInit2(&z, 4, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return -ENOMEM;
 	cap = deflateBound(&z, len) + 32;
 	buf = malloc(cap);

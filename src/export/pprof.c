@@ -731,12 +731,11 @@ static uint32_t *mapping_order(const struct nw_pprof *b)
 struct pack {
 	Perftools__Profiles__ValueType *vts, **vtp, period_type;
 	int64_t comments[2];
-	Perftools__Profiles__Mapping *ms, **msp;
-	Perftools__Profiles__Location *ls, **lsp;
-	Perftools__Profiles__Line *lns, **lnp;
-	Perftools__Profiles__Function *fs, **fsp;
+	Perftools__Profiles__Mapping *ms;
 	uint32_t *map_order, *map_id;
 	uint64_t *func_id;
+	Perftools__Profiles__Line *lns, **lnp;  /* one location's lines */
+	size_t cap_lns;
 };
 
 static void pack_fini(struct pack *k)
@@ -744,16 +743,11 @@ static void pack_fini(struct pack *k)
 	free(k->vts);
 	free(k->vtp);
 	free(k->ms);
-	free(k->msp);
-	free(k->ls);
-	free(k->lsp);
-	free(k->lns);
-	free(k->lnp);
-	free(k->fs);
-	free(k->fsp);
 	free(k->map_order);
 	free(k->map_id);
 	free(k->func_id);
+	free(k->lns);
+	free(k->lnp);
 }
 
 static void *alloc_n(size_t n, size_t size)
@@ -761,13 +755,40 @@ static void *alloc_n(size_t n, size_t size)
 	return calloc(n ? n : 1, size);
 }
 
-static int pack_mappings(struct nw_pprof *b, struct pack *k, Perftools__Profiles__Profile *prof)
+/*
+ * Writes @msg as one record of the Profile's repeated field @field (up to
+ * 15): repeated fields add up, so the mappings, locations and functions
+ * go out one by one and no array of them is held (a build's 100 K
+ * locations as protobuf-c messages were 13 MB).  -ENOMEM, or what the
+ * writer returned.
+ */
+static int emit(struct nw_pprof *b, unsigned field, const ProtobufCMessage *msg)
+{
+	size_t len = protobuf_c_message_get_packed_size(msg);
+	uint8_t *p;
+
+	if (nw_grow(&b->packed, &b->cap_packed, len + 11, 1))
+		return -ENOMEM;
+	p = b->packed;
+	*p++ = (uint8_t)(field << 3 | 2);
+	p = put_varint(p, len);
+	p += protobuf_c_message_pack(msg, p);
+	return b->write(b->write_arg, b->packed, (size_t)(p - b->packed));
+}
+
+/*
+ * The mappings, numbered in mapping_order(); a mapping's flags say how far
+ * symbolization got for its module: set when one of its locations has
+ * functions (from the symbol table), file names, line numbers (DWARF,
+ * which also expands inline chains).  A PLT stub without lines does not
+ * unset them.
+ */
+static int pack_mappings(struct nw_pprof *b, struct pack *k)
 {
 	k->map_order = mapping_order(b);
 	k->map_id = alloc_n(b->nmaps, sizeof(*k->map_id));
 	k->ms = alloc_n(b->nmaps, sizeof(*k->ms));
-	k->msp = alloc_n(b->nmaps, sizeof(*k->msp));
-	if (!k->map_order || !k->map_id || !k->ms || !k->msp)
+	if (!k->map_order || !k->map_id || !k->ms)
 		return -ENOMEM;
 	for (size_t j = 0; j < b->nmaps; j++) {
 		const struct mapping *m = &b->maps[k->map_order[j]];
@@ -785,96 +806,119 @@ static int pack_mappings(struct nw_pprof *b, struct pack *k, Perftools__Profiles
 		pm->file_offset = m->pgoff;
 		pm->filename = m->filename;
 		pm->build_id = m->build_id;
-		k->msp[j] = pm;
 	}
-	prof->n_mapping = b->nmaps;
-	prof->mapping = k->msp;
+	for (size_t i = 0; i < b->nlocs; i++) {
+		const struct location *l = &b->locs[i];
+		Perftools__Profiles__Mapping *pm;
+
+		if (!l->mapping || l->mapping == FRAME_MAPPING || !l->symbolized)
+			continue;
+		pm = &k->ms[k->map_id[l->mapping - 1] - 1];
+		pm->has_functions = true;
+		for (uint32_t j = 0; j < l->nlines; j++) {
+			const struct line *ln = &b->lines[l->first_line + j];
+
+			if (b->frames.v[ln->func].file)
+				pm->has_filenames = true;
+			if (ln->line)
+				pm->has_line_numbers = pm->has_inline_frames = true;
+		}
+	}
 	return 0;
 }
 
-static int pack_locations(struct nw_pprof *b, struct pack *k, Perftools__Profiles__Profile *prof)
+static int write_mappings(struct nw_pprof *b, struct pack *k)
 {
-	k->ls = alloc_n(b->nlocs, sizeof(*k->ls));
-	k->lsp = alloc_n(b->nlocs, sizeof(*k->lsp));
-	k->lns = alloc_n(b->nlines, sizeof(*k->lns));
-	k->lnp = alloc_n(b->nlines, sizeof(*k->lnp));
-	k->func_id = alloc_n(b->frames.n, sizeof(*k->func_id));
-	if (!k->ls || !k->lsp || !k->lns || !k->lnp || !k->func_id)
-		return -ENOMEM;
-	for (size_t i = 0; i < b->nlocs; i++) {
-		const struct location *l = &b->locs[i];
-		Perftools__Profiles__Location *pl = &k->ls[i];
-		Perftools__Profiles__Mapping *pm = NULL;
+	int ret = 0;
 
-		perftools__profiles__location__init(pl);
-		pl->id = i + 1;
+	for (size_t j = 0; j < b->nmaps && !ret; j++)
+		ret = emit(b, 3, &k->ms[j].base);
+	return ret;
+}
+
+/* The locations, each with its lines; notes the functions they name in k->func_id. */
+static int write_locations(struct nw_pprof *b, struct pack *k)
+{
+	int ret = 0;
+
+	k->func_id = alloc_n(b->frames.n, sizeof(*k->func_id));
+	if (!k->func_id)
+		return -ENOMEM;
+	for (size_t i = 0; i < b->nlocs && !ret; i++) {
+		const struct location *l = &b->locs[i];
+		Perftools__Profiles__Location pl = PERFTOOLS__PROFILES__LOCATION__INIT;
+
+		pl.id = i + 1;
 		/* A prefix frame's location has no address (its key holds the frame). */
-		pl->address = l->mapping == FRAME_MAPPING ? 0 : l->address;
-		/*
-		 * A mapping's flags say how far symbolization got for its module:
-		 * set when one of its locations has functions (from the symbol
-		 * table), file names, line numbers (DWARF, which also expands
-		 * inline chains).  A PLT stub without lines does not unset them.
-		 */
-		if (l->mapping && l->mapping != FRAME_MAPPING) {
-			pl->mapping_id = k->map_id[l->mapping - 1];
-			pm = &k->ms[pl->mapping_id - 1];
-			if (l->symbolized)
-				pm->has_functions = true;
-			else
-				pm = NULL;
+		pl.address = l->mapping == FRAME_MAPPING ? 0 : l->address;
+		if (l->mapping && l->mapping != FRAME_MAPPING)
+			pl.mapping_id = k->map_id[l->mapping - 1];
+		if (l->nlines > k->cap_lns) {
+			free(k->lns);
+			free(k->lnp);
+			k->lns = malloc(l->nlines * sizeof(*k->lns));
+			k->lnp = malloc(l->nlines * sizeof(*k->lnp));
+			k->cap_lns = k->lns && k->lnp ? l->nlines : 0;
+			if (!k->cap_lns)
+				return -ENOMEM;
 		}
 		for (uint32_t j = 0; j < l->nlines; j++) {
 			const struct line *ln = &b->lines[l->first_line + j];
-			Perftools__Profiles__Line *pn = &k->lns[l->first_line + j];
+			Perftools__Profiles__Line *pn = &k->lns[j];
 
 			perftools__profiles__line__init(pn);
 			pn->function_id = (uint64_t)ln->func + 1;
 			pn->line = ln->line;
-			k->lnp[l->first_line + j] = pn;
+			k->lnp[j] = pn;
 			k->func_id[ln->func] = (uint64_t)ln->func + 1;
-			if (pm && b->frames.v[ln->func].file)
-				pm->has_filenames = true;
-			if (pm && ln->line)
-				pm->has_line_numbers = pm->has_inline_frames = true;
 		}
-		pl->n_line = l->nlines;
-		pl->line = l->nlines ? &k->lnp[l->first_line] : NULL;
-		k->lsp[i] = pl;
+		pl.n_line = l->nlines;
+		pl.line = l->nlines ? k->lnp : NULL;
+		ret = emit(b, 4, &pl.base);
 	}
-	prof->n_location = b->nlocs;
-	prof->location = k->lsp;
-	return 0;
+	return ret;
 }
 
-static int pack_functions(struct nw_pprof *b, struct pack *k, Perftools__Profiles__Profile *prof)
+/* The functions the locations named (their names interned, for the string table after). */
+static int write_functions(struct nw_pprof *b, struct pack *k)
 {
-	size_t n = 0;
+	int ret = 0;
 
-	k->fs = alloc_n(b->frames.n, sizeof(*k->fs));
-	k->fsp = alloc_n(b->frames.n, sizeof(*k->fsp));
-	if (!k->fs || !k->fsp)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < b->frames.n; i++) {
+	for (uint32_t i = 0; i < b->frames.n && !ret; i++) {
 		const struct nw_func *f = &b->frames.v[i];
-		Perftools__Profiles__Function *pf = &k->fs[n];
+		Perftools__Profiles__Function pf = PERFTOOLS__PROFILES__FUNCTION__INIT;
 
 		if (!k->func_id[i])
 			continue;
-		perftools__profiles__function__init(pf);
-		pf->id = k->func_id[i];
-		pf->name = str_intern(b, f->name);
+		pf.id = k->func_id[i];
+		pf.name = str_intern(b, f->name);
 		/* Names are demangled by the symbolizer; the raw one is not kept. */
-		pf->system_name = pf->name;
-		pf->filename = str_intern(b, f->file);
-		pf->start_line = f->line;
-		if (pf->name < 0 || pf->filename < 0)
+		pf.system_name = pf.name;
+		pf.filename = str_intern(b, f->file);
+		pf.start_line = f->line;
+		if (pf.name < 0 || pf.filename < 0)
 			return -ENOMEM;
-		k->fsp[n++] = pf;
+		ret = emit(b, 5, &pf.base);
 	}
-	prof->n_function = n;
-	prof->function = k->fsp;
-	return 0;
+	return ret;
+}
+
+/* The string table, each string a record of field 6. */
+static int write_strings(struct nw_pprof *b)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < b->nstrs && !ret; i++) {
+		size_t len = strlen(b->strs[i]);
+		uint8_t head[11], *p = head;
+
+		*p++ = 6 << 3 | 2;
+		p = put_varint(p, len);
+		ret = b->write(b->write_arg, head, (size_t)(p - head));
+		if (!ret && len)
+			ret = b->write(b->write_arg, b->strs[i], len);
+	}
+	return ret;
 }
 
 static int pack_header(struct nw_pprof *b, struct pack *k, Perftools__Profiles__Profile *prof)
@@ -946,7 +990,11 @@ static int pack_header(struct nw_pprof *b, struct pack *k, Perftools__Profiles__
 	return 0;
 }
 
-/* Writes the rest of the Profile after the samples: one message without them. */
+/*
+ * Writes the rest of the Profile after the samples: its scalar fields in
+ * one message, then the mappings, locations, functions and strings one
+ * record each (the string table last: everything before may add to it).
+ */
 int nw_pprof_finish(struct nw_pprof *b)
 {
 	Perftools__Profiles__Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
@@ -957,16 +1005,9 @@ int nw_pprof_finish(struct nw_pprof *b)
 
 	ret = pack_header(b, &k, &prof);
 	if (!ret)
-		ret = pack_mappings(b, &k, &prof);
-	if (!ret)
-		ret = pack_locations(b, &k, &prof);
-	if (!ret)
-		ret = pack_functions(b, &k, &prof);
+		ret = pack_mappings(b, &k);
 	if (ret)
 		goto out;
-	/* The string table last: everything above may have added to it. */
-	prof.n_string_table = b->nstrs;
-	prof.string_table = b->strs;
 	len = perftools__profiles__profile__get_packed_size(&prof);
 	buf = malloc(len ? len : 1);
 	if (!buf) {
@@ -976,6 +1017,14 @@ int nw_pprof_finish(struct nw_pprof *b)
 	perftools__profiles__profile__pack(&prof, buf);
 	ret = b->write(b->write_arg, buf, len);
 	free(buf);
+	if (!ret)
+		ret = write_mappings(b, &k);
+	if (!ret)
+		ret = write_locations(b, &k);
+	if (!ret)
+		ret = write_functions(b, &k);
+	if (!ret)
+		ret = write_strings(b);
 out:
 	pack_fini(&k);
 	return ret;

@@ -357,6 +357,25 @@ int nw_cct_reserve(struct nw_cct *cct, uint32_t n)
 	return resize(cct, n);
 }
 
+void nw_cct_trim(struct nw_cct *cct)
+{
+	struct nw_cct_node *nodes;
+	uint64_t *metrics;
+
+	if (cct->n >= cct->cap || cct->changed || cct->slots)
+		return;
+	/* Shrinking: a failed realloc leaves the larger block, still right. */
+	nodes = realloc(cct->nodes, (size_t)cct->n * sizeof(*nodes));
+	metrics = nodes ? realloc(cct->metrics, (size_t)cct->n * cct->nmetrics * sizeof(*metrics) + 1)
+			: NULL;
+	if (nodes)
+		cct->nodes = nodes;
+	if (metrics) {
+		cct->metrics = metrics;
+		cct->cap = cct->n;
+	}
+}
+
 uint32_t nw_cct_extend(struct nw_cct *cct, uint32_t n)
 {
 	uint32_t first = cct->n;

@@ -124,6 +124,11 @@ void nw_cct_link_in_order(struct nw_cct *cct);
 /* Room for @n nodes without growing.  -ENOMEM. */
 int nw_cct_reserve(struct nw_cct *cct, uint32_t n);
 /*
+ * A finished tree's room cut to its nodes (not a tree that tracks changes
+ * or keeps its index): trees grown by doubling, held side by side.
+ */
+void nw_cct_trim(struct nw_cct *cct);
+/*
  * For trees copied into one side by side: adds @n nodes to @cct, left for
  * nw_cct_copy_below() to fill, and drops the index.  The first new node's
  * number, or NW_CCT_NONE on allocation failure.

@@ -129,6 +129,15 @@ void nw_symtab_sort(struct nw_symtab *t)
 			t->entries[out++] = t->entries[i];
 	}
 	t->nentries = out;
+	/* A sorted table is read, not added to: without the doubling's slack. */
+	if (out < t->cap_entries) {
+		struct nw_symentry *fit = realloc(t->entries, (size_t)out * sizeof(*fit));
+
+		if (fit) {
+			t->entries = fit;
+			t->cap_entries = out;
+		}
+	}
 }
 
 const struct nw_symentry *nw_symtab_lookup(const struct nw_symtab *t, uint32_t module,

@@ -836,6 +836,9 @@ static void *worker_run(void *arg)
 		w->ret = expand(b, NW_CCT_ROOT, 0, p->n);
 		if (!w->ret)
 			w->ret = descend(b, 0);
+		/* Every part is held until all are grafted: without their slack. */
+		if (!w->ret)
+			nw_cct_trim(p->tree);
 		b->ncur = 0;
 	}
 	return NULL;
