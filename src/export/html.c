@@ -16,11 +16,13 @@
 #include "export/html.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <zlib.h>
 
 #include "export/export.h"
@@ -794,93 +796,152 @@ static int write_json(FILE *out, const struct nw_measurement *m, const struct nw
 	return ret;
 }
 
+/*
+ * The page's payload as it is written: JSON gzipped (windowBits 15 + 16, a
+ * gzip stream, which DecompressionStream("gzip") reads) and base64-encoded
+ * in lines of 76, through a stdio cookie stream.  Neither the JSON nor its
+ * gzip is held whole (a 1,000-thread build's 4.6 MB of JSON took 13 MB of
+ * buffers that way).
+ */
+struct gz64 {
+	FILE *out;
+	z_stream z;
+	bool failed;
+	unsigned char pend[3];  /* gzip bytes not encoded yet */
+	size_t npend;
+	char line[80];
+	size_t at;
+	unsigned char buf[65536];
+};
+
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-/* Writes @n bytes of @p as base64, in lines of 76 characters (the page strips whitespace). */
-static void put_base64(FILE *out, const unsigned char *p, size_t n)
+/* Encodes the group of @n (1 to 3) bytes at @p, padded; a full line goes out. */
+static void b64_group(struct gz64 *g, const unsigned char *p, size_t n)
 {
-	char line[80];
-	size_t at = 0;
+	uint32_t v = (uint32_t)p[0] << 16 | (n > 1 ? (uint32_t)p[1] << 8 : 0) | (n > 2 ? p[2] : 0);
 
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16;
-		size_t left = n - i;
-
-		if (left > 1)
-			v |= (uint32_t)p[i + 1] << 8;
-		if (left > 2)
-			v |= p[i + 2];
-		line[at++] = b64[v >> 18 & 63];
-		line[at++] = b64[v >> 12 & 63];
-		line[at++] = left > 1 ? b64[v >> 6 & 63] : '=';
-		line[at++] = left > 2 ? b64[v & 63] : '=';
-		if (at == 76 || i + 3 >= n) {
-			line[at++] = '\n';
-			fwrite(line, 1, at, out);
-			at = 0;
-		}
+	g->line[g->at++] = b64[v >> 18 & 63];
+	g->line[g->at++] = b64[v >> 12 & 63];
+	g->line[g->at++] = n > 1 ? b64[v >> 6 & 63] : '=';
+	g->line[g->at++] = n > 2 ? b64[v & 63] : '=';
+	if (g->at == 76) {
+		g->line[g->at++] = '\n';
+		fwrite(g->line, 1, g->at, g->out);
+		g->at = 0;
 	}
 }
 
-/* @json, gzipped, base64-encoded into @out.  -ENOMEM. */
-static int put_gzip64(FILE *out, const char *json, size_t len)
+static void b64_feed(struct gz64 *g, const unsigned char *p, size_t n)
 {
-	z_stream z = { 0 };
-	unsigned char *buf;
-	uLong cap;
+	while (n && g->npend) {
+		g->pend[g->npend++] = *p++;
+		n--;
+		if (g->npend == 3) {
+			b64_group(g, g->pend, 3);
+			g->npend = 0;
+		}
+	}
+	for (; n >= 3; p += 3, n -= 3)
+		b64_group(g, p, 3);
+	memcpy(g->pend, p, n);
+	g->npend += n;
+}
+
+/* Deflates what is in g->z with @flush, encoding its output.  false on a zlib error. */
+static bool gz64_deflate(struct gz64 *g, int flush)
+{
 	int ret;
 
-	/* windowBits 15 + 16: a gzip stream, which DecompressionStream("gzip") reads. */
-	if (deflateInit2(&z, 4, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	cap = deflateBound(&z, len) + 32;
-	buf = malloc(cap);
-	if (!buf) {
-		deflateEnd(&z);
-		return -ENOMEM;
+	do {
+		g->z.next_out = g->buf;
+		g->z.avail_out = sizeof(g->buf);
+		ret = deflate(&g->z, flush);
+		if (ret == Z_STREAM_ERROR)
+			return false;
+		b64_feed(g, g->buf, sizeof(g->buf) - g->z.avail_out);
+	} while (g->z.avail_out == 0 || (flush == Z_FINISH && ret != Z_STREAM_END));
+	return true;
+}
+
+static ssize_t gz64_write(void *cookie, const char *buf, size_t n)
+{
+	struct gz64 *g = cookie;
+
+	g->z.next_in = (Bytef *)buf;
+	g->z.avail_in = (uInt)n;
+	if (n > UINT_MAX || g->failed || !gz64_deflate(g, Z_NO_FLUSH)) {
+		g->failed = true;
+		errno = EIO;
+		return -1;
 	}
-	z.next_in = (Bytef *)json;
-	z.avail_in = (uInt)len;
-	z.next_out = buf;
-	z.avail_out = (uInt)cap;
-	ret = deflate(&z, Z_FINISH);
-	deflateEnd(&z);
-	if (ret != Z_STREAM_END) {
-		free(buf);
-		return -ENOMEM;
+	return (ssize_t)n;
+}
+
+/* Ends the gzip stream and the base64 text (its last group padded, a last newline). */
+static int gz64_close(void *cookie)
+{
+	struct gz64 *g = cookie;
+	bool ok = !g->failed;
+
+	g->z.next_in = NULL;
+	g->z.avail_in = 0;
+	if (ok)
+		ok = gz64_deflate(g, Z_FINISH);
+	if (ok && g->npend)
+		b64_group(g, g->pend, g->npend);
+	if (ok && g->at) {
+		g->line[g->at++] = '\n';
+		fwrite(g->line, 1, g->at, g->out);
 	}
-	put_base64(out, buf, cap - z.avail_out);
-	free(buf);
-	return 0;
+	deflateEnd(&g->z);
+	free(g);
+	return ok ? 0 : -1;
+}
+
+/* A stream whose bytes go to @out gzipped and base64-encoded; NULL on ENOMEM. */
+static FILE *gz64_open(FILE *out)
+{
+	cookie_io_functions_t io = { .write = gz64_write, .close = gz64_close };
+	struct gz64 *g = calloc(1, sizeof(*g));
+	FILE *f;
+
+	if (!g)
+		return NULL;
+	g->out = out;
+	/* Level 4: on a build's 4.6 MB of JSON, 8 % larger than 6 and a quarter of the export's time less. */
+	if (deflateInit2(&g->z, 4, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(g);
+		return NULL;
+	}
+	f = fopencookie(g, "w", io);
+	if (!f) {
+		deflateEnd(&g->z);
+		free(g);
+		return NULL;
+	}
+	setvbuf(f, NULL, _IOFBF, 65536);
+	return f;
 }
 
 int nw_html_write(FILE *out, const struct nw_measurement *m, const struct nw_html_opts *o)
 {
 	struct strtab st = { 0 };
 	struct nw_stacks *ss = NULL, *bs = NULL;
-	char *json = NULL;
-	size_t len = 0;
-	FILE *mem;
+	FILE *gz;
 	int ret;
 
 	if (!m || o->metric >= m->nmetrics || m->trees_dropped ||
 	    (o->base && o->base->trees_dropped))
 		return -EINVAL;
-	/* More than 4 GiB of JSON is beyond zlib's one-shot lengths (and any browser). */
-	mem = open_memstream(&json, &len);
-	if (!mem)
+	fputs(nw_webpage_before, out);
+	gz = gz64_open(out);
+	if (!gz)
 		return -ENOMEM;
-	ret = write_json(mem, m, o, &st, &ss, &bs);
-	if (fclose(mem) != 0 && !ret)
-		ret = -ENOMEM;
-	if (!ret && len > UINT32_MAX)
-		ret = -EFBIG;
-	if (!ret) {
-		fputs(nw_webpage_before, out);
-		ret = put_gzip64(out, json, len);
-		fputs(nw_webpage_after, out);
-	}
-	free(json);
+	ret = write_json(gz, m, o, &st, &ss, &bs);
+	if (fclose(gz) != 0 && !ret)
+		ret = -EIO;
+	fputs(nw_webpage_after, out);
 	free(st.v);
 	nw_index_fini(&st.ix);
 	nw_stacks_free(ss);
