@@ -3,9 +3,9 @@
  * The helpers of src/util: the hash index (util/hash.h) over an array the
  * test owns, with a good hash, a constant one (every key collides) and
  * growth; the hash helpers; the string buffer, nw_strdup_printf,
- * nw_basename and nw_grow (util/strbuf.h); files written behind
- * (util/file.h); results made side by side and taken in order
- * (util/parallel.h).
+ * nw_basename and nw_grow (util/strbuf.h); files read whole and written
+ * behind, gzipped or not (util/file.h); results made side by side and
+ * taken in order (util/parallel.h).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "util/file.h"
 #include "util/hash.h"
@@ -347,6 +348,127 @@ static void test_write_behind(void **state)
 	assert_int_equal(errno, EISDIR);
 }
 
+/* A sink that keeps what it is handed; fails with -ENOSPC past @limit bytes. */
+struct sink_buf {
+	unsigned char *v;
+	size_t n, cap, limit;
+	unsigned calls;
+};
+
+static int sink_keep(void *arg, const void *buf, size_t len)
+{
+	struct sink_buf *sb = arg;
+
+	sb->calls++;
+	if (sb->limit && sb->n + len > sb->limit)
+		return -ENOSPC;
+	if (nw_grow(&sb->v, &sb->cap, sb->n + len, 1))
+		return -ENOMEM;
+	memcpy(sb->v + sb->n, buf, len);
+	sb->n += len;
+	return 0;
+}
+
+/* Inflates the gzip stream @gz (@len bytes) and checks it is @want (@nwant bytes). */
+static void assert_gunzips_to(const unsigned char *gz, size_t len, const char *want, size_t nwant)
+{
+	unsigned char *out = malloc(nwant + 1);
+	z_stream z = { 0 };
+
+	assert_non_null(out);
+	assert_int_equal(inflateInit2(&z, 15 + 16), Z_OK);
+	z.next_in = (Bytef *)gz;
+	z.avail_in = (uInt)len;
+	z.next_out = out;
+	z.avail_out = (uInt)nwant + 1;
+	assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
+	assert_int_equal(z.total_out, nwant);
+	assert_int_equal(z.avail_in, 0);
+	assert_memory_equal(out, want, nwant);
+	inflateEnd(&z);
+	free(out);
+}
+
+/*
+ * Written behind, gzipped: to a file, all of it, what gzip reads back; to a
+ * sink, the same bytes deflated at any level; a sink's error at the close,
+ * with its errno; nothing written, an empty gzip stream.
+ */
+static void test_write_behind_gz(void **state)
+{
+	char path[] = "/tmp/nw-test-behind-gz-XXXXXX", *want, *got;
+	size_t big = 3 << 20, len;
+	struct sink_buf sb = { 0 };
+	struct nw_behind_opts o = { .fd = -1, .sink = sink_keep, .sink_arg = &sb };
+	int fd = mkstemp(path);
+	FILE *f;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	want = malloc(big);
+	assert_non_null(want);
+	/* Compressible, but not to nothing: more than a chunk of deflate's output too. */
+	for (size_t i = 0; i < big; i++)
+		want[i] = (char)('a' + (int)((i * 2654435761u) >> 13) % 26);
+	f = nw_fopen_behind_gz(path, 1);
+	assert_non_null(f);
+	for (size_t i = 0; i < big; i += 1000)
+		fwrite(want + i, 1, big - i < 1000 ? big - i : 1000, f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(nw_read_file(path, &got, &len), 0);
+	assert_gunzips_to((unsigned char *)got, len, want, big);
+	free(got);
+	unlink(path);
+
+	o.gzip = 4;
+	f = nw_open_behind(&o);
+	assert_non_null(f);
+	assert_int_equal(fwrite(want, 1, big, f), big);
+	assert_int_equal(fclose(f), 0);
+	assert_true(sb.calls > 1);
+	assert_gunzips_to(sb.v, sb.n, want, big);
+
+	/* Nothing written: a gzip stream of nothing. */
+	sb.n = 0;
+	f = nw_open_behind(&o);
+	assert_non_null(f);
+	assert_int_equal(fclose(f), 0);
+	assert_gunzips_to(sb.v, sb.n, "", 0);
+
+	/* Not gzipped: the bytes as they are. */
+	sb.n = 0;
+	o.gzip = 0;
+	f = nw_open_behind(&o);
+	assert_non_null(f);
+	fputs("plain", f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(sb.n, 5);
+	assert_memory_equal(sb.v, "plain", 5);
+
+	/* A sink that fails: the close says how. */
+	sb.n = 0;
+	sb.limit = 1000;
+	o.gzip = 1;
+	f = nw_open_behind(&o);
+	assert_non_null(f);
+	fwrite(want, 1, big, f);
+	assert_int_equal(fclose(f), EOF);
+	assert_int_equal(errno, ENOSPC);
+	/* A level deflate does not have. */
+	o.gzip = 10;
+	assert_null(nw_open_behind(&o));
+	assert_int_equal(errno, EINVAL);
+	/* A full device: ENOSPC at the close. */
+	f = nw_fopen_behind_gz("/dev/full", 1);
+	assert_non_null(f);
+	fputs("x", f);
+	assert_int_equal(fclose(f), EOF);
+	assert_int_equal(errno, ENOSPC);
+	free(sb.v);
+	free(want);
+}
+
 /* ---- results made side by side, taken in order ---- */
 
 #define NJOBS 200
@@ -482,6 +604,7 @@ int main(void)
 		cmocka_unit_test(test_put_u64),
 		cmocka_unit_test(test_parallel_ordered),
 		cmocka_unit_test(test_write_behind),
+		cmocka_unit_test(test_write_behind_gz),
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_grow),
 	};

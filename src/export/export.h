@@ -4,7 +4,7 @@
  * UTF-8 (XML, JSON, protobuf strings), the words for a metric's unit, a
  * subtitle saying what a graph shows, and the one call narwhal-record
  * makes to write exports at the end of a run.  The formats themselves live
- * in pprof.h, speedscope.h and flamegraph.h.
+ * in pprof.h, speedscope.h, chrometrace.h, flamegraph.h and html.h.
  */
 #ifndef NW_EXPORT_H
 #define NW_EXPORT_H

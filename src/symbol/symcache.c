@@ -20,8 +20,8 @@
 
 /*
  * The format, and the symbolizer's way of resolving an address: bump it
- * when symbol.c would resolve any address differently, so that no cache
- * file of an earlier version is used.
+ * when symbol.c (or dwarfsyms.c, elfsyms.c, cfinames.c) would resolve any
+ * address differently, so that no cache file of an earlier version is used.
  */
 #define MAGIC "NWSYMC3"
 #define NO_STRING UINT32_MAX

@@ -1,11 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One hash index for the whole project: an open-addressing table of u32
- * entry numbers into an array the caller owns (strings, frames, mappings,
- * locations, tree nodes...).  The caller hashes its key and says how to
- * compare a key with an entry and how to hash an entry again when the
- * table grows; the index never copies keys.  At most half full, so probes
- * stay short.
+ * The project's hash index: an open-addressing table of u32 entry numbers
+ * into an array the caller owns (strings, frames, mappings, locations,
+ * processes...).  The caller hashes its key and says how to compare a key
+ * with an entry and how to hash an entry again when the table grows; the
+ * index never copies keys.  At most half full, so probes stay short.  A
+ * new table of keys and entries uses it.
+ *
+ * Two tables on hot paths keep their own, for reasons of their own:
+ *
+ *  - the CCT's (parent, ip) index (model/cct.c) is keyed by each node's
+ *    path hash, which comes from the ips of a stack alone and is kept in
+ *    the node: an insert computes the hashes of a window of 32 levels and
+ *    prefetches all their slots before it reads any node, so the cache
+ *    misses of a deep stack overlap (that needs the table's layout, which
+ *    this index hides), and growing rehashes from the nodes, with no call
+ *    per entry;
+ *  - the unwinder's cache of compiled CFI rules (unwind/dwarf.c, one
+ *    lookup per frame of every sample) stores each 24-byte rule in its
+ *    slot, keyed by (module, file offset) in one u64 whose 0 marks an
+ *    empty slot: a lookup is one multiply and, mostly, one cache line,
+ *    where this index would read a slot, then the entry in another array
+ *    through a compare callback.  Rules are never removed.
  *
  *	uint32_t *slot = nw_index_slot(&ix, hash, eq, rehash, ctx, key);
  *	if (!slot) return -ENOMEM;
