@@ -75,6 +75,7 @@ static int decode(const struct nw_sample_format *fmt, const void *buf, size_t si
 {
 	struct nw_record r;
 	volatile uint64_t sink = 0;
+	uint64_t time = nw_record_time(fmt, buf, size);
 	int ret;
 
 	ret = nw_record_decode(fmt, buf, size, &r);
@@ -83,6 +84,9 @@ static int decode(const struct nw_sample_format *fmt, const void *buf, size_t si
 			abort();
 		return ret;
 	}
+	/* The time read for the rings' ordering is the one the record decodes to. */
+	if (time != r.sid.time)
+		abort();
 	switch (r.type) {
 	case PERF_RECORD_SAMPLE: {
 		const struct nw_sample *s = &r.sample;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The record decoder on crafted bytes, including bad sizes. */
+/* The record decoder on crafted bytes, including bad sizes; record times for ordering. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -234,6 +234,49 @@ static void test_comm_fork_lost(void **state)
 	assert_int_equal(nw_record_decode(&fmt, b.b, b.n, &r), -EBADMSG);
 }
 
+/* A record's time read without decoding it: the decoder's, for every type that has one. */
+static void test_time(void **state)
+{
+	static const struct nw_sample_format no_id_all = { .sample_type = PERF_SAMPLE_TID |
+								       PERF_SAMPLE_TIME };
+	struct buf b;
+	struct nw_record r;
+	const char comm[16] = "worker-a";
+
+	make_sample(&b);
+	assert_int_equal(nw_record_decode(&fmt, b.b, b.n, &r), 0);
+	assert_int_equal(nw_record_time(&fmt, b.b, b.n), r.sid.time);
+	assert_int_equal(nw_record_time(&fmt, b.b, b.n), 123456);
+	/* Too short for its time: 0, caught when it is decoded. */
+	assert_int_equal(nw_record_time(&fmt, b.b, 24), 0);
+
+	header(&b, PERF_RECORD_COMM, 0);
+	u32(&b, 5);
+	u32(&b, 6);
+	bytes(&b, comm, 16);
+	trailer(&b, 5, 6, 987654, 2);
+	finish(&b);
+	assert_int_equal(nw_record_decode(&fmt, b.b, b.n, &r), 0);
+	assert_int_equal(nw_record_time(&fmt, b.b, b.n), 987654);
+	assert_int_equal(r.sid.time, 987654);
+	/* Without sample_id_all a non-sample record has no trailer, so no time. */
+	assert_int_equal(nw_record_time(&no_id_all, b.b, b.n), 0);
+
+	header(&b, PERF_RECORD_SWITCH, PERF_RECORD_MISC_SWITCH_OUT);
+	trailer(&b, 5, 6, 42, 2);
+	finish(&b);
+	assert_int_equal(nw_record_decode(&fmt, b.b, b.n, &r), 0);
+	assert_int_equal(nw_record_time(&fmt, b.b, b.n), r.sid.time);
+	assert_int_equal(r.sid.time, 42);
+
+	/* A type the decoder does not know has no time. */
+	header(&b, PERF_RECORD_AUX, 0);
+	u64(&b, 1);
+	trailer(&b, 5, 6, 42, 2);
+	finish(&b);
+	assert_int_equal(nw_record_time(&fmt, b.b, b.n), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -242,6 +285,7 @@ int main(void)
 		cmocka_unit_test(test_sample_bad_counts),
 		cmocka_unit_test(test_mmap2_build_id),
 		cmocka_unit_test(test_comm_fork_lost),
+		cmocka_unit_test(test_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

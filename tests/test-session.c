@@ -2,12 +2,12 @@
 /*
  * The session's record dispatch (record/session.h) on crafted record
  * streams, without opening any perf event: nw_session_init() with two
- * software events and --call-graph fp, then byte-exact records built here
- * in the layout of s->fmt (perf_event_header, the fields of
- * s->fmt.sample_type in the kernel's order, the sample_id trailer of
- * non-sample records) fed to nw_session_process().  Checked through the
- * task table (threads, their CCT per epoch), the module table, the address
- * maps and epochs, the statistics, and the CCT API.
+ * software events and --call-graph fp, then byte-exact records built in
+ * the layout of s->fmt (tests/perfrec.h) fed to nw_session_process().
+ * Checked through the task table (threads, their CCT per epoch), the
+ * module table, the address maps and epochs, the statistics, the CCT API,
+ * and a source of events of its own (the interface of the allocation
+ * listener).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -22,11 +22,15 @@
 
 #include "model/cct.h"
 #include "model/epoch.h"
+#include "model/measurement.h"
+#include "model/metric.h"
 #include "record/session.h"
 #include "record/tasks.h"
 
+#include "perfrec.h"
+
 /* Sample ids of the two events (attr ids the kernel would hand out). */
-#define ID_A 0x1001 /* event 0 */
+#define ID_A PERFREC_TRAILER_ID /* event 0 */
 #define ID_B 0x2002 /* event 1 */
 #define ID_OFF 0x3003 /* the off-cpu event, when opened with it */
 
@@ -34,201 +38,6 @@
 #define APP_LEN 0x10000ull
 #define LIB_START 0x7f0000000000ull
 #define LIB_LEN 0x20000ull
-
-/* ---- records, byte by byte ---- */
-
-struct rec {
-	unsigned char b[2048];
-	size_t n;
-};
-
-static void put(struct rec *r, const void *p, size_t n)
-{
-	assert_true(r->n + n <= sizeof(r->b));
-	memcpy(r->b + r->n, p, n);
-	r->n += n;
-}
-
-static void p64(struct rec *r, uint64_t v)
-{
-	put(r, &v, 8);
-}
-
-static void p32(struct rec *r, uint32_t v)
-{
-	put(r, &v, 4);
-}
-
-static void begin(struct rec *r, uint32_t type, uint16_t misc)
-{
-	struct perf_event_header h = { .type = type, .misc = misc };
-
-	r->n = 0;
-	put(r, &h, sizeof(h));
-}
-
-/* Patches the header's size: the record is complete. */
-static void end(struct rec *r)
-{
-	uint16_t size = (uint16_t)r->n;
-
-	assert_int_equal(r->n % 8, 0);
-	memcpy(r->b + offsetof(struct perf_event_header, size), &size, 2);
-}
-
-/* A NUL-terminated string padded to 8 bytes, as the kernel writes it. */
-static void pstr(struct rec *r, const char *s)
-{
-	size_t n = strlen(s) + 1, pad = (8 - n % 8) % 8;
-	static const char zeros[8];
-
-	put(r, s, n);
-	put(r, zeros, pad);
-}
-
-/* The sample_id trailer in the order of include/uapi/linux/perf_event.h. */
-static void trailer(const struct nw_session *s, struct rec *r, uint32_t pid, uint32_t tid,
-		    uint64_t time)
-{
-	uint64_t t = s->fmt.sample_type;
-
-	assert_true(s->fmt.sample_id_all);
-	if (t & PERF_SAMPLE_TID) {
-		p32(r, pid);
-		p32(r, tid);
-	}
-	if (t & PERF_SAMPLE_TIME)
-		p64(r, time);
-	if (t & PERF_SAMPLE_ID)
-		p64(r, ID_A);
-	if (t & PERF_SAMPLE_STREAM_ID)
-		p64(r, ID_A);
-	if (t & PERF_SAMPLE_CPU)
-		p64(r, 0);
-	if (t & PERF_SAMPLE_IDENTIFIER)
-		p64(r, ID_A);
-}
-
-static void feed(struct nw_session *s, const struct rec *r)
-{
-	assert_int_equal(nw_session_process(s, r->b, r->n), 0);
-}
-
-static void comm(struct nw_session *s, uint32_t pid, uint32_t tid, const char *name, bool exec,
-		 uint64_t time)
-{
-	struct rec r;
-
-	begin(&r, PERF_RECORD_COMM, exec ? PERF_RECORD_MISC_COMM_EXEC : 0);
-	p32(&r, pid);
-	p32(&r, tid);
-	pstr(&r, name);
-	trailer(s, &r, pid, tid, time);
-	end(&r);
-	feed(s, &r);
-}
-
-/* A PERF_RECORD_MMAP2 with maj/min/ino (@build_id NULL) or a build-id. */
-static void mmap2(struct nw_session *s, uint32_t pid, uint64_t addr, uint64_t len, uint64_t pgoff,
-		  uint32_t prot, const char *path, const uint8_t *build_id)
-{
-	struct rec r;
-
-	begin(&r, PERF_RECORD_MMAP2,
-	      PERF_RECORD_MISC_USER | (build_id ? PERF_RECORD_MISC_MMAP_BUILD_ID : 0));
-	p32(&r, pid);
-	p32(&r, pid);
-	p64(&r, addr);
-	p64(&r, len);
-	p64(&r, pgoff);
-	if (build_id) {
-		unsigned char u[24] = { 20 };
-
-		memcpy(u + 4, build_id, 20);
-		put(&r, u, sizeof(u));
-	} else {
-		p32(&r, 8);      /* maj */
-		p32(&r, 1);      /* min */
-		p64(&r, 123456); /* ino */
-		p64(&r, 0);      /* ino_generation */
-	}
-	p32(&r, prot);
-	p32(&r, MAP_PRIVATE);
-	pstr(&r, path);
-	trailer(s, &r, pid, pid, 1);
-	end(&r);
-	feed(s, &r);
-}
-
-static void task(struct nw_session *s, uint32_t type, uint32_t pid, uint32_t ppid, uint32_t tid,
-		 uint32_t ptid, uint64_t time)
-{
-	struct rec r;
-
-	begin(&r, type, 0);
-	p32(&r, pid);
-	p32(&r, ppid);
-	p32(&r, tid);
-	p32(&r, ptid);
-	p64(&r, time);
-	trailer(s, &r, pid, tid, time);
-	end(&r);
-	feed(s, &r);
-}
-
-/* Builds a PERF_RECORD_SAMPLE in @r: leaf first @ips, the registers of s->fmt.regs_mask. */
-static void make_sample(const struct nw_session *s, struct rec *r, uint32_t pid, uint32_t tid,
-			uint64_t time, uint64_t id, uint64_t period, const uint64_t *ips, size_t n,
-			uint64_t sp)
-{
-	uint64_t t = s->fmt.sample_type;
-
-	/* The fields written below; a session that asks for more fails here. */
-	assert_int_equal(t & ~(uint64_t)(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
-					 PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD |
-					 PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER),
-			 0);
-	assert_true(t & PERF_SAMPLE_CALLCHAIN);
-	begin(r, PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER);
-	if (t & PERF_SAMPLE_IDENTIFIER)
-		p64(r, id);
-	if (t & PERF_SAMPLE_IP)
-		p64(r, n ? ips[0] : 0);
-	if (t & PERF_SAMPLE_TID) {
-		p32(r, pid);
-		p32(r, tid);
-	}
-	if (t & PERF_SAMPLE_TIME)
-		p64(r, time);
-	if (t & PERF_SAMPLE_PERIOD)
-		p64(r, period);
-	/* The kernel's callchain: a context marker, then the user ips. */
-	p64(r, n + 1);
-	p64(r, (uint64_t)PERF_CONTEXT_USER);
-	for (size_t i = 0; i < n; i++)
-		p64(r, ips[i]);
-	if (t & PERF_SAMPLE_REGS_USER) {
-		p64(r, PERF_SAMPLE_REGS_ABI_64);
-		for (int b = 0; b < 64; b++) {
-			if (!(s->fmt.regs_mask & (1ull << b)))
-				continue;
-			p64(r, b == s->arch->perf_ip ? (n ? ips[0] : 0)
-			       : b == s->arch->perf_sp ? sp
-			       : b == s->arch->perf_fp ? sp + 0x40
-						       : 0);
-		}
-	}
-	end(r);
-}
-
-static void sample(struct nw_session *s, uint32_t pid, uint32_t tid, uint64_t time, uint64_t id,
-		   uint64_t period, const uint64_t *ips, size_t n)
-{
-	struct rec r;
-
-	make_sample(s, &r, pid, tid, time, id, period, ips, n, 0x7ffd0000 + tid);
-	feed(s, &r);
-}
 
 /* ---- the session ---- */
 
@@ -241,24 +50,20 @@ static const struct nw_event events[2] = {
 
 /*
  * Files the sample ids under their events as nw_session_open() would when
- * it opens them (s->id_to_event: sorted pairs (id, event)), since no event
- * is opened here.
+ * it opens them, since no event is opened here.
  */
 static void file_ids(struct nw_session *s)
 {
-	static const uint64_t pairs[] = { ID_A, 0, ID_B, 1, ID_OFF, 2 };
-	size_t n = s->offcpu == UINT32_MAX ? 2 : 3;
-
-	s->id_to_event = malloc(sizeof(pairs));
-	assert_non_null(s->id_to_event);
-	memcpy(s->id_to_event, pairs, sizeof(pairs));
-	s->nid_to_event = n;
+	assert_int_equal(nw_session_file_id(s, ID_A, 0, false), 0);
+	assert_int_equal(nw_session_file_id(s, ID_B, 1, false), 0);
+	if (s->offcpu != UINT32_MAX)
+		assert_int_equal(nw_session_file_id(s, ID_OFF, 2, false), 0);
 }
 
 static struct nw_session *session_new(bool off_cpu)
 {
 	struct nw_session *s = calloc(1, sizeof(*s));
-	/* As tools/narwhal-record.c fills them for -e cpu-clock,task-clock -c 1000 -g fp. */
+	/* As narwhal-record fills them for -e cpu-clock,task-clock -c 1000 -g fp. */
 	struct nw_session_opts o = {
 		.events = events,
 		.nevents = 2,
@@ -860,6 +665,104 @@ static void test_off_cpu(void **state)
 	free(s);
 }
 
+/* A source of events of its own, as the allocation listener is one. */
+struct source {
+	struct nw_session_source src;
+	unsigned samples[2];       /* by its event */
+	uint32_t tid;              /* of the last sample */
+	uint32_t execs;
+};
+
+static enum nw_source_scope source_attr(void *arg, const struct nw_session *s, unsigned which,
+					struct perf_event_attr *a)
+{
+	return NW_SOURCE_TASK;
+}
+
+static void source_sample(void *arg, struct nw_session *s, unsigned which,
+			  const struct nw_sample *smp, struct nw_thread *th,
+			  const struct nw_epoch *epoch)
+{
+	struct source *src = arg;
+
+	assert_true(which < 2);
+	assert_non_null(epoch);
+	src->samples[which]++;
+	src->tid = th->tid;
+}
+
+static void source_exec(void *arg, struct nw_session *s, uint32_t pid)
+{
+	((struct source *)arg)->execs++;
+}
+
+static int source_describe(void *arg, const struct nw_session *s, struct nw_measurement *m)
+{
+	for (int i = 0; i < 3; i++)
+		if (nw_measurement_add_metric(m, "source", NW_METRIC_SAMPLES, 1) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+/*
+ * A source's samples go to it, by its own event numbers, those of
+ * processes the session does not follow are dropped; its metrics come
+ * after the events', its registers are in every sample, it hears of
+ * execs.
+ */
+static void test_source(void **state)
+{
+	struct source src = {
+		.src = { .arg = &src, .nevents = 2, .nmetrics = 3, .regs_mask = 1ull << 1,
+			 .attr = source_attr, .sample = source_sample, .exec = source_exec,
+			 .describe = source_describe },
+	};
+	struct nw_session_opts o = { .events = events, .nevents = 1, .value = 1000,
+				     .callgraph = NW_CALLGRAPH_FP, .mmap_pages = 128,
+				     .source = &src.src };
+	const uint64_t a[] = { APP_START + 0x1010, APP_START + 0x2020 };
+	struct nw_session *s = calloc(1, sizeof(*s));
+	struct nw_measurement *m = nw_measurement_new();
+
+	assert_non_null(s);
+	assert_non_null(m);
+	assert_int_equal(nw_session_init(s, &o), 0);
+	assert_int_equal(s->nmetrics, 2 + 3);
+	assert_int_equal(s->source_metric, 2);
+	assert_true(s->fmt.regs_mask & (1ull << 1));
+	assert_int_equal(nw_session_file_id(s, ID_A, 0, false), 0);
+	assert_int_equal(nw_session_file_id(s, 0x5002, 1, true), 0);
+	assert_int_equal(nw_session_file_id(s, 0x5001, 0, true), 0);
+	comm(s, 100, 101, "app", false, 10);
+	app(s, 100);
+
+	sample(s, 100, 101, 1000, 0x5001, 1, a, 2);
+	sample(s, 100, 101, 1100, 0x5002, 1, a, 2);
+	sample(s, 100, 101, 1200, 0x5002, 1, a, 2);
+	assert_int_equal(src.samples[0], 1);
+	assert_int_equal(src.samples[1], 2);
+	assert_int_equal(src.tid, 101);
+	/* Folded by the source, not by the session. */
+	assert_int_equal(s->stats.samples, 0);
+	/* Another process's: dropped before the source hears of it. */
+	sample(s, 900, 900, 1300, 0x5001, 1, a, 2);
+	assert_int_equal(src.samples[0], 1);
+	assert_int_equal(s->stats.foreign, 1);
+	assert_null(nw_tasks_find_process(&s->tasks, 900));
+	/* The sampled event's samples are the session's. */
+	sample(s, 100, 101, 1400, ID_A, 1000, a, 2);
+	assert_int_equal(s->stats.samples, 1);
+	assert_int_equal(src.samples[0] + src.samples[1], 3);
+
+	comm(s, 100, 100, "app2", true, 1500);
+	assert_int_equal(src.execs, 1);
+	assert_int_equal(nw_session_describe_metrics(s, m), 0);
+	assert_int_equal(m->nmetrics, 2 + 3);
+	nw_measurement_free(m);
+	nw_session_fini(s);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -874,6 +777,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mmap2_kinds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_stack, setup, teardown),
 		cmocka_unit_test(test_off_cpu),
+		cmocka_unit_test(test_source),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

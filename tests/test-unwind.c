@@ -240,7 +240,7 @@ struct self {
 	struct nw_unwind_ctx ctx;
 };
 
-/* Executable mappings as src/record/session.c's synthesize_map() takes them. */
+/* Executable mappings as src/record/procfs.c's synthesize_map() takes them. */
 static void self_epoch(struct self *me)
 {
 	char line[4096];

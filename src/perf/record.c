@@ -50,6 +50,21 @@ static size_t sample_id_size(uint64_t t)
 	return n;
 }
 
+/*
+ * Where TIME is in a sample (after IDENTIFIER, IP and TID: decode_sample()'s
+ * order) and in the sample_id trailer (after TID: decode_sample_id()'s).
+ */
+static size_t sample_time_offset(uint64_t t)
+{
+	return 8 * (!!(t & PERF_SAMPLE_IDENTIFIER) + !!(t & PERF_SAMPLE_IP) +
+		    !!(t & PERF_SAMPLE_TID));
+}
+
+static size_t trailer_time_offset(uint64_t t)
+{
+	return 8 * !!(t & PERF_SAMPLE_TID);
+}
+
 /* The sample_id trailer: TID, TIME, ID, STREAM_ID, CPU, IDENTIFIER. */
 static int decode_sample_id(uint64_t t, struct cursor *c, struct nw_sample_id *sid)
 {
@@ -235,4 +250,40 @@ int nw_record_decode(const struct nw_sample_format *fmt, const void *buf, size_t
 	default:
 		return 0;
 	}
+}
+
+uint64_t nw_record_time(const struct nw_sample_format *fmt, const void *buf, size_t size)
+{
+	uint64_t t = fmt->sample_type, time;
+	struct perf_event_header hdr;
+	size_t off, trailer;
+
+	if (!(t & PERF_SAMPLE_TIME) || size < sizeof(hdr))
+		return 0;
+	memcpy(&hdr, buf, sizeof(hdr));
+	switch (hdr.type) {
+	case PERF_RECORD_SAMPLE:
+		off = sizeof(hdr) + sample_time_offset(t);
+		break;
+	/* The types nw_record_decode() splits a trailer off. */
+	case PERF_RECORD_MMAP2:
+	case PERF_RECORD_COMM:
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+	case PERF_RECORD_SWITCH:
+	case PERF_RECORD_LOST:
+	case PERF_RECORD_THROTTLE:
+	case PERF_RECORD_UNTHROTTLE:
+		trailer = sample_id_size(t);
+		if (!fmt->sample_id_all || size < sizeof(hdr) + trailer)
+			return 0;
+		off = size - trailer + trailer_time_offset(t);
+		break;
+	default:
+		return 0;
+	}
+	if (off + 8 > size)
+		return 0;
+	memcpy(&time, (const unsigned char *)buf + off, 8);
+	return time;
 }

@@ -95,6 +95,16 @@ struct nw_record {
 int nw_record_decode(const struct nw_sample_format *fmt, const void *buf, size_t size,
 		     struct nw_record *out);
 
+/*
+ * The time of the record in @buf (@size bytes, header included), read
+ * from its bytes without decoding the rest: for putting the records of
+ * several rings in time order.  0 for a record nw_record_decode() gives no
+ * time (a type it does not decode, a format without PERF_SAMPLE_TIME or,
+ * for non-sample records, without sample_id_all) and for one too short to
+ * hold it; such a record is caught when it is decoded.
+ */
+uint64_t nw_record_time(const struct nw_sample_format *fmt, const void *buf, size_t size);
+
 /* The i-th u64 of an unaligned array. */
 static inline uint64_t nw_rd64(const unsigned char *p, size_t i)
 {

@@ -12,6 +12,7 @@
 
 #include "alloc/abi.h"
 #include "elf/facts.h"
+#include "model/metric.h"
 #include "perf/tracefs.h"
 #include "util/strbuf.h"
 
@@ -402,4 +403,362 @@ bool nw_alloc_live_freed(struct nw_alloc_live *l, uint32_t pid, uint64_t ptr, ui
 		return true;
 	}
 	return false;
+}
+
+/* ---- the listener: allocation samples into the session's trees ---- */
+
+/* Argument @i of the function a uprobe sample stopped at; false without registers. */
+static bool marker_arg(const struct nw_session *s, const struct nw_sample *smp, unsigned i,
+		       uint64_t *ret)
+{
+	return nw_session_reg(s, smp, s->arch->perf_args[i], ret);
+}
+
+/* What a live allocation added to the live metrics of its node (from @metric on), taken back. */
+static void take_back(unsigned metric, const struct nw_alloc_entry *e)
+{
+	uint64_t *m = nw_cct_metrics(e->cct, e->node) + metric;
+
+	m[2] -= e->objects < m[2] ? e->objects : m[2];
+	m[3] -= e->bytes < m[3] ? e->bytes : m[3];
+	nw_cct_mark_changed(e->cct, e->node);
+}
+
+static void drop_one(void *arg, const struct nw_alloc_entry *e)
+{
+	take_back(*(const unsigned *)arg, e);
+}
+
+/*
+ * Pointer @ptr of process @pid freed at @time: if sampled, its live
+ * metrics go; else the free is noted, in case its allocation's sample
+ * comes in a later read round (another CPU's ring).
+ */
+static void free_ptr(struct nw_alloc_listener *l, const struct nw_session *s, uint32_t pid,
+		     uint64_t ptr, uint64_t time)
+{
+	struct nw_alloc_entry e;
+
+	if (nw_alloc_live_remove(&l->live, pid, ptr, &e)) {
+		take_back(s->source_metric, &e);
+		l->stats.frees++;
+	} else if (!l->o->libc.path) {
+		/* Attached, most frees are of unsampled blocks: nothing to note. */
+		nw_alloc_live_orphan(&l->live, pid, ptr, time);
+	}
+}
+
+/* A free of a sampled allocation (the interposer's marker). */
+static void process_free(struct nw_alloc_listener *l, struct nw_session *s,
+			 const struct nw_sample *smp)
+{
+	uint64_t ptr;
+
+	if (!marker_arg(s, smp, 0, &ptr)) {
+		s->stats.bad_records++;
+		return;
+	}
+	free_ptr(l, s, smp->sid.pid, ptr, smp->sid.time);
+}
+
+/* The live table's part of fold(): @m is the node's metrics from the listener's on. */
+static void keep_live(struct nw_alloc_listener *l, struct nw_session *s,
+		      const struct nw_alloc_entry *e, uint64_t time, uint64_t *m)
+{
+	struct nw_alloc_entry old;
+	int ret;
+
+	/* Its free was read first (from another CPU's ring, a round earlier). */
+	if (nw_alloc_live_freed(&l->live, e->pid, e->ptr, time)) {
+		l->stats.frees++;
+		return;
+	}
+	ret = nw_alloc_live_add(&l->live, e, &old);
+	if (ret < 0) {
+		s->stats.alloc_failures++;
+		return;
+	}
+	if (ret == 1)
+		take_back(s->source_metric, &old); /* its free was lost: the address is used again */
+	m[2] += e->objects;
+	m[3] += e->bytes;
+}
+
+/*
+ * A sampled allocation of @ptr, @size bytes at @rate, with @flags
+ * (alloc/abi.h), whose stack is s->frames[@skip, @n): weighed into the
+ * node of that stack in the thread's tree, and into the live table unless
+ * its free cannot be seen.
+ */
+static void fold(struct nw_alloc_listener *l, struct nw_session *s, const struct nw_sample *smp,
+		 struct nw_thread *th, const struct nw_epoch *epoch, size_t skip, size_t n,
+		 uint64_t ptr, uint64_t size, uint64_t rate, uint64_t flags)
+{
+	struct nw_alloc_entry e = { .pid = smp->sid.pid, .ptr = ptr };
+	uint64_t *m;
+	double ow, bw;
+
+	if (skip == n) {
+		s->stats.empty_stacks++;
+		return;
+	}
+	e.cct = nw_thread_cct(th, epoch, s->nmetrics);
+	e.node = e.cct ? nw_cct_insert(e.cct, s->frames + skip, n - skip) : NW_CCT_NONE;
+	if (e.node == NW_CCT_NONE) {
+		s->stats.alloc_failures++;
+		return;
+	}
+	nw_alloc_weight(size, rate, &ow, &bw);
+	e.objects = (uint64_t)(ow + 0.5);
+	e.bytes = (uint64_t)(bw + 0.5);
+	m = nw_cct_metrics(e.cct, e.node) + s->source_metric;
+	m[0] += e.objects;
+	m[1] += e.bytes;
+	nw_cct_mark_changed(e.cct, e.node);
+	l->stats.samples++;
+	th->samples++;
+	if (!th->first_time)
+		th->first_time = smp->sid.time;
+	th->last_time = smp->sid.time;
+	if (flags & NW_ALLOC_UNTRACKED)
+		l->stats.untracked++;
+	else
+		keep_live(l, s, &e, smp->sid.time, m);
+}
+
+/*
+ * A sampled allocation reported by the interposer: its stack unwound,
+ * the interposer's own frames (the marker at the leaf) cut so that the
+ * leaf is the allocator's caller.
+ */
+static void process_alloc(struct nw_alloc_listener *l, struct nw_session *s,
+			  const struct nw_sample *smp, struct nw_thread *th,
+			  const struct nw_epoch *epoch)
+{
+	const struct nw_map *marker = nw_epoch_find(epoch, smp->ip);
+	uint64_t ptr, size, rate, flags;
+	size_t skip = 0, n = nw_session_unwind(s, th, epoch, smp);
+
+	if (!n) {
+		s->stats.empty_stacks++;
+		return;
+	}
+	if (!marker_arg(s, smp, 0, &ptr) || !marker_arg(s, smp, 1, &size) ||
+	    !marker_arg(s, smp, 2, &rate) || !marker_arg(s, smp, 3, &flags)) {
+		s->stats.bad_records++;
+		return;
+	}
+	while (marker && skip < n) {
+		const struct nw_map *map = nw_epoch_find(epoch, s->frames[skip].ip);
+
+		if (!map || map->module != marker->module)
+			break;
+		skip++;
+	}
+	fold(l, s, smp, th, epoch, skip, n, ptr, size, rate, flags);
+}
+
+/* Attached: the entry of C library function @fn noted in @t (free frees at once). */
+static void libc_entry(struct nw_alloc_listener *l, struct nw_session *s,
+		       const struct nw_sample *smp, struct nw_alloc_thread *t, enum nw_alloc_fn fn,
+		       uint64_t sp, uint64_t a0, uint64_t a1)
+{
+	uint32_t k;
+
+	/* Calls under way at or above this stack depth returned unseen (records lost). */
+	while (t->npending && t->pending[t->npending - 1].sp <= sp)
+		t->npending--;
+	if (fn == NW_ALLOC_FN_FREE) {
+		if (!t->npending)
+			free_ptr(l, s, smp->sid.pid, a0, smp->sid.time);
+		return;
+	}
+	if (t->npending == NW_ALLOC_PENDING)
+		memmove(t->pending, t->pending + 1, sizeof(t->pending[0]) * --t->npending);
+	k = t->npending++;
+	t->pending[k].sp = sp;
+	t->pending[k].fn = fn;
+	t->pending[k].old = fn == NW_ALLOC_FN_REALLOC ? a0 : 0;
+	t->pending[k].size = fn == NW_ALLOC_FN_MALLOC		  ? a0
+			     : fn != NW_ALLOC_FN_CALLOC		  ? a1
+			     : a1 && a0 > UINT64_MAX / a1 ? UINT64_MAX
+							  : a0 * a1;
+}
+
+/*
+ * Attached: the entry or return (@ret) of C library function @fn in
+ * thread @th.  An entry notes the call (its stack pointer, size, old
+ * pointer) or, for free, frees; a return finds its entry by the stack
+ * pointer, and when it is the outermost allocator call under way (glibc's
+ * realloc calls malloc, say) and the recorder's byte sampler picks it,
+ * the caller's stack is unwound and the allocation folded in.
+ */
+static void process_libc(struct nw_alloc_listener *l, struct nw_session *s,
+			 const struct nw_sample *smp, struct nw_thread *th,
+			 const struct nw_epoch *epoch, enum nw_alloc_fn fn, bool ret)
+{
+	struct nw_alloc_thread *t = th->alloc ? th->alloc : calloc(1, sizeof(*t));
+	uint64_t sp, a0 = 0, a1 = 0, ptr, rate = l->o->rate;
+	uint32_t k;
+
+	th->alloc = t;
+	if (!t) {
+		s->stats.alloc_failures++;
+		return;
+	}
+	if (!nw_session_reg(s, smp, s->arch->perf_sp, &sp) || !marker_arg(s, smp, 0, &a0) ||
+	    !marker_arg(s, smp, 1, &a1) || !nw_session_reg(s, smp, s->arch->perf_ret, &ptr)) {
+		s->stats.bad_records++;
+		return;
+	}
+	if (!ret) {
+		libc_entry(l, s, smp, t, fn, sp, a0, a1);
+		return;
+	}
+	for (k = t->npending; k > 0; k--)
+		if (t->pending[k - 1].sp == sp - (uint64_t)s->arch->ret_sp_adjust &&
+		    t->pending[k - 1].fn == fn)
+			break;
+	if (!k)
+		return; /* its entry was lost */
+	t->npending = k - 1;
+	if (t->npending)
+		return; /* inside another allocator call, which counts */
+	if (t->pending[k - 1].old)
+		free_ptr(l, s, smp->sid.pid, t->pending[k - 1].old, smp->sid.time);
+	if (!ptr)
+		return;
+	if (rate > 1) {
+		if (!t->sampler.rng)
+			nw_alloc_sampler_seed(&t->sampler, nw_hash_u64(th->tid ^ smp->sid.time), rate);
+		if (!nw_alloc_sample(&t->sampler, t->pending[k - 1].size, rate))
+			return;
+	}
+	/* The return's sample: the caller's registers and stack, at the return address. */
+	fold(l, s, smp, th, epoch, 0, nw_session_unwind(s, th, epoch, smp), ptr,
+	     t->pending[k - 1].size, rate, 0);
+}
+
+/*
+ * The markers' uprobes, opened per CPU for every task, not inherited:
+ * the kernel reads the library's path from the user memory of the task an
+ * event is inherited into, where our pointer means nothing (clone and fork
+ * then fail with EFAULT); samples of processes not ours are dropped.  A
+ * free needs only its argument: no stack copy.  Attached, a tracefs uprobe
+ * on the C library, inherited like the sampled events: an entry needs its
+ * arguments only; a return, the pointer and the caller's stack.
+ */
+static enum nw_source_scope event_attr(void *arg, const struct nw_session *s, unsigned which,
+				       struct perf_event_attr *a)
+{
+	const struct nw_alloc_listener *l = arg;
+	const struct nw_alloc_event *ev = &l->events[which];
+
+	(void)s;
+	a->sample_period = 1;
+	a->exclude_callchain_kernel = 1;
+	if (ev->kind == NW_ALLOC_EV_LIBC) {
+		a->type = PERF_TYPE_TRACEPOINT;
+		a->config = l->o->libc.ids[ev->fn][ev->ret];
+		if (!ev->ret) {
+			a->exclude_callchain_user = 1;
+			if (a->sample_stack_user)
+				a->sample_stack_user = 8;
+		}
+		return NW_SOURCE_TASK;
+	}
+	a->type = (uint32_t)l->o->uprobe_type;
+	a->config1 = (uint64_t)(uintptr_t)l->o->library;
+	a->config2 = ev->kind == NW_ALLOC_EV_SAMPLE ? l->o->sample_off : l->o->free_off;
+	a->inherit = 0;
+	a->enable_on_exec = 0;
+	a->exclude_kernel = 1;
+	if (ev->kind == NW_ALLOC_EV_FREE && a->sample_stack_user)
+		a->sample_stack_user = 8;
+	return NW_SOURCE_CPU;
+}
+
+static void on_sample(void *arg, struct nw_session *s, unsigned which, const struct nw_sample *smp,
+		      struct nw_thread *th, const struct nw_epoch *epoch)
+{
+	struct nw_alloc_listener *l = arg;
+	const struct nw_alloc_event *ev = &l->events[which];
+
+	switch (ev->kind) {
+	case NW_ALLOC_EV_SAMPLE:
+		process_alloc(l, s, smp, th, epoch);
+		break;
+	case NW_ALLOC_EV_FREE:
+		process_free(l, s, smp);
+		break;
+	case NW_ALLOC_EV_LIBC:
+		process_libc(l, s, smp, th, epoch, ev->fn, ev->ret);
+		break;
+	}
+}
+
+/* The image that held them is gone: its allocations are no longer live. */
+static void on_exec(void *arg, struct nw_session *s, uint32_t pid)
+{
+	struct nw_alloc_listener *l = arg;
+	unsigned metric = s->source_metric;
+
+	nw_alloc_live_drop_pid(&l->live, pid, drop_one, &metric);
+}
+
+/* alloc-objects, alloc-bytes, inuse-objects, inuse-bytes; their period: the rate in bytes. */
+static int describe(void *arg, const struct nw_session *s, struct nw_measurement *m)
+{
+	const struct nw_alloc_listener *l = arg;
+
+	(void)s;
+	for (int k = NW_METRIC_ALLOC_OBJECTS; k <= NW_METRIC_INUSE_BYTES; k++) {
+		int ret = nw_measurement_add_metric(m, NW_ALLOC_EVENT, (enum nw_metric_kind)k,
+						    l->o->rate);
+
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+void nw_alloc_listener_init(struct nw_alloc_listener *l, const struct nw_alloc_opts *o)
+{
+	const struct nw_arch_ops *arch = nw_arch_host();
+
+	memset(l, 0, sizeof(*l));
+	l->o = o;
+	nw_alloc_live_init(&l->live);
+	if (o->libc.path) {
+		for (unsigned fn = 0; fn < NW_ALLOC_FNS; fn++)
+			for (unsigned r = 0; r < 2; r++)
+				if (o->libc.ids[fn][r])
+					l->events[l->nevents++] = (struct nw_alloc_event){
+						.kind = NW_ALLOC_EV_LIBC, .fn = fn, .ret = r };
+	} else {
+		l->events[l->nevents++].kind = NW_ALLOC_EV_SAMPLE;
+		l->events[l->nevents++].kind = NW_ALLOC_EV_FREE;
+	}
+	l->source = (struct nw_session_source){
+		.arg = l,
+		.nevents = l->nevents,
+		.nmetrics = 4,
+		.bursty = true,
+		.attr = event_attr,
+		.sample = on_sample,
+		.exec = on_exec,
+		.describe = describe,
+	};
+	/* The markers' (and the C library's) arguments, read at their entry;
+	 * the return value and the stack pointer, at a return. */
+	for (unsigned i = 0; arch && i < 4; i++)
+		l->source.regs_mask |= 1ull << arch->perf_args[i];
+	if (arch)
+		l->source.regs_mask |= 1ull << arch->perf_ret | 1ull << arch->perf_sp;
+}
+
+void nw_alloc_listener_fini(struct nw_alloc_listener *l)
+{
+	nw_alloc_live_fini(&l->live);
+	memset(l, 0, sizeof(*l));
 }

@@ -5,8 +5,10 @@
  * its two marker functions (alloc/abi.h), and the table of sampled
  * allocations still live, so that a free taken in any thread takes back
  * what its allocation added to the live metrics of the tree and node it
- * was sampled in.  The session (record/session.c) opens the uprobes and
- * folds the samples; this module keeps no tree of its own.
+ * was sampled in; and the listener that folds the allocation samples into
+ * the session's trees: a source of events of the session (session.h),
+ * which opens its probes beside the sampled events and hands it their
+ * samples.  This module keeps no tree of its own.
  */
 #ifndef NW_RECORD_ALLOC_H
 #define NW_RECORD_ALLOC_H
@@ -17,6 +19,7 @@
 
 #include "alloc/sampler.h"
 #include "model/cct.h"
+#include "record/session.h"
 #include "util/hash.h"
 
 /*
@@ -159,5 +162,49 @@ static inline size_t nw_alloc_live_count(const struct nw_alloc_live *l)
 {
 	return l->index.n;
 }
+
+/* What the listener's events are: the interposer's markers, or a C library function's probe. */
+enum nw_alloc_event_kind {
+	NW_ALLOC_EV_SAMPLE,          /* narwhal_alloc_sample(): a sampled allocation */
+	NW_ALLOC_EV_FREE,            /* narwhal_free_sample(): a sampled block freed */
+	NW_ALLOC_EV_LIBC,            /* attached: the entry or return of a C library function */
+};
+
+struct nw_alloc_event {
+	enum nw_alloc_event_kind kind;
+	enum nw_alloc_fn fn;         /* NW_ALLOC_EV_LIBC: the function */
+	bool ret;                    /* NW_ALLOC_EV_LIBC: its return, else its entry */
+};
+
+struct nw_alloc_stats {
+	uint64_t samples;            /* sampled allocations folded into a CCT */
+	uint64_t frees;              /* frees of sampled allocations matched */
+	uint64_t untracked;          /* sampled allocations whose free cannot be seen */
+};
+
+/*
+ * The allocation listener (doc/ALLOCATIONS.md): the session's source of
+ * allocation events.  Each sampled allocation is unwound, the
+ * interposer's own frames cut, and weighed into the alloc-* and inuse-*
+ * metrics of its node (the session's four source metrics); its free takes
+ * the inuse-* back through the live table.  Attached, it samples the C
+ * library's calls by bytes itself.
+ */
+struct nw_alloc_listener {
+	struct nw_session_source source; /* give it to the session: nw_session_opts.source */
+	const struct nw_alloc_opts *o;
+	struct nw_alloc_live live;   /* sampled allocations not freed yet */
+	struct nw_alloc_stats stats;
+	unsigned nevents;
+	struct nw_alloc_event events[2 * NW_ALLOC_FNS];
+};
+
+/*
+ * Readies @l for the allocations @o describes (borrowed until
+ * nw_alloc_listener_fini()): its events are the markers' uprobes, or
+ * attached (o->libc.path) the C library's probes defined so far.
+ */
+void nw_alloc_listener_init(struct nw_alloc_listener *l, const struct nw_alloc_opts *o);
+void nw_alloc_listener_fini(struct nw_alloc_listener *l);
 
 #endif

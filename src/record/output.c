@@ -47,6 +47,34 @@ static void remove_tree(const char *path)
 	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+int nw_output_check(const char *dir, char *err, size_t errlen)
+{
+	char parent[PATH_MAX];
+	char *slash;
+
+	if (snprintf(parent, sizeof(parent), "%s", dir) >= (int)sizeof(parent)) {
+		nw_set_err(err, errlen, "%s: path too long", dir);
+		return -ENAMETOOLONG;
+	}
+	while ((slash = strrchr(parent, '/')) && slash[1] == 0 && slash != parent)
+		*slash = 0; /* trailing slashes */
+	slash = strrchr(parent, '/');
+	if (!slash)
+		strcpy(parent, ".");
+	else if (slash == parent)
+		parent[1] = 0;
+	else
+		*slash = 0;
+	if (access(parent, W_OK | X_OK) < 0) {
+		int e = errno;
+
+		nw_set_err(err, errlen, "cannot write the measurement into %s: %s", parent,
+			   strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
 int nw_output_init(struct nw_output *out, const struct nw_output_opts *o, uint64_t now,
 		   char *err, size_t errlen)
 {

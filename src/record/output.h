@@ -50,6 +50,12 @@ struct nw_output {
 };
 
 /*
+ * Checks before the run that a measurement can be written to @dir: its
+ * parent directory exists and is writable.  -errno with a message in @err.
+ */
+int nw_output_check(const char *dir, char *err, size_t errlen);
+
+/*
  * Starts at CLOCK_MONOTONIC @now.  With rotation, creates DIR (an older
  * run's DIR moves aside to DIR.old).  -errno with a message in @err.
  */

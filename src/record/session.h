@@ -1,17 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A recording session: the events (one per online CPU per event, inherited
- * by every thread and child of the target), their mmap rings, and the
- * dispatch of every record: MMAP2 to address maps, COMM/FORK/EXIT to the
- * task table, SAMPLE through the unwinder into the CCT of (thread, epoch),
- * LOST/THROTTLE to counters.  Records of one read round are processed in
- * time order across the rings, where they lie in the rings (only a record
- * that wraps the end of a ring is copied).
+ * by every thread and child of the target) and their mmap rings
+ * (session.c); the dispatch of every record (dispatch.c): MMAP2 to address
+ * maps, COMM/FORK/EXIT to the task table, SAMPLE through the unwinder into
+ * the CCT of (thread, epoch) and to the listeners, SWITCH (a thread running
+ * again) to the time off the CPU of the stack it blocked in, LOST/THROTTLE
+ * to counters; the tables seeded from /proc when attaching or recording
+ * the whole machine (procfs.c).  Records of one read round are processed in
+ * time order across the rings (record/ordered.h).  A source of events of
+ * its own, the allocation listener (record/alloc.h), has its events opened
+ * beside the sampled ones and gets their samples.
  */
 #ifndef NW_SESSION_H
 #define NW_SESSION_H
 
-#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -23,7 +26,7 @@
 #include "perf/event.h"
 #include "perf/record.h"
 #include "perf/ring.h"
-#include "record/alloc.h"
+#include "record/ordered.h"
 #include "record/tasks.h"
 #include "unwind/unwind.h"
 
@@ -43,11 +46,11 @@ struct nw_session_opts {
 				    * below the user stack (needs kernel samples) */
 	bool idle;                 /* system-wide: keep the idle task's samples (pid 0) */
 	/*
-	 * Allocations (doc/ALLOCATIONS.md): uprobes on libnarwhal-alloc's
-	 * markers, four more metrics; NULL: none.  The caller's, kept until
-	 * nw_session_fini().  With it, @nevents may be 0.
+	 * A source of events of its own (the allocation listener); NULL: none.
+	 * The caller's, kept until nw_session_fini().  With it, @nevents may
+	 * be 0.
 	 */
-	const struct nw_alloc_opts *alloc;
+	const struct nw_session_source *source;
 };
 
 #define NW_SESSION_MIN_PAGES 16
@@ -60,11 +63,8 @@ struct nw_session_stats {
 	uint64_t ring_resyncs;     /* times a ring reader lost track and skipped ahead */
 	uint64_t empty_stacks;     /* samples without a user frame */
 	uint64_t idle;             /* system-wide: samples of the idle task, dropped */
-	uint64_t alloc_failures;   /* samples dropped for lack of memory */
-	uint64_t alloc_samples;    /* sampled allocations folded into a CCT */
-	uint64_t alloc_frees;      /* frees of sampled allocations matched */
-	uint64_t alloc_untracked;  /* sampled allocations whose free cannot be seen */
-	uint64_t alloc_foreign;    /* marker samples of processes not recorded, dropped */
+	uint64_t alloc_failures;   /* records dropped for lack of memory */
+	uint64_t foreign;          /* a source's samples of processes not recorded, dropped */
 };
 
 /* Per-event state of the session, for the measurement's metric table. */
@@ -94,6 +94,59 @@ struct nw_session_hooks {
 
 #define NW_SESSION_MAX_HOOKS 4
 
+struct nw_session;
+
+/*
+ * Where a source opens one of its events: on each task as the sampled
+ * events are (on every CPU, inherited, enabled with them); or once per
+ * CPU for every task, at the session's first open, enabled at once (it
+ * fires in processes the session does not follow: their samples are
+ * dropped and counted in stats.foreign).
+ */
+enum nw_source_scope {
+	NW_SOURCE_TASK,
+	NW_SOURCE_CPU,
+};
+
+/*
+ * A listener with events of its own (perf's struct perf_tool for events
+ * the session does not fold itself): the allocation listener of --alloc
+ * (record/alloc.h).  Its events are numbered from 0 to nevents - 1; the
+ * session opens them beside the sampled ones and calls it back with their
+ * samples, without knowing what they mean.
+ *
+ *  - attr: makes @a, filled as for a sampled event that does not bring
+ *    the side-band records (sample format, registers, stack copy, clock,
+ *    enable at exec when launching), into its event @which; returns where
+ *    it is opened;
+ *  - sample: a sample of its event @which, by thread @th of a process the
+ *    session follows, whose address space is at @epoch;
+ *  - exec: process @pid replaced its image (NULL: nothing to do);
+ *  - describe: adds the descriptors of its metrics to @m, after the
+ *    events' (-ENOMEM).
+ */
+struct nw_session_source {
+	void *arg;
+	unsigned nevents;
+	unsigned nmetrics;         /* its metrics in every tree, from s->source_metric on */
+	uint64_t regs_mask;        /* user registers its samples need beyond the unwinder's */
+	bool bursty;               /* its samples come in bursts: the reader wakes sooner */
+	enum nw_source_scope (*attr)(void *arg, const struct nw_session *s, unsigned which,
+				     struct perf_event_attr *a);
+	void (*sample)(void *arg, struct nw_session *s, unsigned which,
+		       const struct nw_sample *smp, struct nw_thread *th,
+		       const struct nw_epoch *epoch);
+	void (*exec)(void *arg, struct nw_session *s, uint32_t pid);
+	int (*describe)(void *arg, const struct nw_session *s, struct nw_measurement *m);
+};
+
+/* Which event a sample id was opened for: a sampled one, or the source's. */
+struct nw_session_id {
+	uint64_t id;
+	uint32_t event;            /* index into events, or the source's own number */
+	bool source;
+};
+
 struct nw_session {
 	struct nw_session_opts opts;
 	const struct nw_arch_ops *arch;
@@ -102,41 +155,29 @@ struct nw_session {
 	unsigned offcpu;           /* index of the off-cpu event, UINT32_MAX: none */
 	/*
 	 * 2 metrics per event: samples and period sum; for the off-cpu event,
-	 * context switches and nanoseconds off the CPU.  Then, with
-	 * allocations, from alloc_metric on: alloc-objects, alloc-bytes,
-	 * inuse-objects, inuse-bytes.
+	 * context switches and nanoseconds off the CPU.  Then the source's,
+	 * from source_metric on.
 	 */
 	unsigned nmetrics;
-	unsigned alloc_metric;     /* UINT32_MAX: no allocations */
-	struct nw_alloc_live live; /* sampled allocations not freed yet */
-	bool alloc_open;           /* the markers' uprobes are open (once, on every CPU) */
+	unsigned source_metric;    /* UINT32_MAX: no source */
+	bool source_open;          /* the source's per-CPU events are open */
 	struct nw_session_event *events;
 	int ncpus;
 	int *fds;                  /* every event fd, all CPUs and tasks */
 	size_t nfds, cap_fds;
-	int *ring_fd;              /* per CPU: the fd that owns its ring, -1: none */
-	struct nw_ring *rings;     /* one per CPU */
+	struct nw_session_id *ids; /* the fds' sample ids, sorted by id */
+	size_t nids, cap_ids;
+	int *ring_fd;              /* per CPU: the fd that owns its ring (to poll), -1: none */
+	struct nw_ring *rings;     /* one per CPU; meta NULL: not mapped */
 	void **maps;
 	size_t map_len;
-	/*
-	 * To poll: one per CPU (its ring's fd), then one more, pfds[ncpus],
-	 * that the owner may set (a pidfd of the launched program); -1: none.
-	 */
-	struct pollfd *pfds;
 	struct nw_task_table tasks;
 	struct nw_module_table modules;
 	struct nw_elf_cache *elf;  /* the ELF facts of every module mapped */
 	struct nw_unwinder unwinder;
 	struct nw_session_stats stats;
-	/* One read round's records, copied out of the rings and sorted by time. */
-	unsigned char *batch;
-	size_t batch_len, batch_cap;
-	struct nw_batch_ref *refs;
-	size_t nrefs, cap_refs;
-	uint64_t *held;            /* per CPU: the ring's read position, released after the round */
-	struct nw_frame *frames;
-	uint64_t *id_to_event;     /* sorted pairs (id, event index) */
-	size_t nid_to_event;
+	struct nw_ordered order;   /* the rings read in time order */
+	struct nw_frame *frames;   /* the sample being processed, unwound */
 	/* listeners (nw_session_listen()), owned by the caller */
 	const struct nw_session_hooks *hooks[NW_SESSION_MAX_HOOKS];
 	unsigned nhooks;
@@ -144,6 +185,8 @@ struct nw_session {
 	int *kept_fds;             /* files of modules read through an fd (containers, deleted) */
 	size_t nkept, cap_kept;
 };
+
+/* ---- session.c: the events and their rings ---- */
 
 /* Fills @s and checks @opts.  -EINVAL, -ENOMEM. */
 int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts);
@@ -165,23 +208,38 @@ int nw_session_open(struct nw_session *s, pid_t pid);
  */
 int nw_session_attach(struct nw_session *s, pid_t tid);
 /*
- * Seeds the tables from /proc for an attach: the process's executable
- * mappings (its first epoch) and its threads' names.  -ESRCH when the
- * process is gone, -ENOMEM.
- */
-int nw_session_synthesize(struct nw_session *s, pid_t pid);
-/*
  * System-wide (-a): opens every event on every CPU @cpus selects (NULL:
  * every online one), for every task, and enables them.  -errno from
  * perf_event_open (EACCES/EPERM: not allowed) or mmap.
  */
 int nw_session_open_system(struct nw_session *s, const bool *cpus);
 /*
- * Seeds the tables from /proc with every process running now (their
- * mappings, names and threads), for a system-wide recording.  Processes
- * that end meanwhile are skipped.  -ENOMEM.
+ * Files sample id @id under @event (the source's own number when @source):
+ * what opening an event does, for tests that open none.  -ENOMEM.
  */
-int nw_session_synthesize_all(struct nw_session *s);
+int nw_session_file_id(struct nw_session *s, uint64_t id, unsigned event, bool source);
+/* Reads every ring once and processes what it held.  Returns records processed or -errno. */
+int nw_session_read(struct nw_session *s);
+/* Disables the events so nothing more arrives (ends an attach or a stopped run). */
+void nw_session_disable(struct nw_session *s);
+/* Unmaps, closes, frees.  Works on a half-opened session. */
+void nw_session_fini(struct nw_session *s);
+
+/* ---- dispatch.c: records into the tables and trees ---- */
+
+/* Processes one record: -EBADMSG when it does not decode. */
+int nw_session_process(struct nw_session *s, const void *rec, size_t size);
+/*
+ * Unwinds @smp of thread @th at @epoch into s->frames: the frame count
+ * (0: no frame).
+ */
+size_t nw_session_unwind(struct nw_session *s, const struct nw_thread *th,
+			 const struct nw_epoch *epoch, const struct nw_sample *smp);
+/* User register @reg (perf's number) of @smp: false when the sample has no such register. */
+bool nw_session_reg(const struct nw_session *s, const struct nw_sample *smp, int reg,
+		    uint64_t *ret);
+/* Ends the recording at CLOCK_MONOTONIC @now: threads still off the CPU are charged until then. */
+void nw_session_finish(struct nw_session *s, uint64_t now);
 /*
  * Takes back what one event of a trace added (the flight recorder forgets
  * what is older than its window): a sample of @event with @period, or an
@@ -200,26 +258,40 @@ void nw_session_restart(struct nw_session *s);
  * so that the next writes only the nodes changed after (nw_cct changed).
  */
 void nw_session_clear_changes(struct nw_session *s);
-
-/* Ends the recording at CLOCK_MONOTONIC @now: threads still off the CPU are charged until then. */
-void nw_session_finish(struct nw_session *s, uint64_t now);
-/* Reads every ring once and processes what it held.  Returns records processed or -errno. */
-int nw_session_read(struct nw_session *s);
-/* Disables the events so nothing more arrives (ends an attach or a stopped run). */
-void nw_session_disable(struct nw_session *s);
-/* Unmaps, closes, frees.  Works on a half-opened session. */
-void nw_session_fini(struct nw_session *s);
-
 /*
  * Adds the descriptors of the session's metrics to @m: per event, samples
  * (metric 2e) and period sum (2e + 1); for the off-CPU event, switches and
- * nanoseconds off the CPU; then the four allocation metrics (their period:
- * the sampling rate in bytes).  The period of a -F event is the mean
- * sampled so far.  -ENOMEM.
+ * nanoseconds off the CPU; then the source's.  The period of a -F event is
+ * the mean sampled so far.  -ENOMEM.
  */
 int nw_session_describe_metrics(const struct nw_session *s, struct nw_measurement *m);
 
-/* Processes one record (exposed for tests): -EBADMSG when it does not decode. */
-int nw_session_process(struct nw_session *s, const void *rec, size_t size);
+/* ---- procfs.c: what /proc says ---- */
+
+/*
+ * Seeds the tables from /proc for an attach: the process's executable
+ * mappings (its first epoch) and its threads' names.  -ESRCH when the
+ * process is gone, -ENOMEM.
+ */
+int nw_session_synthesize(struct nw_session *s, pid_t pid);
+/*
+ * Seeds the tables from /proc with every process running now (their
+ * mappings, names and threads), for a system-wide recording.  Processes
+ * that end meanwhile are skipped.  -ENOMEM.
+ */
+int nw_session_synthesize_all(struct nw_session *s);
+/*
+ * The module of (@path, @build_id) mapped by @p at [@start, @end), with
+ * its file kept open when it is first seen (so that a file deleted or
+ * replaced later, or a container's, is still the one read) and its ELF
+ * facts read, and in *@ret_vaddr the ELF address of file offset @pgoff in
+ * it (@pgoff itself without facts).  "PATH (deleted)" is module PATH.
+ * The module's index, or -ENOMEM.
+ */
+int nw_session_map_module(struct nw_session *s, struct nw_process *p, const char *path,
+			  const uint8_t *build_id, size_t build_id_size, uint64_t pgoff,
+			  uint64_t start, uint64_t end, uint64_t *ret_vaddr);
+/* Notes @p's pid in its own PID namespace when it differs (a container); @p may be NULL. */
+void nw_session_read_nspid(struct nw_process *p);
 
 #endif

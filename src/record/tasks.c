@@ -151,6 +151,24 @@ struct nw_thread *nw_tasks_find_thread(const struct nw_task_table *t, uint32_t t
 	return th && !th->exited ? th : NULL;
 }
 
+void nw_tasks_sampled(const struct nw_task_table *t, uint32_t *ret_threads, uint32_t *ret_procs)
+{
+	uint32_t threads = 0, procs = 0;
+
+	for (uint32_t i = 0; i < t->nthreads; i++)
+		threads += t->threads[i]->samples > 0;
+	for (uint32_t i = 0; i < t->nprocs; i++) {
+		for (uint32_t k = 0; k < t->nthreads; k++) {
+			if (t->threads[k]->proc == t->procs[i] && t->threads[k]->samples) {
+				procs++;
+				break;
+			}
+		}
+	}
+	*ret_threads = threads;
+	*ret_procs = procs;
+}
+
 static struct nw_thread *new_thread(struct nw_task_table *t, struct nw_process *p, uint32_t tid)
 {
 	struct nw_thread *th = calloc(1, sizeof(*th));

@@ -76,6 +76,8 @@ struct nw_thread *nw_tasks_thread(struct nw_task_table *t, uint32_t pid, uint32_
 struct nw_process *nw_tasks_find_process(const struct nw_task_table *t, uint32_t pid);
 /* The live thread @tid, or NULL. */
 struct nw_thread *nw_tasks_find_thread(const struct nw_task_table *t, uint32_t tid);
+/* How many threads, and processes, have samples. */
+void nw_tasks_sampled(const struct nw_task_table *t, uint32_t *ret_threads, uint32_t *ret_procs);
 
 /*
  * PERF_RECORD_FORK: a new thread (pid == ppid) or a new process whose

@@ -46,11 +46,16 @@ import re, sys
 
 tool, src, helpf, manf = sys.argv[1:]
 code = open(src).read()
-table = set(re.findall(r'\{\s*"([a-z][a-z0-9-]*)",\s*(?:no|required|optional)_argument', code))
+rows = re.findall(r'\{\s*"([a-z][a-z0-9-]*)",\s*(?:no|required|optional)_argument,\s*(?:\'([A-Za-z])\')?',
+                  code)
+table = {name for name, _ in rows}
+# The short options: getopt_long's literal, or the letters of the table's rows
+# (a table that makes getopt's tables itself, util/options.h).
 m = re.search(r'getopt_long\([^,]+,[^,]+,\s*"([^"]*)"', code)
-if len(table) < 3 or not m:
+shorts = m.group(1) if m else "".join(letter for _, letter in rows)
+if len(table) < 3 or not shorts:
     sys.exit(f"{src}: cannot find the option table or getopt_long's short options")
-table = {"--" + o for o in table} | {"-" + c for c in re.sub(r"[^A-Za-z]", "", m.group(1))}
+table = {"--" + o for o in table} | {"-" + c for c in re.sub(r"[^A-Za-z]", "", shorts)}
 
 
 def names(text):
