@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "fixture.h"
+#include "report/folded.h"
 #include "report/recursion.h"
 #include "report/stacks.h"
 #include "report/views.h"
@@ -72,7 +73,7 @@ static struct nw_stacks *new_stacks(void)
 }
 
 /* The view @view of @t (a tree over the frames of @p), as a string (the caller frees it). */
-typedef int (*view_fn)(FILE *, const struct nw_stacks *, const struct nw_view_opts *);
+typedef int (*view_fn)(FILE *, struct nw_stacks *, const struct nw_view_opts *);
 
 static char *view(view_fn v, const struct nw_stacks *p, const struct nw_cct *t, unsigned metric)
 {

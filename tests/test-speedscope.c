@@ -58,12 +58,11 @@ static char *speedscope_of(const struct fx *p, const struct nw_filter *f, unsign
 
 	assert_non_null(st);
 	assert_non_null(out);
-	if (stream) {
-		*ret = nw_speedscope_write_stream(out, st, f, metric);
-	} else {
+	if (stream)
+		nw_stacks_defer(st, f, true);
+	else
 		assert_int_equal(nw_stacks_build(st, &so), 0);
-		*ret = nw_speedscope_write(out, st, metric);
-	}
+	*ret = nw_speedscope_write(out, st, metric);
 	fclose(out);
 	nw_stacks_free(st);
 	return s;

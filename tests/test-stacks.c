@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "fixture.h"
+#include "report/folded.h"
 #include "report/stacks.h"
 #include "report/views.h"
 
@@ -41,7 +42,7 @@ static struct nw_stacks *merged(const struct fx *fx, const struct nw_filter *f)
 }
 
 /* Folded stacks of metric @m (the caller frees them). */
-static char *folded(const struct nw_stacks *s, unsigned m)
+static char *folded(struct nw_stacks *s, unsigned m)
 {
 	struct nw_view_opts o = { .metric = m };
 	char *buf = NULL;
@@ -54,7 +55,7 @@ static char *folded(const struct nw_stacks *s, unsigned m)
 	return buf;
 }
 
-static void assert_folded(const struct nw_stacks *s, unsigned m, const char *want)
+static void assert_folded(struct nw_stacks *s, unsigned m, const char *want)
 {
 	char *got = folded(s, m);
 
@@ -603,10 +604,9 @@ static void test_workers(void **state)
 	fx_free(fx);
 }
 
-typedef int (*stream_view)(FILE *out, struct nw_stacks *s, const struct nw_filter *f,
-			   const struct nw_view_opts *o);
+typedef int (*stream_view)(FILE *out, struct nw_stacks *s, const struct nw_view_opts *o);
 
-/* A streamed view @fn of @fx's threads that @f selects, by metric @m: no tree is kept. */
+/* A view @fn of @fx's threads that @f selects, by metric @m, merged as visited: no tree kept. */
 static char *view_of(const struct fx *fx, const struct nw_filter *f, unsigned m, stream_view fn)
 {
 	struct nw_stacks *s = nw_stacks_new(fx->m, fx->m->nmetrics);
@@ -617,7 +617,8 @@ static char *view_of(const struct fx *fx, const struct nw_filter *f, unsigned m,
 
 	assert_non_null(s);
 	assert_non_null(out);
-	assert_int_equal(fn(out, s, f, &o), 0);
+	nw_stacks_defer(s, f, false);
+	assert_int_equal(fn(out, s, &o), 0);
 	/* Only the root is left of the tree. */
 	assert_int_equal(s->tree->n, 1);
 	nw_stacks_free(s);
@@ -628,7 +629,7 @@ static char *view_of(const struct fx *fx, const struct nw_filter *f, unsigned m,
 /* The folded stacks of @fx's threads that @f selects, streamed: no tree built. */
 static char *folded_stream(const struct fx *fx, const struct nw_filter *f, unsigned m)
 {
-	return view_of(fx, f, m, nw_view_folded_stream);
+	return view_of(fx, f, m, nw_view_folded);
 }
 
 /*
@@ -690,7 +691,7 @@ static char *flat(const struct fx *fx, const struct nw_filter *f, unsigned m, bo
 	FILE *out;
 
 	if (stream)
-		return view_of(fx, f, m, nw_view_flat_stream);
+		return view_of(fx, f, m, nw_view_flat);
 	s = build(fx, &so);
 	out = open_memstream(&buf, &len);
 	assert_non_null(out);
@@ -729,6 +730,86 @@ static void test_flat_stream(void **state)
 			free(got);
 		}
 	}
+	fx_free(fx);
+}
+
+/* Each visit as a line: "depth name thread metrics". */
+static int log_visit(void *arg, const struct nw_visit *v)
+{
+	const struct nw_stacks *s = ((void **)arg)[0];
+	FILE *out = ((void **)arg)[1];
+
+	fprintf(out, "%u %s %d %llu,%llu\n", v->depth, s->frames.v[v->frame].name,
+		v->thread == UINT32_MAX ? -1 : (int)v->thread, (unsigned long long)v->metrics[0],
+		(unsigned long long)v->metrics[1]);
+	return 0;
+}
+
+/* The visits of @fx's stacks (@per_thread, by @names): of a built tree, or deferred. */
+static char *visits(const struct fx *fx, bool per_thread, bool names, bool deferred)
+{
+	struct nw_stacks_opts so = { .per_thread = per_thread };
+	struct nw_stacks *s = nw_stacks_new(fx->m, fx->m->nmetrics);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	void *arg[2] = { s, out };
+
+	assert_non_null(s);
+	assert_non_null(out);
+	if (deferred)
+		nw_stacks_defer(s, NULL, per_thread);
+	else
+		assert_int_equal(nw_stacks_build(s, &so), 0);
+	assert_int_equal(nw_stacks_visit(s, names, log_visit, arg), 0);
+	/* Deferred stacks are visited once: the merge kept no tree. */
+	if (deferred)
+		assert_int_equal(nw_stacks_visit(s, names, log_visit, arg), -EINVAL);
+	nw_stacks_free(s);
+	fclose(out);
+	return buf;
+}
+
+/*
+ * A tree made before gives the visits the merge gives as it makes it:
+ * merged, per thread (each thread's frame first, the threads in model
+ * order), and by names (one name in two modules one node, its metrics
+ * summed).  By names, deferred per-thread stacks are refused.
+ */
+static void test_visit_tree(void **state)
+{
+	struct fx *fx = fx_new(NULL, 0);
+	struct nw_mthread *a = fx_thread(fx, 1, 1, "app"), *b = fx_thread(fx, 1, 2, "app");
+	struct nw_stacks *s;
+	char *want, *got;
+
+	(void)state;
+	fx_add(fx, b, "main;alpha@/lib/liba.so;leaf", 4, 400);
+	fx_add(fx, a, "main;zeta;leaf", 3, 300);
+	fx_add(fx, a, "main;alpha", 2, 200);
+	fx_add(fx, b, "main;alpha;x", 1, 100);
+	fx_add(fx, b, "main", 5, 0);
+	for (int k = 0; k < 3; k++) {
+		bool per_thread = k == 1, names = k == 2;
+
+		want = visits(fx, per_thread, names, true);
+		got = visits(fx, per_thread, names, false);
+		assert_string_equal(got, want);
+		free(want);
+		free(got);
+	}
+	got = visits(fx, false, true, false);
+	assert_string_equal(got, "1 main -1 5,0\n2 alpha -1 2,200\n3 leaf -1 4,400\n"
+				 "3 x -1 1,100\n2 zeta -1 0,0\n3 leaf -1 3,300\n");
+	free(got);
+	got = visits(fx, true, false, false);
+	assert_non_null(strstr(got, "1 app-1 0 0,0\n2 main 0 0,0\n"));
+	assert_non_null(strstr(got, "1 app-2 1 0,0\n2 main 1 5,0\n"));
+	free(got);
+	s = nw_stacks_new(fx->m, fx->m->nmetrics);
+	nw_stacks_defer(s, NULL, true);
+	assert_int_equal(nw_stacks_visit(s, true, log_visit, (void *[2]){ s, stdout }), -EINVAL);
+	nw_stacks_free(s);
 	fx_free(fx);
 }
 
@@ -794,6 +875,7 @@ int main(void)
 		cmocka_unit_test(test_workers),
 		cmocka_unit_test(test_visit),
 		cmocka_unit_test(test_flat_stream),
+		cmocka_unit_test(test_visit_tree),
 		cmocka_unit_test(test_no_model),
 		cmocka_unit_test(test_intern),
 	};

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "fixture.h"
+#include "report/folded.h"
 #include "report/views.h"
 
 static struct fx *known_profile(void)
@@ -43,7 +44,13 @@ static struct fx *known_profile(void)
 }
 
 /* Runs @view on the stacks of the threads @f selects; the view's status in *ret. */
-typedef int (*view_fn)(FILE *, const struct nw_stacks *, const struct nw_view_opts *);
+typedef int (*view_fn)(FILE *, struct nw_stacks *, const struct nw_view_opts *);
+
+/* The views of a tree only, as a view_fn. */
+static int tree_view(FILE *out, struct nw_stacks *s, const struct nw_view_opts *o)
+{
+	return nw_view_tree(out, s, o);
+}
 
 static struct nw_stacks *stacks_of(const struct fx *fx, const struct nw_filter *f)
 {
@@ -210,7 +217,7 @@ static void test_tree(void **state)
 	char *s;
 
 	(void)state;
-	s = run_ok(nw_view_tree, p, NULL, &o);
+	s = run_ok(tree_view, p, NULL, &o);
 	snprintf(want, sizeof(want), "%s%s", head,
 		 "100.0%    0.0%  main\n"
 		 " 40.0%   10.0%    a\n"
@@ -225,7 +232,7 @@ static void test_tree(void **state)
 
 	/* Below the limit, a node goes with its subtree. */
 	o.percent_limit = 20;
-	s = run_ok(nw_view_tree, p, NULL, &o);
+	s = run_ok(tree_view, p, NULL, &o);
 	snprintf(want, sizeof(want), "%s%s", head,
 		 "100.0%    0.0%  main\n"
 		 " 40.0%   10.0%    a\n"
@@ -237,7 +244,7 @@ static void test_tree(void **state)
 	/* Weighed by period, c leads. */
 	o.percent_limit = 0.5;
 	o.metric = 1;
-	s = run_ok(nw_view_tree, p, NULL, &o);
+	s = run_ok(tree_view, p, NULL, &o);
 	assert_non_null(strstr(s, "Metric: t:period, total 40000\n"));
 	assert_non_null(strstr(s, "100.0%    0.0%  main\n"
 				  " 70.0%   70.0%    c\n"
@@ -248,7 +255,7 @@ static void test_tree(void **state)
 
 	/* One thread: its own percentages, and the header says so. */
 	o.metric = 0;
-	s = run_ok(nw_view_tree, p, &app, &o);
+	s = run_ok(tree_view, p, &app, &o);
 	assert_non_null(strstr(s, "Samples: 8 (0 lost)\nThreads: 1\n"));
 	assert_non_null(strstr(s, "100.0%    0.0%  main\n"
 				  " 50.0%   25.0%    a\n"
@@ -297,7 +304,7 @@ static void test_errors(void **state)
 	int ret;
 
 	(void)state;
-	free(run(nw_view_tree, p, NULL, &o, &ret));
+	free(run(tree_view, p, NULL, &o, &ret));
 	assert_int_equal(ret, -EINVAL);
 	free(run(nw_view_flat, p, NULL, &o, &ret));
 	assert_int_equal(ret, -EINVAL);

@@ -1,37 +1,29 @@
 /* SPDX-License-Identifier: MIT */
-/* narwhal-report: reads a measurement directory and prints one view of it. */
+/*
+ * narwhal-report: reads a measurement directory and writes the views and
+ * exports asked for.  Its options come from one table (getopt's long and
+ * short options and --help); what each output reads, and when that is
+ * made and freed, is the output plan's (report/plan.h).
+ */
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <malloc.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "export/chrometrace.h"
-#include "export/export.h"
-#include "export/flamegraph.h"
-#include "export/html.h"
-#include "export/pprof.h"
-#include "export/speedscope.h"
+#include "export/outputs.h"
 #include "format/reader.h"
-#include "report/callers.h"
-#include "report/diff.h"
-#include "report/health.h"
-#include "report/lines.h"
-#include "report/recursion.h"
-#include "report/stacks.h"
-#include "report/timeline.h"
-#include "report/transform.h"
-#include "report/views.h"
+#include "report/outputs.h"
+#include "report/plan.h"
 #include "sections/join.h"
-#include "util/file.h"
-#include "util/strbuf.h"
 
-/* VIEW_NONE: no view asked for; the tree, unless an export was asked for. */
-enum view { VIEW_TREE, VIEW_FLAT, VIEW_THREADS, VIEW_FOLDED, VIEW_HEALTH, VIEW_SECTIONS,
-	    VIEW_CALLERS, VIEW_MODULES, VIEW_LINES, VIEW_ADDRESSES, VIEW_TIMELINE, VIEW_LEAKS,
-	    VIEW_NONE };
+/* No view asked for: the tree, unless an export was asked for. */
+#define VIEW_NONE (-1)
+/* --sections: the sections' output (sections/join.h), numbered after the report's views. */
+#define VIEW_SECTIONS NW_VIEWS
 
 /* A regular expression of an option, compiled once the options are read. */
 struct pattern {
@@ -48,161 +40,210 @@ static const char *const pattern_option[PAT_COUNT] = {
 };
 
 struct report_opts {
-	enum view view;
+	int view;               /* enum nw_view, VIEW_SECTIONS or VIEW_NONE */
 	const char **dirs;      /* the measurements, merged (default narwhal.data) */
 	int ndirs;
 	const char **bases;     /* --diff BASE..., merged */
 	int nbases;
-	const char *output;
 	const char *metric;
-	bool fold_recursion;
-	bool per_thread;        /* --folded, --flamegraph: each thread a root frame */
-	bool inverted;          /* --tree, --folded, --flamegraph bottom-up */
-	bool sort;              /* --lines, --addresses: hottest first */
-	const char *pprof, *speedscope, *flamegraph, *chrome_trace, *html; /* export files */
 	const char *time;       /* --time START,END */
-	struct nw_timeline_opts timeline;
+	const char *export[NW_EXPORTS]; /* each export's file, NULL: not asked for */
+	bool by_section;        /* samples below [section NAME] frames (doc/SECTIONS.md) */
 	struct nw_filter filter;
 	struct pattern pat[PAT_COUNT]; /* PAT_VIEW: --callers, --lines, --addresses */
 	struct nw_stack_filter stack_filter;
-	struct nw_view_opts view_opts;
-	bool by_section;        /* samples below [section NAME] frames (doc/SECTIONS.md) */
+	struct nw_report_opts rpt;     /* what the outputs are asked for */
 };
 
-/* One measurement (the directories merged) read for the report. */
-struct loaded {
-	const char *dir;        /* the first, to name in messages */
-	struct nw_measurement *m;
-	struct nw_sections *sections; /* --sections, --by-section: DIR/sections */
-	unsigned metric;
+/* ---- the options: one table for getopt and --help ---- */
+
+/* What an option sets: a view, a flag, a string, an export's file, a pattern, or its own. */
+enum opt_sets { SETS_VIEW, SETS_VIEW_RE, SETS_FLAG, SETS_STRING, SETS_EXPORT, SETS_PATTERN,
+		SETS_ID, SETS_BY, SETS_FULL_NAMES, SETS_TIMELINE, SETS_WIDTH, SETS_DIFF,
+		SETS_PERCENT, SETS_HELP, SETS_VERSION };
+
+struct opt {
+	const char *name;       /* the long option; NULL: a heading of --help */
+	int has_arg;
+	char letter;            /* the short option; 0: none */
+	const char *arg;        /* its argument in --help */
+	const char *help;       /* its lines in --help; NULL: on the row of the option before */
+	enum opt_sets sets;
+	size_t what;            /* the view, export or pattern; the offset of a field */
 };
 
-enum { OPT_TREE = 256, OPT_FLAT, OPT_LEAKS, OPT_THREADS, OPT_FOLDED, OPT_TID, OPT_PID, OPT_COMM,
-       OPT_METRIC, OPT_PERCENT, OPT_VERSION, OPT_FOLD_RECURSION, OPT_STACK_HEALTH, OPT_PPROF,
-       OPT_SPEEDSCOPE, OPT_FLAMEGRAPH, OPT_PER_THREAD, OPT_DIFF, OPT_SECTIONS,
-       OPT_BY_SECTION, OPT_BY, OPT_CALLERS, OPT_INVERTED, OPT_FOCUS, OPT_IGNORE, OPT_HIDE,
-       OPT_ROOT, OPT_FOCUS_MODULE, OPT_IGNORE_MODULE, OPT_LINES, OPT_ADDRESSES, OPT_SORT,
-       OPT_FULL_NAMES, OPT_TIME, OPT_TIMELINE, OPT_WIDTH, OPT_CHROME_TRACE, OPT_HTML };
+#define FIELD(f) offsetof(struct report_opts, f)
 
-static const struct option long_opts[] = {
-	{ "tree", no_argument, NULL, OPT_TREE },
-	{ "flat", no_argument, NULL, OPT_FLAT },
-	{ "leaks", no_argument, NULL, OPT_LEAKS },
-	{ "threads", no_argument, NULL, OPT_THREADS },
-	{ "folded", no_argument, NULL, OPT_FOLDED },
-	{ "stack-health", no_argument, NULL, OPT_STACK_HEALTH },
-	{ "callers", required_argument, NULL, OPT_CALLERS },
-	{ "peek", required_argument, NULL, OPT_CALLERS },
-	{ "by", required_argument, NULL, OPT_BY },
-	{ "lines", required_argument, NULL, OPT_LINES },
-	{ "addresses", required_argument, NULL, OPT_ADDRESSES },
-	{ "sort", no_argument, NULL, OPT_SORT },
-	{ "inverted", no_argument, NULL, OPT_INVERTED },
-	{ "focus", required_argument, NULL, OPT_FOCUS },
-	{ "ignore", required_argument, NULL, OPT_IGNORE },
-	{ "hide", required_argument, NULL, OPT_HIDE },
-	{ "root", required_argument, NULL, OPT_ROOT },
-	{ "focus-module", required_argument, NULL, OPT_FOCUS_MODULE },
-	{ "ignore-module", required_argument, NULL, OPT_IGNORE_MODULE },
-	{ "full-names", no_argument, NULL, OPT_FULL_NAMES },
-	{ "time", required_argument, NULL, OPT_TIME },
-	{ "timeline", optional_argument, NULL, OPT_TIMELINE },
-	{ "width", required_argument, NULL, OPT_WIDTH },
-	{ "chrome-trace", required_argument, NULL, OPT_CHROME_TRACE },
-	{ "fold-recursion", no_argument, NULL, OPT_FOLD_RECURSION },
-	{ "pprof", required_argument, NULL, OPT_PPROF },
-	{ "speedscope", required_argument, NULL, OPT_SPEEDSCOPE },
-	{ "flamegraph", required_argument, NULL, OPT_FLAMEGRAPH },
-	{ "html", required_argument, NULL, OPT_HTML },
-	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
-	{ "diff", required_argument, NULL, OPT_DIFF },
-	{ "sections", no_argument, NULL, OPT_SECTIONS },
-	{ "by-section", no_argument, NULL, OPT_BY_SECTION },
-	{ "tid", required_argument, NULL, OPT_TID },
-	{ "pid", required_argument, NULL, OPT_PID },
-	{ "comm", required_argument, NULL, OPT_COMM },
-	{ "thread", required_argument, NULL, OPT_COMM },
-	{ "metric", required_argument, NULL, OPT_METRIC },
-	{ "percent-limit", required_argument, NULL, OPT_PERCENT },
-	{ "output", required_argument, NULL, 'o' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 },
+static const struct opt opts[] = {
+	{ NULL, 0, 0, NULL, "Views:" },
+	{ "tree", no_argument, 0, NULL, "call tree, inclusive and self (default)", SETS_VIEW,
+	  NW_VIEW_TREE },
+	{ "flat", no_argument, 0, NULL, "functions by self, with cumulative share", SETS_VIEW,
+	  NW_VIEW_FLAT },
+	{ "leaks", no_argument, 0, NULL, "call paths of memory still live at exit, largest first\n"
+	  "(narwhal-record --alloc)", SETS_VIEW, NW_VIEW_LEAKS },
+	{ "threads", no_argument, 0, NULL, "one line per thread, most samples first", SETS_VIEW,
+	  NW_VIEW_THREADS },
+	{ "folded", no_argument, 0, NULL, "folded stacks (flamegraph.pl input)", SETS_VIEW,
+	  NW_VIEW_FOLDED },
+	{ "callers", required_argument, 0, "RE", "who calls the functions matching RE, through\n"
+	  "which paths", SETS_VIEW_RE, NW_VIEW_CALLERS },
+	{ "peek", required_argument, 0, "RE", NULL, SETS_VIEW_RE, NW_VIEW_CALLERS },
+	{ "by", required_argument, 0, "module", "shares per module (the program, libc, ...)",
+	  SETS_BY, 0 },
+	{ "lines", required_argument, 0, "RE", "per source line of the functions matching RE",
+	  SETS_VIEW_RE, NW_VIEW_LINES },
+	{ "addresses", required_argument, 0, "RE", "per sampled instruction of the functions "
+	  "matching RE", SETS_VIEW_RE, NW_VIEW_ADDRESSES },
+	{ "timeline", optional_argument, 0, "[=functions]", "one row per thread over time: how "
+	  "busy it was\n(or its hottest function) in each column", SETS_TIMELINE, 0 },
+	{ "width", required_argument, 0, "N", "--timeline: columns, 10 to 1000 (default 64)",
+	  SETS_WIDTH, 0 },
+	{ "stack-health", no_argument, 0, NULL, "how many stacks are complete, where unwinding "
+	  "stops", SETS_VIEW, NW_VIEW_HEALTH },
+	{ "sections", no_argument, 0, NULL, "instrumented sections (narwhal.h): tree with counts,\n"
+	  "times and the samples taken inside each", SETS_VIEW, VIEW_SECTIONS },
+	{ NULL, 0, 0, NULL, "Selecting and shaping (every view and export):" },
+	{ "time", required_argument, 0, "START,END", "only what happened then: seconds from the "
+	  "start (2.5)\nor percentages of the run (40%,60%); either may be empty", SETS_STRING,
+	  FIELD(time) },
+	{ "tid", required_argument, 0, "N", "only thread N, only process N", SETS_ID,
+	  FIELD(filter.tid) },
+	{ "pid", required_argument, 0, "N", NULL, SETS_ID, FIELD(filter.pid) },
+	{ "comm", required_argument, 0, "NAME", "only threads named NAME", SETS_STRING,
+	  FIELD(filter.comm) },
+	{ "thread", required_argument, 0, "NAME", NULL, SETS_STRING, FIELD(filter.comm) },
+	{ "focus", required_argument, 0, "RE", "only samples with a frame matching RE (pprof's "
+	  "-focus)", SETS_PATTERN, PAT_FOCUS },
+	{ "ignore", required_argument, 0, "RE", "without the samples with a frame matching RE",
+	  SETS_PATTERN, PAT_IGNORE },
+	{ "hide", required_argument, 0, "RE", "remove the frames matching RE from the stacks",
+	  SETS_PATTERN, PAT_HIDE },
+	{ "root", required_argument, 0, "RE", "cut each stack above its first frame matching RE",
+	  SETS_PATTERN, PAT_ROOT },
+	{ "focus-module", required_argument, 0, "RE", "the same by module path", SETS_PATTERN,
+	  PAT_FOCUS_MODULE },
+	{ "ignore-module", required_argument, 0, "RE", NULL, SETS_PATTERN, PAT_IGNORE_MODULE },
+	{ "inverted", no_argument, 0, NULL, "--tree, --folded, flame graph bottom-up (leaf first)",
+	  SETS_FLAG, FIELD(rpt.inverted) },
+	{ "metric", required_argument, 0, "NAME", "weigh by metric or event NAME (default: "
+	  "samples)", SETS_STRING, FIELD(metric) },
+	{ "percent-limit", required_argument, 0, "P", "--tree, --callers: hide nodes below P% "
+	  "(default 0.5)", SETS_PERCENT, 0 },
+	{ "fold-recursion", no_argument, 0, NULL, "one node per function on each path (recursion "
+	  "folded)", SETS_FLAG, FIELD(rpt.fold_recursion) },
+	{ "by-section", no_argument, 0, NULL, "samples taken inside instrumented sections below\n"
+	  "[section NAME] frames (views, exports, --diff)", SETS_FLAG, FIELD(by_section) },
+	{ "sort", no_argument, 0, NULL, "--lines, --addresses: hottest first", SETS_FLAG,
+	  FIELD(rpt.sort) },
+	{ "full-names", no_argument, 0, NULL, "whole C++/Rust signatures, not the readable names",
+	  SETS_FULL_NAMES, 0 },
+	{ "output", required_argument, 'o', "FILE", "write the view to FILE", SETS_STRING,
+	  FIELD(rpt.output) },
+	{ "help", no_argument, 'h', NULL, "this help", SETS_HELP, 0 },
+	{ "version", no_argument, 0, NULL, "print the version", SETS_VERSION, 0 },
+	{ NULL, 0, 0, NULL, "Exports (no view is printed unless one is asked for too):" },
+	{ "pprof", required_argument, 0, "FILE", "gzipped pprof profile (go tool pprof FILE)",
+	  SETS_EXPORT, NW_EXPORT_PPROF },
+	{ "speedscope", required_argument, 0, "FILE", "speedscope JSON, one profile per thread, "
+	  "in time order", SETS_EXPORT, NW_EXPORT_SPEEDSCOPE },
+	{ "chrome-trace", required_argument, 0, "FILE", "Trace Event JSON (Perfetto, "
+	  "chrome://tracing): each\nthread's stacks over time, off-CPU intervals", SETS_EXPORT,
+	  NW_EXPORT_CHROME_TRACE },
+	{ "flamegraph", required_argument, 0, "FILE", "SVG flame graph (click to zoom, search box)",
+	  SETS_EXPORT, NW_EXPORT_FLAMEGRAPH },
+	{ "html", required_argument, 0, "FILE", "interactive HTML report in one file: flame graph, "
+	  "call\ntree, callers, flat, source lines, timeline", SETS_EXPORT, NW_EXPORT_HTML },
+	{ "per-thread", no_argument, 0, NULL, "each thread a root frame, name-tid (--folded, "
+	  "--flamegraph)", SETS_FLAG, FIELD(rpt.per_thread) },
+	{ NULL, 0, 0, NULL, "Comparing measurements:" },
+	{ "diff", required_argument, 0, "BASE DIR", "change in share per calling context from BASE "
+	  "to DIR\n(--diff repeated: the bases merged); with --folded:\n\"stack BASE NEW\" lines "
+	  "(difffolded), with --flamegraph\nFILE: a differential flame graph, with --html FILE: a\n"
+	  "differential HTML report", SETS_DIFF, 0 },
 };
 
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+/* Options without a short letter are known to getopt by a code above any character. */
+#define LONG_CODE 256
+
+/* An option's part of a row of --help: "-o, --output FILE", "--tid N". */
+static size_t synopsis(const struct opt *t, bool indent, char *buf, size_t len)
+{
+	char letter[8] = "";
+
+	if (t->letter)
+		snprintf(letter, sizeof(letter), "-%c, ", t->letter);
+	return (size_t)snprintf(buf, len, "%s%s--%s%s%s", indent ? "    " : "", letter, t->name,
+				t->arg && t->has_arg != optional_argument ? " " : "",
+				t->arg ? t->arg : "");
+}
+
+/*
+ * --help from the table: each row the options that share it, then the
+ * first line of its text from column 23 (or two spaces after a longer
+ * column), the others below it.
+ */
 static void usage(FILE *f)
 {
 	fputs("Usage: narwhal-report [OPTIONS] [DIR...]\n"
-	      "Reports the measurement in DIR (default narwhal.data); several are merged.\n"
-	      "\n"
-	      "Views:\n"
-	      "  --tree               call tree, inclusive and self (default)\n"
-	      "  --flat               functions by self, with cumulative share\n"
-	      "  --leaks              call paths of memory still live at exit, largest first\n"
-	      "                       (narwhal-record --alloc)\n"
-	      "  --threads            one line per thread, most samples first\n"
-	      "  --folded             folded stacks (flamegraph.pl input)\n"
-	      "  --callers RE, --peek RE  who calls the functions matching RE, through\n"
-	      "                       which paths\n"
-	      "  --by module          shares per module (the program, libc, ...)\n"
-	      "  --lines RE           per source line of the functions matching RE\n"
-	      "  --addresses RE       per sampled instruction of the functions matching RE\n"
-	      "  --timeline[=functions]  one row per thread over time: how busy it was\n"
-	      "                       (or its hottest function) in each column\n"
-	      "  --width N            --timeline: columns, 10 to 1000 (default 64)\n"
-	      "  --stack-health       how many stacks are complete, where unwinding stops\n"
-	      "  --sections           instrumented sections (narwhal.h): tree with counts,\n"
-	      "                       times and the samples taken inside each\n"
-	      "Selecting and shaping (every view and export):\n"
-	      "  --time START,END     only what happened then: seconds from the start (2.5)\n"
-	      "                       or percentages of the run (40%,60%); either may be empty\n"
-	      "  --tid N, --pid N     only thread N, only process N\n"
-	      "  --comm NAME, --thread NAME  only threads named NAME\n"
-	      "  --focus RE           only samples with a frame matching RE (pprof's -focus)\n"
-	      "  --ignore RE          without the samples with a frame matching RE\n"
-	      "  --hide RE            remove the frames matching RE from the stacks\n"
-	      "  --root RE            cut each stack above its first frame matching RE\n"
-	      "  --focus-module RE, --ignore-module RE  the same by module path\n"
-	      "  --inverted           --tree, --folded, flame graph bottom-up (leaf first)\n"
-	      "  --metric NAME        weigh by metric or event NAME (default: samples)\n"
-	      "  --percent-limit P    --tree, --callers: hide nodes below P% (default 0.5)\n"
-	      "  --fold-recursion     one node per function on each path (recursion folded)\n"
-	      "  --by-section         samples taken inside instrumented sections below\n"
-	      "                       [section NAME] frames (views, exports, --diff)\n"
-	      "  --sort               --lines, --addresses: hottest first\n"
-	      "  --full-names         whole C++/Rust signatures, not the readable names\n"
-	      "  -o, --output FILE    write the view to FILE\n"
-	      "  -h, --help           this help\n"
-	      "      --version        print the version\n"
-	      "Exports (no view is printed unless one is asked for too):\n"
-	      "  --pprof FILE         gzipped pprof profile (go tool pprof FILE)\n"
-	      "  --speedscope FILE    speedscope JSON, one profile per thread, in time order\n"
-	      "  --chrome-trace FILE  Trace Event JSON (Perfetto, chrome://tracing): each\n"
-	      "                       thread's stacks over time, off-CPU intervals\n"
-	      "  --flamegraph FILE    SVG flame graph (click to zoom, search box)\n"
-	      "  --html FILE          interactive HTML report in one file: flame graph, call\n"
-	      "                       tree, callers, flat, source lines, timeline\n"
-	      "  --per-thread         each thread a root frame, name-tid (--folded, --flamegraph)\n"
-	      "Comparing measurements:\n"
-	      "  --diff BASE DIR      change in share per calling context from BASE to DIR\n"
-	      "                       (--diff repeated: the bases merged); with --folded:\n"
-	      "                       \"stack BASE NEW\" lines (difffolded), with --flamegraph\n"
-	      "                       FILE: a differential flame graph, with --html FILE: a\n"
-	      "                       differential HTML report\n",
-	      f);
+	      "Reports the measurement in DIR (default narwhal.data); several are merged.\n\n", f);
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct opt *t = &opts[i];
+		char row[128];
+		size_t n;
+
+		if (!t->name) {
+			fprintf(f, "%s\n", t->help);
+			continue;
+		}
+		/* A long option among short ones lines up with their long names. */
+		n = synopsis(t, !t->letter && i && opts[i - 1].letter, row, sizeof(row));
+		for (; i + 1 < NOPTS && opts[i + 1].name && !opts[i + 1].help &&
+		       n + 2 < sizeof(row); i++) {
+			n += (size_t)snprintf(row + n, sizeof(row) - n, ", ");
+			n += synopsis(&opts[i + 1], false, row + n, sizeof(row) - n);
+		}
+		fprintf(f, "  %-*s", n < 20 ? 21 : (int)n + 2, row);
+		for (const char *h = t->help, *nl; h; h = nl ? nl + 1 : NULL) {
+			nl = strchr(h, '\n');
+			fprintf(f, "%s%.*s\n", h == t->help ? "" : "                       ",
+				nl ? (int)(nl - h) : (int)strlen(h), h);
+		}
+	}
 }
 
-static int parse_id(const char *opt, const char *arg, int64_t *ret)
+static const struct opt *opt_of(int code)
 {
-	char *end;
+	if (code >= LONG_CODE)
+		return code - LONG_CODE < (int)NOPTS ? &opts[code - LONG_CODE] : NULL;
+	for (size_t i = 0; code > 0 && i < NOPTS; i++)
+		if (opts[i].name && opts[i].letter == code)
+			return &opts[i];
+	return NULL;
+}
 
-	errno = 0;
-	*ret = strtoll(arg, &end, 10);
-	if (errno || end == arg || *end || *ret < 0 || *ret > UINT32_MAX) {
-		fprintf(stderr, "narwhal-report: %s: not an id: %s\n", opt, arg);
-		return 2;
+/* getopt's long options and short ones, from the table. */
+static void getopt_table(struct option *lo, char *so)
+{
+	size_t n = 0;
+
+	*so++ = ':';
+	for (size_t i = 0; i < NOPTS; i++) {
+		if (!opts[i].name)
+			continue;
+		lo[n++] = (struct option){ opts[i].name, opts[i].has_arg, NULL,
+					   opts[i].letter ? opts[i].letter : LONG_CODE + (int)i };
+		if (!opts[i].letter)
+			continue;
+		*so++ = opts[i].letter;
+		if (opts[i].has_arg != no_argument)
+			*so++ = ':';
+		if (opts[i].has_arg == optional_argument)
+			*so++ = ':';
 	}
-	return -1;
+	lo[n] = (struct option){ 0 };
+	*so = 0;
 }
 
 static int add_dir(const char ***v, int *n, const char *dir)
@@ -216,13 +257,103 @@ static int add_dir(const char ***v, int *n, const char *dir)
 	return -1;
 }
 
+/* Tells the user what went wrong; returns @status, the exit status (2: how it was asked). */
+__attribute__((format(printf, 2, 3))) static int tell(int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("narwhal-report: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return status;
+}
+
+/* Option @t with argument @arg: -1 to go on, else the exit status. */
+static int set(struct report_opts *o, const struct opt *t, const char *arg)
+{
+	char *end;
+	unsigned long w;
+	long long id;
+
+	switch (t->sets) {
+	case SETS_VIEW_RE:
+		o->pat[PAT_VIEW].text = arg;
+		/* fall through */
+	case SETS_VIEW:
+		o->view = (int)t->what;
+		return -1;
+	case SETS_FLAG:
+		*(bool *)((char *)o + t->what) = true;
+		return -1;
+	case SETS_STRING:
+		*(const char **)((char *)o + t->what) = arg;
+		return -1;
+	case SETS_EXPORT:
+		o->export[t->what] = arg;
+		return -1;
+	case SETS_PATTERN:
+		o->pat[t->what].text = arg;
+		return -1;
+	case SETS_ID:
+		errno = 0;
+		id = strtoll(arg, &end, 10);
+		if (errno || end == arg || *end || id < 0 || id > UINT32_MAX)
+			return tell(2, "--%s: not an id: %s", t->name, arg);
+		*(int64_t *)((char *)o + t->what) = id;
+		return -1;
+	case SETS_BY:
+		if (!strcmp(arg, "module"))
+			o->view = NW_VIEW_MODULES;
+		else if (!strcmp(arg, "section"))
+			o->by_section = true;
+		else
+			return tell(2, "--by: module or section, not %s", arg);
+		return -1;
+	case SETS_FULL_NAMES:
+		o->rpt.view.full_names = o->rpt.timeline.full_names = true;
+		return -1;
+	case SETS_TIMELINE:
+		o->view = NW_VIEW_TIMELINE;
+		o->rpt.timeline.functions = arg != NULL;
+		if (arg && strcmp(arg, "functions"))
+			return tell(2, "--timeline=functions, or --timeline; not --timeline=%s",
+				    arg);
+		return -1;
+	case SETS_WIDTH:
+		errno = 0;
+		w = strtoul(arg, &end, 10);
+		o->rpt.timeline.width = (unsigned)w;
+		if (errno || end == arg || *end || w < 10 || w > 1000)
+			return tell(2, "--width: columns from 10 to 1000, not %s", arg);
+		return -1;
+	case SETS_DIFF:
+		return add_dir(&o->bases, &o->nbases, arg);
+	case SETS_PERCENT:
+		errno = 0;
+		o->rpt.view.percent_limit = strtod(arg, &end);
+		if (errno || end == arg || *end || !(o->rpt.view.percent_limit >= 0) ||
+		    o->rpt.view.percent_limit > 100)
+			return tell(2, "--percent-limit: not a percentage: %s", arg);
+		return -1;
+	case SETS_HELP:
+		usage(stdout);
+		return 0;
+	case SETS_VERSION:
+		printf("narwhal-report %s\n", NW_VERSION);
+		return 0;
+	}
+	return -1;
+}
+
 /* Compiles the patterns given: -1 to go on, else the exit status. */
 static int compile_patterns(struct report_opts *o)
 {
 	const regex_t **slot[PAT_COUNT] = {
 		&o->stack_filter.focus,	       &o->stack_filter.ignore, &o->stack_filter.hide,
 		&o->stack_filter.root,	       &o->stack_filter.focus_module,
-		&o->stack_filter.ignore_module, NULL,
+		&o->stack_filter.ignore_module, &o->rpt.re,
 	};
 
 	for (int i = 0; i < PAT_COUNT; i++) {
@@ -240,177 +371,33 @@ static int compile_patterns(struct report_opts *o)
 			return 2;
 		}
 		p->compiled = true;
-		if (slot[i])
-			*slot[i] = &p->re;
+		*slot[i] = &p->re;
 	}
+	o->rpt.re_text = o->pat[PAT_VIEW].text;
 	return -1;
 }
 
 /* Parses the command line; returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, struct report_opts *o)
 {
-	char *end;
+	struct option longopts[NOPTS + 1];
+	char shortopts[3 * NOPTS + 2], name[8];
 	int c, ret = -1;
 
+	getopt_table(longopts, shortopts);
 	opterr = 0;
-	while (ret < 0 && (c = getopt_long(argc, argv, ":o:h", long_opts, NULL)) != -1) {
-		switch (c) {
-		case OPT_TREE:
-			o->view = VIEW_TREE;
-			break;
-		case OPT_FLAT:
-			o->view = VIEW_FLAT;
-			break;
-		case OPT_LEAKS:
-			o->view = VIEW_LEAKS;
-			break;
-		case OPT_THREADS:
-			o->view = VIEW_THREADS;
-			break;
-		case OPT_FOLDED:
-			o->view = VIEW_FOLDED;
-			break;
-		case OPT_STACK_HEALTH:
-			o->view = VIEW_HEALTH;
-			break;
-		case OPT_CALLERS:
-			o->view = VIEW_CALLERS;
-			o->pat[PAT_VIEW].text = optarg;
-			break;
-		case OPT_LINES:
-			o->view = VIEW_LINES;
-			o->pat[PAT_VIEW].text = optarg;
-			break;
-		case OPT_ADDRESSES:
-			o->view = VIEW_ADDRESSES;
-			o->pat[PAT_VIEW].text = optarg;
-			break;
-		case OPT_BY:
-			if (!strcmp(optarg, "module")) {
-				o->view = VIEW_MODULES;
-			} else if (!strcmp(optarg, "section")) {
-				o->by_section = true;
-			} else {
-				fprintf(stderr, "narwhal-report: --by: module or section, not %s\n",
-					optarg);
-				ret = 2;
-			}
-			break;
-		case OPT_SORT:
-			o->sort = true;
-			break;
-		case OPT_INVERTED:
-			o->inverted = true;
-			break;
-		case OPT_FOCUS:
-		case OPT_IGNORE:
-		case OPT_HIDE:
-		case OPT_ROOT:
-		case OPT_FOCUS_MODULE:
-		case OPT_IGNORE_MODULE:
-			o->pat[c - OPT_FOCUS].text = optarg;
-			break;
-		case OPT_FULL_NAMES:
-			o->view_opts.full_names = true;
-			o->timeline.full_names = true;
-			break;
-		case OPT_TIME:
-			o->time = optarg;
-			break;
-		case OPT_TIMELINE:
-			o->view = VIEW_TIMELINE;
-			if (optarg && strcmp(optarg, "functions")) {
-				fprintf(stderr, "narwhal-report: --timeline=functions, or --timeline; "
-						"not --timeline=%s\n", optarg);
-				ret = 2;
-			}
-			o->timeline.functions = optarg != NULL;
-			break;
-		case OPT_WIDTH: {
-			unsigned long w;
+	while (ret < 0 && (c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		const struct opt *t = c == ':' || c == '?' ? NULL : opt_of(c);
 
-			errno = 0;
-			w = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end || w < 10 || w > 1000) {
-				fprintf(stderr, "narwhal-report: --width: columns from 10 to 1000, "
-						"not %s\n", optarg);
-				ret = 2;
-			}
-			o->timeline.width = (unsigned)w;
-			break;
+		if (t) {
+			ret = set(o, t, optarg);
+			continue;
 		}
-		case OPT_CHROME_TRACE:
-			o->chrome_trace = optarg;
-			break;
-		case OPT_FOLD_RECURSION:
-			o->fold_recursion = true;
-			break;
-		case OPT_PPROF:
-			o->pprof = optarg;
-			break;
-		case OPT_SPEEDSCOPE:
-			o->speedscope = optarg;
-			break;
-		case OPT_HTML:
-			o->html = optarg;
-			break;
-		case OPT_FLAMEGRAPH:
-			o->flamegraph = optarg;
-			break;
-		case OPT_PER_THREAD:
-			o->per_thread = true;
-			break;
-		case OPT_DIFF:
-			ret = add_dir(&o->bases, &o->nbases, optarg);
-			break;
-		case OPT_SECTIONS:
-			o->view = VIEW_SECTIONS;
-			break;
-		case OPT_BY_SECTION:
-			o->by_section = true;
-			break;
-		case OPT_TID:
-			ret = parse_id("--tid", optarg, &o->filter.tid);
-			break;
-		case OPT_PID:
-			ret = parse_id("--pid", optarg, &o->filter.pid);
-			break;
-		case OPT_COMM:
-			o->filter.comm = optarg;
-			break;
-		case OPT_METRIC:
-			o->metric = optarg;
-			break;
-		case OPT_PERCENT:
-			errno = 0;
-			o->view_opts.percent_limit = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(o->view_opts.percent_limit >= 0) ||
-			    o->view_opts.percent_limit > 100) {
-				fprintf(stderr,
-					"narwhal-report: --percent-limit: not a percentage: %s\n",
-					optarg);
-				ret = 2;
-			}
-			break;
-		case 'o':
-			o->output = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case OPT_VERSION:
-			printf("narwhal-report %s\n", NW_VERSION);
-			return 0;
-		default:
-			if (optopt > 0 && optopt < 256)
-				fprintf(stderr, "narwhal-report: -%c: %s\n", optopt,
-					c == ':' ? "needs an argument" : "unknown option");
-			else
-				fprintf(stderr, "narwhal-report: %s: %s\n", argv[optind - 1],
-					c == ':' ? "needs an argument" : "unknown option");
-			fputs("Try 'narwhal-report --help'.\n", stderr);
-			return 2;
-		}
+		snprintf(name, sizeof(name), "-%c", optopt);
+		fprintf(stderr, "narwhal-report: %s: %s\nTry 'narwhal-report --help'.\n",
+			optopt > 0 && optopt < LONG_CODE ? name : argv[optind - 1],
+			c == ':' ? "needs an argument" : "unknown option");
+		return 2;
 	}
 	if (ret >= 0)
 		return ret;
@@ -434,99 +421,116 @@ static void opts_fini(struct report_opts *o)
 	free(o->bases);
 }
 
-/* Whether what @o asks for needs the time of each sample (the threads' traces). */
-/*
- * Whether the report of measurement @m (its manifest read) needs its
- * symbols and trees: all but --threads alone, whose sample counts the
- * manifest has (nw_view_threads_needs_trees()).
- */
-static bool needs_trees(const struct report_opts *o, const struct nw_measurement *m)
+/* Does @o reshape the stacks (which the time-ordered outputs cannot follow)? */
+static bool shaped(const struct report_opts *o)
 {
-	return o->view != VIEW_THREADS || o->nbases || o->pprof || o->speedscope ||
-	       o->flamegraph || o->chrome_trace || o->html || o->time || o->by_section ||
-	       nw_view_threads_needs_trees(m);
+	return nw_stack_filter_active(&o->stack_filter) || o->rpt.inverted ||
+	       o->rpt.fold_recursion || o->by_section;
 }
 
-static bool needs_traces(const struct report_opts *o)
+/* Options that do not go together: 0, else the exit status after telling the user. */
+static int check_opts(const struct report_opts *o)
 {
-	return o->view == VIEW_SECTIONS || o->by_section || o->time || o->view == VIEW_TIMELINE ||
-	       o->chrome_trace || o->speedscope || o->html;
-}
+	const char *const *e = o->export;
 
-/* One end of --time: seconds ("2.5", "2.5s") or a percentage ("40%") of @span ns after @base. */
-static int parse_time_end(const char *s, size_t len, uint64_t base, uint64_t span, uint64_t *ret)
-{
-	char buf[64], *end;
-	double v;
-
-	if (len >= sizeof(buf))
-		return -EINVAL;
-	memcpy(buf, s, len);
-	buf[len] = 0;
-	errno = 0;
-	v = strtod(buf, &end);
-	if (errno || end == buf || !(v >= 0))
-		return -EINVAL;
-	if (!strcmp(end, "%")) {
-		if (v > 100)
-			return -EINVAL;
-		*ret = base + (uint64_t)(v / 100.0 * (double)span);
-	} else if (!*end || !strcmp(end, "s")) {
-		*ret = base + (uint64_t)(v * 1e9);
-	} else {
-		return -EINVAL;
-	}
+	if (o->by_section && (o->view == VIEW_SECTIONS || o->view == NW_VIEW_HEALTH))
+		return tell(2, "--by-section does not apply to %s",
+			    o->view == VIEW_SECTIONS ? "--sections" : "--stack-health");
+	if (e[NW_EXPORT_HTML] && shaped(o))
+		return tell(2, "--html holds the recorded stacks (the page inverts and zooms by "
+			    "itself): --focus, --ignore, --hide, --root, --inverted, "
+			    "--fold-recursion and --by-section do not apply");
+	if ((o->view == NW_VIEW_TIMELINE || e[NW_EXPORT_CHROME_TRACE]) && shaped(o))
+		return tell(2, "--timeline and --chrome-trace show the recorded stacks over "
+			    "time: --focus, --hide, --root, --inverted, --fold-recursion and "
+			    "--by-section do not apply");
+	if ((o->view == NW_VIEW_LINES || o->view == NW_VIEW_ADDRESSES) &&
+	    (nw_stack_filter_active(&o->stack_filter) || o->rpt.inverted || o->by_section))
+		return tell(2, "--lines and --addresses read the recorded stacks: --focus, "
+			    "--hide, --inverted and --by-section do not apply");
+	if (o->nbases && (e[NW_EXPORT_PPROF] || e[NW_EXPORT_SPEEDSCOPE] || o->rpt.per_thread ||
+			  (o->view != VIEW_NONE && o->view != NW_VIEW_FOLDED)))
+		return tell(2, "--diff shows the change per calling context, as text, --folded, "
+			    "--flamegraph FILE or --html FILE; other views and exports do "
+			    "not apply");
 	return 0;
 }
+
+/*
+ * The outputs asked for, in the order they are written: the exports (with
+ * --diff, the HTML report and the flame graph only), then the view, the
+ * tree when nothing else was asked for.  NULL on ENOMEM.
+ */
+static struct nw_plan *make_plan(struct report_opts *o)
+{
+	struct nw_plan *p = nw_plan_new(&o->rpt);
+	int view = o->view, ret = p ? 0 : -ENOMEM, n = 0;
+
+	for (int k = 0; k < NW_EXPORTS && !ret; k++) {
+		if (!o->export[k] ||
+		    (o->nbases && k != NW_EXPORT_HTML && k != NW_EXPORT_FLAMEGRAPH))
+			continue;
+		ret = nw_plan_add(p, &nw_exports[k], o->export[k]);
+		n++;
+	}
+	if (view == VIEW_NONE && !n)
+		view = NW_VIEW_TREE;
+	if (o->nbases && view != VIEW_NONE)
+		view = view == NW_VIEW_FOLDED ? NW_VIEW_DIFF_FOLDED : NW_VIEW_DIFF;
+	if (!ret && view != VIEW_NONE)
+		ret = nw_plan_add(p, view == VIEW_SECTIONS ? &nw_sections_output : &nw_views[view],
+				  NULL);
+	if (ret) {
+		nw_plan_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* ---- reading the measurements ---- */
+
+/* One measurement (the directories merged) read for the report. */
+struct loaded {
+	const char *dir;        /* the first, to name in messages */
+	struct nw_measurement *m;
+	struct nw_sections *sections; /* --sections, --by-section: DIR/sections */
+	unsigned metric;
+};
 
 /* --time: restricts @l to the range asked for; 0, else the exit status after telling the user. */
 static int apply_time(const struct report_opts *o, struct loaded *l)
 {
 	const struct nw_run *r = &l->m->run;
-	const char *comma = strchr(o->time, ',');
-	uint64_t base = r->clock_start_ns, span, lo, hi;
-	int rc;
+	uint64_t lo, hi;
+	int rc = nw_run_time_range(r, o->time, &lo, &hi);
 
-	if (!r->clock_start_ns || r->clock_end_ns <= r->clock_start_ns) {
-		fprintf(stderr, "narwhal-report: %s: no time in this measurement (recorded before "
-				"traces existed): --time needs them\n", l->dir);
-		return 1;
-	}
-	span = r->clock_end_ns - base;
-	lo = base;
-	hi = r->clock_end_ns;
-	if (!comma || (comma != o->time && parse_time_end(o->time, (size_t)(comma - o->time), base,
-							   span, &lo)) ||
-	    (comma[1] && parse_time_end(comma + 1, strlen(comma + 1), base, span, &hi)) || hi <= lo) {
-		fprintf(stderr, "narwhal-report: --time: START,END in seconds from the start "
-				"(1.5,3) or percent of the run (40%%,60%%), START before END; "
-				"not %s\n", o->time);
-		return 2;
-	}
-	/* Up to the end of the run: its end included (its last event may be at its end). */
-	if (hi >= r->clock_end_ns)
-		hi = r->clock_end_ns + 1;
-	if (lo >= hi) {
-		fprintf(stderr, "narwhal-report: --time %s starts after the run, which lasted "
-				"%.3f s\n", o->time, (double)span / 1e9);
-		return 2;
-	}
+	if (rc == -ENODATA)
+		return tell(1, "%s: no time in this measurement (recorded before traces "
+			    "existed): --time needs them", l->dir);
+	if (rc == -ERANGE)
+		return tell(2, "--time %s starts after the run, which lasted %.3f s", o->time,
+			    (double)(r->clock_end_ns - r->clock_start_ns) / 1e9);
+	if (rc)
+		return tell(2, "--time: START,END in seconds from the start (1.5,3) or percent "
+			    "of the run (40%%,60%%), START before END; not %s", o->time);
 	rc = nw_measurement_restrict_time(l->m, lo, hi);
-	if (rc == -ENODATA) {
-		fprintf(stderr, "narwhal-report: %s was recorded with --no-trace: --time needs "
-				"the time of each sample\n", l->dir);
-		return 1;
-	}
-	if (rc) {
-		fprintf(stderr, "narwhal-report: %s: --time: %s\n", l->dir, strerror(-rc));
-		return 1;
-	}
+	if (rc == -ENODATA)
+		return tell(1, "%s was recorded with --no-trace: --time needs the time of each "
+			    "sample", l->dir);
+	if (rc)
+		return tell(1, "%s: --time: %s", l->dir, strerror(-rc));
 	return 0;
 }
 
-/* Reads @dirs, merged (and the sections when asked); 0, else the exit status after telling the user. */
-static int load(const struct report_opts *o, const char **dirs, int ndirs, struct loaded *l)
+/*
+ * Reads @dirs, merged: what the plan's outputs read of them (--time and
+ * --by-section: the trees and the traces too), and the sections when
+ * asked.  0, else the exit status after telling the user.
+ */
+static int load(const struct report_opts *o, const struct nw_plan *p, const char **dirs,
+		int ndirs, struct loaded *l)
 {
+	bool whole = o->time || o->by_section;
 	char err[1024];
 	int ret, metric;
 
@@ -534,11 +538,14 @@ static int load(const struct report_opts *o, const char **dirs, int ndirs, struc
 	l->dir = dirs[0];
 	for (int i = 0; i < ndirs; i++) {
 		struct nw_measurement *m = NULL;
+		unsigned reads = 0;
 
 		ret = nw_measurement_open(dirs[i], &m, err, sizeof(err));
-		if (!ret && needs_trees(o, m))
+		if (!ret)
+			reads = nw_plan_reads(p, m);
+		if (!ret && (whole || (reads & NW_READS_TREES)))
 			ret = nw_measurement_load(m, dirs[i], err, sizeof(err));
-		if (!ret && needs_traces(o))
+		if (!ret && (whole || (reads & NW_READS_TRACES)))
 			ret = nw_measurement_read_traces(m, dirs[i], err, sizeof(err));
 		if (ret < 0) {
 			fprintf(stderr, "narwhal-report: %s\n", err[0] ? err : strerror(-ret));
@@ -552,11 +559,9 @@ static int load(const struct report_opts *o, const char **dirs, int ndirs, struc
 		}
 		ret = nw_measurement_merge(l->m, m, err, sizeof(err));
 		nw_measurement_free(m);
-		if (ret) {
-			fprintf(stderr, "narwhal-report: cannot merge %s with %s: %s\n", dirs[i],
-				dirs[0], err);
-			return ret == -EINVAL ? 2 : 1;
-		}
+		if (ret)
+			return tell(ret == -EINVAL ? 2 : 1, "cannot merge %s with %s: %s", dirs[i],
+				    dirs[0], err);
 	}
 	metric = nw_measurement_find_metric(l->m, o->metric);
 	if (metric < 0) {
@@ -573,18 +578,11 @@ static int load(const struct report_opts *o, const char **dirs, int ndirs, struc
 		if (ret)
 			return ret;
 	}
-	if (o->view == VIEW_SECTIONS || o->by_section) {
-		if (ndirs > 1) {
-			fprintf(stderr, "narwhal-report: --sections and --by-section read one "
-					"measurement, not %d\n", ndirs);
-			return 2;
-		}
-		ret = nw_sections_load(l->dir, l->m, &l->sections, err, sizeof(err));
-		if (ret) {
-			fprintf(stderr, "narwhal-report: %s\n", err);
-			return 1;
-		}
-	}
+	if ((o->view == VIEW_SECTIONS || o->by_section) && ndirs > 1)
+		return tell(2, "--sections and --by-section read one measurement, not %d", ndirs);
+	if ((o->view == VIEW_SECTIONS || o->by_section) &&
+	    nw_sections_load(l->dir, l->m, &l->sections, err, sizeof(err)))
+		return tell(1, "%s", err);
 	return 0;
 }
 
@@ -594,409 +592,7 @@ static void unload(struct loaded *l)
 	nw_measurement_free(l->m);
 }
 
-/* Does @o reshape the stacks (which the time-ordered outputs cannot follow)? */
-static bool shaped(const struct report_opts *o)
-{
-	return nw_stack_filter_active(&o->stack_filter) || o->inverted || o->fold_recursion ||
-	       o->by_section;
-}
-
-/*
- * The stacks the views and the graphs show: merged or per thread, split by
- * section, recursion folded, --focus and the like applied, turned bottom
- * up with @inverted.  @last: nothing reads the model's trees after this, so
- * they are freed once the stacks are built (a large measurement and its
- * stacks are then not both held).  NULL after telling the user.
- */
-static struct nw_stacks *report_stacks_pruned(const struct report_opts *o,
-					      const struct loaded *l, bool per_thread,
-					      bool inverted, bool last, double prune_share,
-					      unsigned prune_metric)
-{
-	struct nw_stacks_opts so = { .filter = &o->filter, .per_thread = per_thread };
-	struct nw_stacks *s = nw_stacks_new(l->m, l->m->nmetrics);
-	struct nw_split *split = NULL;
-	int ret = s ? 0 : -ENOMEM;
-
-	if (!ret && o->by_section)
-		ret = nw_sections_split(l->sections, l->m, &s->frames, &split);
-	so.split = split;
-	/*
-	 * Stacks shown by one metric as merged, down to @prune_share of the
-	 * total: what is lighter is not built (the stacks that --focus,
-	 * inversion or folding reshape need every frame).
-	 */
-	if (prune_share > 0 && !per_thread && !shaped(o)) {
-		so.prune_share = prune_share;
-		so.prune_metric = prune_metric;
-	}
-	if (!ret)
-		ret = nw_stacks_build(s, &so);
-	nw_split_free(split);
-	if (!ret && last)
-		nw_measurement_drop_trees(l->m);
-	if (!ret && o->fold_recursion) {
-		struct nw_cct *folded = nw_frames_fold_recursion(&s->frames, s->tree);
-
-		if (folded)
-			nw_stacks_set_tree(s, folded);
-		else
-			ret = -ENOMEM;
-	}
-	if (!ret && nw_stack_filter_active(&o->stack_filter))
-		ret = nw_stacks_filter(s, &o->stack_filter);
-	if (!ret && inverted)
-		ret = nw_stacks_invert(s);
-	if (ret) {
-		fprintf(stderr, "narwhal-report: %s: %s\n", l->dir, strerror(-ret));
-		nw_stacks_free(s);
-		return NULL;
-	}
-	return s;
-}
-
-static struct nw_stacks *report_stacks(const struct report_opts *o, const struct loaded *l,
-				       bool per_thread, bool inverted, bool last)
-{
-	return report_stacks_pruned(o, l, per_thread, inverted, last, 0, 0);
-}
-
-/*
- * The timeline of the selected threads, with the stacks its events name
- * in *@ret_s (the caller frees both); with @open_only, its threads' events
- * not read yet (nw_timeline_open()).  NULL after telling the user.
- */
-static struct nw_timeline *report_timeline(const struct report_opts *o, const struct loaded *l,
-					   bool open_only, struct nw_stacks **ret_s)
-{
-	struct nw_stacks_opts so = { .filter = &o->filter, .node_map = true };
-	struct nw_stacks *s = nw_stacks_new(l->m, l->m->nmetrics);
-	struct nw_timeline *tl = NULL;
-	int ret = s ? nw_stacks_build(s, &so) : -ENOMEM;
-
-	if (!ret)
-		ret = open_only ? nw_timeline_open(s, &o->filter, &tl)
-				: nw_timeline_build(s, &o->filter, &tl);
-	if (ret == -ENODATA)
-		fprintf(stderr, "narwhal-report: %s: no trace of the threads selected (recorded "
-				"with --no-trace?): the time of each sample is needed\n", l->dir);
-	else if (ret)
-		fprintf(stderr, "narwhal-report: %s: %s\n", l->dir, strerror(-ret));
-	if (ret) {
-		nw_stacks_free(s);
-		return NULL;
-	}
-	*ret_s = s;
-	return tl;
-}
-
-/* Whether some thread of @l has a trace. */
-static bool has_traces(const struct loaded *l)
-{
-	for (uint32_t i = 0; i < l->m->nthreads; i++)
-		if (l->m->threads[i].trace)
-			return true;
-	return false;
-}
-
-static int run_timeline(FILE *out, const struct report_opts *o, const struct loaded *l)
-{
-	struct nw_timeline_opts to = o->timeline;
-	struct nw_stacks *s = NULL;
-	struct nw_timeline *tl = report_timeline(o, l, false, &s);
-	int ret;
-
-	if (!tl)
-		return 1;
-	to.metric = o->view_opts.metric;
-	ret = nw_view_timeline(out, tl, &to);
-	nw_timeline_free(tl);
-	nw_stacks_free(s);
-	return ret;
-}
-
-static int run_lines(FILE *out, const struct report_opts *o, const struct loaded *l)
-{
-	struct nw_lines_opts lo = { .func = &o->pat[PAT_VIEW].re, .metric = o->view_opts.metric,
-				    .sort = o->sort, .addresses = o->view == VIEW_ADDRESSES,
-				    .full_names = o->view_opts.full_names };
-	int ret = nw_view_lines(out, l->m, &o->filter, &lo);
-
-	if (ret == -ENOENT) {
-		fprintf(stderr, "narwhal-report: %s: no sampled function matches %s\n", l->dir,
-			o->pat[PAT_VIEW].text);
-		return 1;
-	}
-	return ret;
-}
-
-static int run_view(FILE *out, const struct report_opts *o, const struct loaded *l)
-{
-	struct nw_stacks *s;
-	int ret;
-
-	if (o->view == VIEW_THREADS)
-		return nw_view_threads(out, l->m, &o->filter);
-	if (o->view == VIEW_SECTIONS)
-		return nw_sections_view(out, l->sections, l->m, &o->filter, o->view_opts.metric);
-	if (o->view == VIEW_LINES || o->view == VIEW_ADDRESSES)
-		return run_lines(out, o, l);
-	if (o->view == VIEW_TIMELINE)
-		return run_timeline(out, o, l);
-	if (o->view == VIEW_HEALTH) {
-		/* The stacks as the recorder unwound them: the physical trees. */
-		struct nw_health *h = NULL;
-
-		ret = nw_health_classify(l->m, &o->filter, &h);
-		if (!ret)
-			ret = nw_health_print(out, h);
-		nw_health_free(h);
-		if (ret && ret != -EIO)
-			fprintf(stderr, "narwhal-report: %s: %s\n", l->dir, strerror(-ret));
-		return ret ? 1 : 0;
-	}
-	if ((o->view == VIEW_FOLDED || o->view == VIEW_FLAT) && !o->per_thread && !shaped(o)) {
-		/* Folded stacks and the flat profile as they are merged: no tree beside the model's. */
-		s = nw_stacks_new(l->m, l->m->nmetrics);
-		ret = !s		       ? -ENOMEM
-		      : o->view == VIEW_FLAT ? nw_view_flat_stream(out, s, &o->filter, &o->view_opts)
-					     : nw_view_folded_stream(out, s, &o->filter, &o->view_opts);
-		nw_stacks_free(s);
-		if (ret && ret != -EIO) {
-			fprintf(stderr, "narwhal-report: %s: %s\n", l->dir, strerror(-ret));
-			return 1;
-		}
-		return ret;
-	}
-	/* The tree hides what is under --percent-limit: it need not be built (half, for rounding). */
-	s = report_stacks_pruned(o, l, o->per_thread,
-				 o->inverted && (o->view == VIEW_TREE || o->view == VIEW_FOLDED), true,
-				 o->view == VIEW_TREE ? o->view_opts.percent_limit / 100 / 2 : 0,
-				 o->view_opts.metric);
-	if (!s)
-		return 1;
-	switch (o->view) {
-	case VIEW_CALLERS:
-		ret = nw_view_callers(out, s, &o->pat[PAT_VIEW].re, &o->view_opts);
-		if (ret == -ENOENT) {
-			fprintf(stderr, "narwhal-report: %s: no function matches %s\n", l->dir,
-				o->pat[PAT_VIEW].text);
-			ret = 1;
-		}
-		break;
-	case VIEW_MODULES:
-		ret = nw_view_modules(out, s, &o->view_opts);
-		break;
-	case VIEW_FLAT:
-		ret = nw_view_flat(out, s, &o->view_opts);
-		break;
-	case VIEW_LEAKS:
-		ret = nw_view_leaks(out, s, &o->view_opts);
-		if (ret == -ENOENT) {
-			fprintf(stderr, "narwhal-report: %s: no allocation metrics (record with "
-					"narwhal-record --alloc for --leaks)\n", l->dir);
-			ret = 1;
-		}
-		break;
-	case VIEW_FOLDED:
-		ret = nw_view_folded(out, s, &o->view_opts);
-		break;
-	default:
-		ret = nw_view_tree(out, s, &o->view_opts);
-		break;
-	}
-	nw_stacks_free(s);
-	return ret;
-}
-
-/* ---- exports and --diff ---- */
-
-static bool wants_export(const struct report_opts *o)
-{
-	return o->pprof || o->speedscope || o->flamegraph || o->chrome_trace || o->html;
-}
-
-/* Opens @path for writing; NULL after telling the user. */
-static FILE *open_out(const char *path)
-{
-	/* Exports run to tens of megabytes: written behind, while the next is made. */
-	FILE *f = nw_fopen_behind(path);
-
-	if (!f)
-		fprintf(stderr, "narwhal-report: %s: %s\n", path, strerror(errno));
-	return f;
-}
-
-/* Closes @f, written with result @ret; 0, or 1 after telling the user. */
-static int close_out(FILE *f, const char *path, int ret)
-{
-	errno = 0;
-	/* A writer that saw its stream fail says -EIO; fclose() says why. */
-	if (fclose(f) != 0 && (!ret || ret == -EIO))
-		ret = errno ? -errno : -EIO;
-	if (!ret)
-		return 0;
-	fprintf(stderr, "narwhal-report: %s: %s\n", path, strerror(-ret));
-	return 1;
-}
-
-/*
- * --html FILE: the report of @l (the threads the filter selects), and
- * the change from @base with --diff.  0, or 1 after telling the user.
- */
-static int write_html(const struct report_opts *o, const struct loaded *l, const char *label,
-		      const struct loaded *base, const char *base_label)
-{
-	struct nw_html_opts ho = { .filter = &o->filter, .metric = l->metric, .label = label,
-				   .base = base ? base->m : NULL, .base_label = base_label };
-	FILE *f = open_out(o->html);
-
-	if (!f)
-		return 1;
-	return close_out(f, o->html, nw_html_write(f, l->m, &ho));
-}
-
-static int write_flamegraph(const char *path, const struct nw_stacks *s,
-			    const struct nw_flamegraph_opts *fo)
-{
-	FILE *f = open_out(path);
-
-	if (!f)
-		return 1;
-	return close_out(f, path, nw_flamegraph_write(f, s, fo));
-}
-
-static int write_pprof(const struct report_opts *o, const struct loaded *l, bool last)
-{
-	struct nw_split *split = NULL;
-	struct nw_stacks *s = NULL;
-	struct nw_pprof_file *pf;
-	struct nw_pprof *b;
-	char err[1024] = "";
-	int ret = 0;
-
-	if (nw_pprof_open(l->m, o->pprof, &b, &pf, err, sizeof(err))) {
-		fprintf(stderr, "narwhal-report: %s\n", err);
-		return 1;
-	}
-	if (nw_stack_filter_active(&o->stack_filter) || o->fold_recursion) {
-		/* Frames hidden, cut or folded are no addresses any more: frames as locations. */
-		s = report_stacks(o, l, true, false, last);
-		ret = s ? nw_pprof_add_stacks(b, s) : -ENOMEM;
-	} else {
-		if (o->by_section)
-			ret = nw_sections_split(l->sections, l->m, nw_pprof_frames(b), &split);
-		if (!ret)
-			ret = nw_pprof_add(b, &o->filter, split);
-	}
-	ret = nw_pprof_close(b, pf, ret, err, sizeof(err));
-	if (ret)
-		fprintf(stderr, "narwhal-report: %s\n", err);
-	nw_split_free(split);
-	nw_stacks_free(s);
-	return ret ? 1 : 0;
-}
-
-/* Writes the exports asked for: 0, or 1 after telling the user. */
-static int run_exports(const struct report_opts *o, const struct loaded *l)
-{
-	unsigned metric = o->view_opts.metric;
-	bool view = o->view != VIEW_NONE;
-	struct nw_stacks *s;
-	int ret;
-
-	/* First: the page reads the model's trees, which the exports below may free. */
-	if (o->html && write_html(o, l, l->dir, NULL, NULL))
-		return 1;
-	if (o->pprof &&
-	    write_pprof(o, l, !o->speedscope && !o->flamegraph && !o->chrome_trace && !view))
-		return 1;
-	if (o->speedscope && has_traces(l) && !shaped(o)) {
-		/* In time order: what speedscope's Time Order view shows; a thread read at a time. */
-		struct nw_timeline *tl = report_timeline(o, l, true, &s);
-		FILE *f;
-
-		if (!tl)
-			return 1;
-		f = open_out(o->speedscope);
-		ret = f ? close_out(f, o->speedscope,
-				    nw_speedscope_write_timeline(
-					    f, tl, o->metric ? metric
-							     : nw_speedscope_default_metric(l->m)))
-			: 1;
-		nw_timeline_free(tl);
-		nw_stacks_free(s);
-		if (ret)
-			return 1;
-	} else if (o->speedscope && !shaped(o)) {
-		/* Each thread's stacks written as they are merged: no tree beside the model's. */
-		FILE *f = open_out(o->speedscope);
-
-		s = f ? nw_stacks_new(l->m, l->m->nmetrics) : NULL;
-		ret = s ? nw_speedscope_write_stream(
-				  f, s, &o->filter,
-				  o->metric ? metric : nw_speedscope_default_metric(l->m))
-			: -ENOMEM;
-		nw_stacks_free(s);
-		if (!f || close_out(f, o->speedscope, ret))
-			return 1;
-	} else if (o->speedscope) {
-		FILE *f;
-
-		s = report_stacks(o, l, true, false, !o->flamegraph && !o->chrome_trace && !view);
-		if (!s)
-			return 1;
-		f = open_out(o->speedscope);
-		ret = f ? close_out(f, o->speedscope,
-				    nw_speedscope_write(f, s, o->metric ? metric
-									: nw_speedscope_default_metric(
-										  l->m)))
-			: 1;
-		nw_stacks_free(s);
-		if (ret)
-			return 1;
-	}
-	if (o->chrome_trace) {
-		struct nw_timeline *tl = report_timeline(o, l, false, &s);
-		FILE *f;
-
-		if (!tl)
-			return 1;
-		f = open_out(o->chrome_trace);
-		ret = f ? close_out(f, o->chrome_trace, nw_chrome_trace_write(f, tl, metric)) : 1;
-		nw_timeline_free(tl);
-		nw_stacks_free(s);
-		if (ret)
-			return 1;
-	}
-	if (o->flamegraph) {
-		struct nw_flamegraph_opts fo = { .title = o->inverted ? "Flame Graph (inverted)"
-								       : "Flame Graph",
-						 .metric = metric,
-						 .unit = nw_export_unit(&l->m->metrics[metric]),
-						 .base_metric = -1 };
-		char *subtitle;
-
-		s = report_stacks_pruned(o, l, o->per_thread, o->inverted, !view,
-					 nw_flamegraph_min_share(&fo), metric);
-		if (!s)
-			return 1;
-		subtitle = nw_export_subtitle(s, metric);
-		if (!subtitle) {
-			fprintf(stderr, "narwhal-report: %s: %s\n", o->flamegraph,
-				strerror(ENOMEM));
-			nw_stacks_free(s);
-			return 1;
-		}
-		fo.subtitle = subtitle;
-		ret = write_flamegraph(o->flamegraph, s, &fo);
-		free(subtitle);
-		nw_stacks_free(s);
-		if (ret)
-			return 1;
-	}
-	return 0;
-}
+/* ---- the report ---- */
 
 /* "a,b,c" of @n names, into @buf. */
 static const char *names_of(const char **v, int n, char *buf, size_t len)
@@ -1009,136 +605,46 @@ static const char *names_of(const char **v, int n, char *buf, size_t len)
 	return buf;
 }
 
-/* narwhal-report --diff BASE DIR: the exit status. */
-static int run_diff(const struct report_opts *o)
+/* Whether the filter, when it asks for threads, selects one of @l's. */
+static bool filter_matches(const struct report_opts *o, const struct loaded *l)
 {
-	struct loaded base = { 0 }, new = { 0 };
-	struct nw_stacks *bs = NULL, *ns = NULL;
-	struct nw_diff *d = NULL;
-	char bname[1024], nname[1024];
-	FILE *out = stdout;
-	int ret;
-
-	if (o->pprof || o->speedscope || o->per_thread ||
-	    (o->view != VIEW_NONE && o->view != VIEW_FOLDED)) {
-		fputs("narwhal-report: --diff shows the change per calling context, as text, "
-		      "--folded, --flamegraph FILE or --html FILE; other views and exports do "
-		      "not apply\n",
-		      stderr);
-		return 2;
-	}
-	names_of(o->bases, o->nbases, bname, sizeof(bname));
-	names_of(o->dirs, o->ndirs, nname, sizeof(nname));
-	ret = load(o, o->bases, o->nbases, &base);
-	if (!ret)
-		ret = load(o, o->dirs, o->ndirs, &new);
-	if (ret)
-		goto out;
-	ret = 1;
-	if (o->html) {
-		/* Before the stacks below free the models' trees. */
-		if (write_html(o, &new, nname, &base, bname))
-			goto out;
-		if (o->view == VIEW_NONE && !o->flamegraph) {
-			ret = 0;
-			goto out;
-		}
-	}
-	bs = report_stacks(o, &base, false, false, true);
-	ns = bs ? report_stacks(o, &new, false, false, true) : NULL;
-	if (!bs || !ns)
-		goto out;
-	if (nw_diff_new(bs, base.metric, ns, new.metric, &d)) {
-		fprintf(stderr, "narwhal-report: --diff: %s\n", strerror(ENOMEM));
-		goto out;
-	}
-	if (o->flamegraph) {
-		struct nw_flamegraph_opts fo = { .title = "Differential Flame Graph",
-						 .metric = NW_DIFF_NEW,
-						 .unit = nw_export_unit(&new.m->metrics[new.metric]),
-						 .base_metric = NW_DIFF_BASE };
-		char *subtitle = nw_strdup_printf("%s -> %s (%s): red grew, blue shrank", bname,
-						  nname, new.m->metrics[new.metric].name);
-
-		if (!subtitle) {
-			fprintf(stderr, "narwhal-report: %s: %s\n", o->flamegraph,
-				strerror(ENOMEM));
-			goto out;
-		}
-		fo.subtitle = subtitle;
-		ret = write_flamegraph(o->flamegraph, d->stacks, &fo);
-		free(subtitle);
-		if (ret)
-			goto out;
-		if (o->view == VIEW_NONE) {
-			ret = 0;
-			goto out;
-		}
-	}
-	if (o->output) {
-		out = open_out(o->output);
-		if (!out) {
-			ret = 1;
-			goto out;
-		}
-	}
-	ret = o->view == VIEW_FOLDED ? nw_diff_folded(out, d)
-				     : nw_diff_view(out, d, o->view_opts.percent_limit, bname, nname);
-	if (out != stdout)
-		ret = close_out(out, o->output, ret);
-	else if (ret)
-		ret = close_out(stdout, "stdout", ret);
-out:
-	nw_diff_free(d);
-	nw_stacks_free(bs);
-	nw_stacks_free(ns);
-	unload(&base);
-	unload(&new);
-	return ret;
+	if (o->filter.tid < 0 && o->filter.pid < 0 && !o->filter.comm)
+		return true;
+	for (uint32_t i = 0; i < l->m->nthreads; i++)
+		if (nw_filter_thread(&o->filter, &l->m->threads[i]))
+			return true;
+	return false;
 }
 
-/* The view and exports asked for: the exit status. */
-static int report(struct report_opts *o)
+/* Reads the measurements (and the bases of --diff) and runs the plan: the exit status. */
+static int report(struct report_opts *o, struct nw_plan *p)
 {
-	const char *name = o->output ? o->output : "stdout";
-	struct loaded l = { 0 };
-	FILE *out = stdout;
-	int ret, matched = 0;
+	struct loaded l = { 0 }, base = { 0 };
+	struct nw_plan_model model, bmodel;
+	char nname[1024], bname[1024], err[1024];
+	int ret = 0;
 
-	ret = load(o, o->dirs, o->ndirs, &l);
+	names_of(o->dirs, o->ndirs, nname, sizeof(nname));
+	names_of(o->bases, o->nbases, bname, sizeof(bname));
+	if (o->nbases)
+		ret = load(o, p, o->bases, o->nbases, &base);
+	if (!ret)
+		ret = load(o, p, o->dirs, o->ndirs, &l);
 	if (ret)
 		goto out;
-	o->view_opts.metric = l.metric;
-	for (uint32_t i = 0; i < l.m->nthreads; i++)
-		matched += nw_filter_thread(&o->filter, &l.m->threads[i]);
-	if (!matched && (o->filter.tid >= 0 || o->filter.pid >= 0 || o->filter.comm)) {
-		fprintf(stderr, "narwhal-report: %s: no thread matches the filter; "
-				"see narwhal-report --threads\n",
-			l.dir);
-		ret = 1;
+	if (!o->nbases && !filter_matches(o, &l)) {
+		ret = tell(1, "%s: no thread matches the filter; see narwhal-report --threads",
+			   l.dir);
 		goto out;
 	}
-	if (wants_export(o)) {
-		ret = run_exports(o, &l);
-		if (ret || o->view == VIEW_NONE)
-			goto out;
-	}
-	if (o->view == VIEW_NONE)
-		o->view = VIEW_TREE;
-	/* Folded stacks run to tens of megabytes too. */
-	out = o->output ? nw_fopen_behind(o->output) : nw_fdopen_behind(fileno(stdout), false);
-	if (!out) {
-		fprintf(stderr, "narwhal-report: %s: %s\n", name, strerror(errno));
-		ret = 1;
-		goto out;
-	}
-	ret = run_view(out, o, &l);
-	/* Positive: told already; negative: an errno close_out() tells. */
-	if (ret > 0)
-		fclose(out);
-	else
-		ret = close_out(out, name, ret);
+	o->rpt.view.metric = l.metric;
+	model = (struct nw_plan_model){ l.m, l.dir, o->nbases ? nname : l.dir, l.metric,
+					l.sections };
+	bmodel = (struct nw_plan_model){ base.m, base.dir, bname, base.metric, base.sections };
+	if (nw_plan_run(p, &model, o->nbases ? &bmodel : NULL, err, sizeof(err)))
+		ret = tell(1, "%s", err);
 out:
+	unload(&base);
 	unload(&l);
 	return ret;
 }
@@ -1148,8 +654,9 @@ int main(int argc, char **argv)
 	struct report_opts o = {
 		.view = VIEW_NONE,
 		.filter = { .tid = -1, .pid = -1 },
-		.view_opts = { .percent_limit = 0.5 },
+		.rpt = { .view = { .percent_limit = 0.5 } },
 	};
+	struct nw_plan *p = NULL;
 	int ret;
 
 	/*
@@ -1163,35 +670,23 @@ int main(int argc, char **argv)
 	ret = parse_args(argc, argv, &o);
 	if (ret >= 0)
 		goto out;
-	if (o.by_section && (o.view == VIEW_SECTIONS || o.view == VIEW_HEALTH)) {
-		fprintf(stderr, "narwhal-report: --by-section does not apply to %s\n",
-			o.view == VIEW_SECTIONS ? "--sections" : "--stack-health");
-		ret = 2;
+	ret = check_opts(&o);
+	if (ret)
+		goto out;
+	o.rpt.filter = &o.filter;
+	o.rpt.stack_filter = &o.stack_filter;
+	o.rpt.split = o.by_section ? nw_sections_split_plan : NULL;
+	o.rpt.diff = o.nbases > 0;
+	o.rpt.metric_given = o.metric != NULL;
+	p = make_plan(&o);
+	if (!p) {
+		fputs("narwhal-report: out of memory\n", stderr);
+		ret = 1;
 		goto out;
 	}
-	if (o.html && shaped(&o)) {
-		fputs("narwhal-report: --html holds the recorded stacks (the page inverts and "
-		      "zooms by itself): --focus, --ignore, --hide, --root, --inverted, "
-		      "--fold-recursion and --by-section do not apply\n", stderr);
-		ret = 2;
-		goto out;
-	}
-	if ((o.view == VIEW_TIMELINE || o.chrome_trace) && shaped(&o)) {
-		fputs("narwhal-report: --timeline and --chrome-trace show the recorded stacks over "
-		      "time: --focus, --hide, --root, --inverted, --fold-recursion and "
-		      "--by-section do not apply\n", stderr);
-		ret = 2;
-		goto out;
-	}
-	if ((o.view == VIEW_LINES || o.view == VIEW_ADDRESSES) &&
-	    (nw_stack_filter_active(&o.stack_filter) || o.inverted || o.by_section)) {
-		fputs("narwhal-report: --lines and --addresses read the recorded stacks: --focus, "
-		      "--hide, --inverted and --by-section do not apply\n", stderr);
-		ret = 2;
-		goto out;
-	}
-	ret = o.nbases ? run_diff(&o) : report(&o);
+	ret = report(&o, p);
 out:
+	nw_plan_free(p);
 	opts_fini(&o);
 	return ret;
 }

@@ -3,7 +3,11 @@
  * The speedscope export, written as it is walked: one sampled profile per
  * thread (its stacks, then their weights), then the frames the stacks
  * used.  JSON allows the keys in any order, so the frame table can follow
- * the profiles that fill it; nothing is held but the frame numbers.
+ * the profiles that fill it; nothing is held but the frame numbers.  Two
+ * walks: the visits of each thread's stacks (the calling contexts once,
+ * the same whether the stacks are merged as they are visited or a tree),
+ * and the traces in time order.  Both write a stack as the one before it
+ * cut and extended (append_stack(), path_push()).
  */
 #include "export/speedscope.h"
 
@@ -28,8 +32,6 @@ struct ctx {
 	uint32_t nused;
 	uint32_t *path;      /* the frames of the node being written, root first */
 	size_t cap_path;
-	uint32_t *order;     /* a thread's subtree in preorder */
-	uint32_t *depth;     /* per node of the tree: below the thread's frame */
 	char *line;          /* one sample's text */
 	size_t cap_line;
 	size_t *line_at;     /* in preorder: where each depth's frame ends in @line */
@@ -89,19 +91,6 @@ static int64_t frame_of(struct ctx *c, uint32_t fi)
 	}
 	return c->frame_of[fi];
 }
-
-/* The subtree of @top in preorder, and each node's depth below it; returns the count. */
-static uint32_t walk(struct ctx *c, uint32_t top)
-{
-	const struct nw_cct *t = c->p->tree;
-	uint32_t n = nw_cct_subtree_preorder(t, top, c->order);
-
-	c->depth[top] = 0;
-	for (uint32_t k = 1; k < n; k++)
-		c->depth[c->order[k]] = c->depth[t->nodes[c->order[k]].parent] + 1;
-	return n;
-}
-
 
 /*
  * Makes the text of the stack of the @d funcs in c->path (root first), a
@@ -179,64 +168,12 @@ static int put_node(struct ctx *c, uint32_t *valid, bool *first, uint32_t d, uin
 	return 1;
 }
 
-/* Writes the stacks of the thread at @top (@n nodes in c->order), root first. */
-static int write_samples(struct ctx *c, uint32_t n)
+/*
+ * A thread's profile up to its samples, @w its weight, in nanoseconds
+ * with @ns (else in no unit).  -ENOMEM.
+ */
+static int write_profile_head(struct ctx *c, const struct nw_mthread *th, bool ns, uint64_t w)
 {
-	const struct nw_cct *t = c->p->tree;
-	uint32_t valid = 0; /* c->line holds the stack's text down to this depth */
-	bool first = true;
-
-	for (uint32_t k = 1; k < n; k++) {
-		uint32_t i = c->order[k];
-
-		if (put_node(c, &valid, &first, c->depth[i], (uint32_t)t->nodes[i].ip,
-			     nw_cct_metrics(t, i)[c->metric]) < 0)
-			return -ENOMEM;
-	}
-	fputc(']', c->out);
-	return 0;
-}
-
-static uint64_t write_weights(struct ctx *c, uint32_t n)
-{
-	const struct nw_cct *t = c->p->tree;
-	uint64_t total = 0;
-	bool first = true;
-
-	fputs("\"weights\":[", c->out);
-	for (uint32_t k = 1; k < n; k++) {
-		uint64_t w = nw_cct_metrics(t, c->order[k])[c->metric];
-
-		if (!w)
-			continue;
-		char buf[24], *q = buf;
-
-		if (!first)
-			*q++ = ',';
-		q = nw_put_u64(q, w);
-		fwrite(buf, 1, (size_t)(q - buf), c->out);
-		first = false;
-		total += w;
-	}
-	fputc(']', c->out);
-	return total;
-}
-
-/* The weight of the thread at @top: what its samples add up to. */
-static uint64_t thread_weight(struct ctx *c, uint32_t top)
-{
-	uint32_t n = nw_cct_subtree_preorder(c->p->tree, top, c->order);
-	uint64_t w = 0;
-
-	for (uint32_t k = 1; k < n; k++)
-		w += nw_cct_metrics(c->p->tree, c->order[k])[c->metric];
-	return w;
-}
-
-/* A thread's profile up to its samples, @w its weight.  -ENOMEM. */
-static int write_profile_head(struct ctx *c, const struct nw_mthread *th, uint64_t w)
-{
-	const struct nw_measurement *m = c->p->m;
 	char *name = nw_strdup_printf("%s (pid %u, tid %u)", th->comm ? th->comm : "", th->pid,
 				      th->tid);
 	int ret;
@@ -249,25 +186,7 @@ static int write_profile_head(struct ctx *c, const struct nw_mthread *th, uint64
 	if (ret)
 		return ret;
 	fprintf(c->out, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\"samples\":[",
-		m->metrics[c->metric].unit == NW_UNIT_NANOSECONDS ? "nanoseconds" : "none",
-		(unsigned long long)w);
-	return 0;
-}
-
-static int write_profile(struct ctx *c, const struct nw_mthread *th, uint32_t top, uint64_t w)
-{
-	uint32_t n;
-	int ret = write_profile_head(c, th, w);
-
-	if (ret)
-		return ret;
-	n = walk(c, top);
-	ret = write_samples(c, n);
-	if (ret)
-		return ret;
-	fputc(',', c->out);
-	write_weights(c, n);
-	fputc('}', c->out);
+		ns ? "nanoseconds" : "none", (unsigned long long)w);
 	return 0;
 }
 
@@ -305,25 +224,13 @@ unsigned nw_speedscope_default_metric(const struct nw_measurement *m)
 	return s > 0 ? (unsigned)s : 0;
 }
 
-/*
- * The file up to its profiles: the busiest of the threads of weights
- * @weight (per model thread, 0 for none) opens first.  -ENOMEM.
- */
-static int write_head(struct ctx *c, const uint64_t *weight)
+/* The file up to its name: the command recorded.  -ENOMEM. */
+static int write_start(struct ctx *c)
 {
 	const struct nw_measurement *m = c->p->m;
 	struct nw_strbuf cmd = { 0 };
-	uint64_t best = 0;
-	int64_t active = 0, nprof = 0;
 	int ret;
 
-	for (uint32_t i = 0; i < m->nthreads; i++) {
-		if (weight[i] > best) {
-			best = weight[i];
-			active = nprof;
-		}
-		nprof += weight[i] != 0;
-	}
 	for (uint32_t i = 0; i < m->run.argc; i++)
 		nw_sb_printf(&cmd, "%s%s", i ? " " : "", m->run.argv[i] ? m->run.argv[i] : "");
 	fputs("{\"$schema\":\"" SCHEMA_URL "\",\"exporter\":\"narwhal " NW_VERSION "\",\"name\":",
@@ -332,73 +239,33 @@ static int write_head(struct ctx *c, const uint64_t *weight)
 			 : nw_export_json_str(c->out, cmd.len ? nw_sb_str(&cmd)
 							      : "narwhal measurement");
 	nw_sb_fini(&cmd);
-	fprintf(c->out, ",\"activeProfileIndex\":%lld,\"profiles\":[", (long long)active);
 	return ret;
 }
 
-static int write_all(struct ctx *c)
+/*
+ * The file up to its profiles: the busiest of the threads of weights
+ * @weight (per model thread, 0 for none) opens first.  -ENOMEM.
+ */
+static int write_head(struct ctx *c, const uint64_t *weight)
 {
 	const struct nw_measurement *m = c->p->m;
-	uint64_t *weight;
-	int64_t nprof = 0;
-	int ret;
+	uint64_t best = 0;
+	int64_t active = 0, nprof = 0;
 
-	weight = calloc(m->nthreads ? m->nthreads : 1, sizeof(*weight));
-	if (!weight)
-		return -ENOMEM;
-	/* A thread without weight would be an empty, useless tab. */
-	for (uint32_t i = 0; i < m->nthreads; i++)
-		if (c->p->thread_node[i] != NW_CCT_NONE)
-			weight[i] = thread_weight(c, c->p->thread_node[i]);
-	ret = write_head(c, weight);
-	for (uint32_t i = 0; !ret && i < m->nthreads; i++) {
-		if (!weight[i])
-			continue;
-		if (nprof++)
-			fputc(',', c->out);
-		ret = write_profile(c, &m->threads[i], c->p->thread_node[i], weight[i]);
+	for (uint32_t i = 0; i < m->nthreads; i++) {
+		if (weight[i] > best) {
+			best = weight[i];
+			active = nprof;
+		}
+		nprof += weight[i] != 0;
 	}
-	fputs("],", c->out);
-	if (!ret)
-		ret = write_frames(c);
-	fputs("}\n", c->out);
-	free(weight);
-	return ret;
+	if (write_start(c))
+		return -ENOMEM;
+	fprintf(c->out, ",\"activeProfileIndex\":%lld,\"profiles\":[", (long long)active);
+	return 0;
 }
 
-int nw_speedscope_write(FILE *out, const struct nw_stacks *p, unsigned metric)
-{
-	struct ctx c = { .p = p, .out = out, .metric = metric };
-	uint32_t nfuncs = p->frames.n, n = p->tree->n;
-	int ret = -ENOMEM;
-
-	if (!p->m || !p->thread_node || metric >= p->m->nmetrics || metric >= p->tree->nmetrics)
-		return -EINVAL;
-	for (uint32_t i = 1; i < n; i++)
-		if (p->tree->nodes[i].ip >= nfuncs)
-			return -EINVAL;
-	c.frame_of = malloc((nfuncs ? nfuncs : 1) * sizeof(*c.frame_of));
-	c.used = malloc((nfuncs ? nfuncs : 1) * sizeof(*c.used));
-	c.order = malloc((size_t)n * sizeof(*c.order));
-	c.depth = malloc((size_t)n * sizeof(*c.depth));
-	if (!c.frame_of || !c.used || !c.order || !c.depth)
-		goto out;
-	memset(c.frame_of, 0xff, (nfuncs ? nfuncs : 1) * sizeof(*c.frame_of));
-	ret = write_all(&c);
-	if (!ret && (fflush(out) != 0 || ferror(out)))
-		ret = -EIO;
-out:
-	free(c.frame_of);
-	free(c.used);
-	free(c.order);
-	free(c.depth);
-	free(c.path);
-	free(c.line);
-	free(c.line_at);
-	return ret;
-}
-
-/* ---- per thread, as the stacks are merged ---- */
+/* ---- each thread's stacks once, from their visits ---- */
 
 struct stream {
 	struct ctx c;
@@ -468,7 +335,9 @@ static int stream_visit(void *arg, const struct nw_visit *v)
 			fputc(',', c->out);
 		st->open = st->first = true;
 		st->valid = 0;
-		return write_profile_head(c, th, st->weight[v->thread]);
+		return write_profile_head(c, th,
+					  c->p->m->metrics[c->metric].unit == NW_UNIT_NANOSECONDS,
+					  st->weight[v->thread]);
 	}
 	if (!st->open)
 		return 0;
@@ -484,32 +353,64 @@ static int stream_visit(void *arg, const struct nw_visit *v)
 	return 0;
 }
 
-int nw_speedscope_write_stream(FILE *out, struct nw_stacks *s, const struct nw_filter *f,
-			       unsigned metric)
+/*
+ * Each selected thread's weight, before its stacks (the busiest opens
+ * first): what its samples add up to in the tree, or deferred, in the
+ * model's trees.  -ENOMEM.
+ */
+static int thread_weights(const struct nw_stacks *s, unsigned metric, uint64_t *weight)
+{
+	const struct nw_measurement *m = s->m;
+	const struct nw_cct *t = s->tree;
+	uint64_t *sums = NULL;
+	uint32_t *order = NULL;
+	uint8_t *seen = NULL;
+
+	if (s->deferred.pending) {
+		sums = calloc(m->nmetrics ? m->nmetrics : 1, sizeof(*sums));
+		for (uint32_t i = 0; sums && i < m->nthreads; i++) {
+			if (!nw_filter_thread(s->deferred.filter, &m->threads[i]) ||
+			    !m->threads[i].ntrees)
+				continue;
+			nw_mthread_totals(&m->threads[i], m->nmetrics, sums);
+			weight[i] = sums[metric];
+		}
+		free(sums);
+		return sums ? 0 : -ENOMEM;
+	}
+	order = malloc((size_t)t->n * sizeof(*order));
+	seen = calloc(t->n, 1);
+	/* A thread's frame node shared with a thread before it is visited with that one. */
+	for (uint32_t i = 0; order && seen && i < m->nthreads; i++) {
+		uint32_t top = s->thread_node[i], n;
+
+		if (top == NW_CCT_NONE || top >= t->n || seen[top])
+			continue;
+		seen[top] = 1;
+		n = nw_cct_subtree_preorder(t, top, order);
+		for (uint32_t k = 1; k < n; k++)
+			weight[i] += nw_cct_metrics(t, order[k])[metric];
+	}
+	free(seen);
+	free(order);
+	return order && seen ? 0 : -ENOMEM;
+}
+
+int nw_speedscope_write(FILE *out, struct nw_stacks *s, unsigned metric)
 {
 	const struct nw_measurement *m = s->m;
 	struct stream st = { .c = { .p = s, .out = out, .metric = metric } };
-	struct nw_stacks_opts so = { .filter = f, .per_thread = true, .visit = stream_visit,
-				     .visit_arg = &st };
-	uint64_t *sums;
 	int ret;
 
-	if (!m || metric >= m->nmetrics || metric >= s->tree->nmetrics)
+	if (!m || metric >= m->nmetrics || metric >= s->tree->nmetrics ||
+	    !(s->deferred.pending ? s->deferred.per_thread : s->thread_node != NULL))
 		return -EINVAL;
 	st.weight = calloc(m->nthreads ? m->nthreads : 1, sizeof(*st.weight));
-	sums = calloc(m->nmetrics ? m->nmetrics : 1, sizeof(*sums));
-	ret = st.weight && sums ? 0 : -ENOMEM;
-	/* The threads' weights before their stacks: the busiest opens first. */
-	for (uint32_t i = 0; !ret && i < m->nthreads; i++) {
-		if (!nw_filter_thread(f, &m->threads[i]) || !m->threads[i].ntrees)
-			continue;
-		nw_mthread_totals(&m->threads[i], m->nmetrics, sums);
-		st.weight[i] = sums[metric];
-	}
+	ret = st.weight ? thread_weights(s, metric, st.weight) : -ENOMEM;
 	if (!ret)
 		ret = write_head(&st.c, st.weight);
 	if (!ret) {
-		ret = nw_stacks_build(s, &so);
+		ret = nw_stacks_visit(s, false, stream_visit, &st);
 		stream_close(&st);
 	}
 	if (!ret) {
@@ -519,7 +420,6 @@ int nw_speedscope_write_stream(FILE *out, struct nw_stacks *s, const struct nw_f
 	}
 	if (!ret && (fflush(out) != 0 || ferror(out)))
 		ret = -EIO;
-	free(sums);
 	free(st.weight);
 	free(st.weights);
 	free(st.c.frame_of);
@@ -694,23 +594,14 @@ static int write_timed_profile(struct ctx *c, const struct nw_timeline *tl,
 			       const struct nw_tl_thread *t, uint16_t event, bool by_period,
 			       uint64_t total)
 {
-	const struct nw_mthread *th = &c->p->m->threads[t->thread];
-	char *name = nw_strdup_printf("%s (pid %u, tid %u)", th->comm ? th->comm : "", th->pid,
-				      th->tid);
 	bool first = true;
-	int ret;
+	int ret = write_profile_head(c, &c->p->m->threads[t->thread],
+				     by_period &&
+					     c->p->m->metrics[c->metric].unit == NW_UNIT_NANOSECONDS,
+				     total);
 
-	if (!name)
-		return -ENOMEM;
-	fputs("{\"type\":\"sampled\",\"name\":", c->out);
-	ret = nw_export_json_str(c->out, name);
-	free(name);
 	if (ret)
 		return ret;
-	fprintf(c->out, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\"samples\":[",
-		by_period && c->p->m->metrics[c->metric].unit == NW_UNIT_NANOSECONDS ? "nanoseconds"
-										      : "none",
-		(unsigned long long)total);
 	nw_sb_reset(&c->weights);
 	/* Consecutive samples of one stack are one sample of their summed weight. */
 	for (size_t k = 0; k < t->n;) {
@@ -836,7 +727,6 @@ int nw_speedscope_write_timeline(FILE *out, const struct nw_timeline *tl, unsign
 	struct ctx c = { .p = tl->s, .out = out, .metric = metric };
 	struct timed t = { .c = &c, .tl = tl, .event = nw_timeline_event(m, metric) };
 	uint32_t nfuncs = tl->s->frames.n, n = tl->n ? tl->n : 1;
-	struct nw_strbuf cmd = { 0 };
 	int ret = 0;
 
 	/* The metric's weight: its period (a time, or a count of events), or 1 per sample. */
@@ -856,12 +746,7 @@ int nw_speedscope_write_timeline(FILE *out, const struct nw_timeline *tl, unsign
 	ret = make_texts(&c, t.event);
 	if (ret)
 		goto out;
-	for (uint32_t i = 0; i < m->run.argc; i++)
-		nw_sb_printf(&cmd, "%s%s", i ? " " : "", m->run.argv[i] ? m->run.argv[i] : "");
-	fputs("{\"$schema\":\"" SCHEMA_URL "\",\"exporter\":\"narwhal " NW_VERSION "\",\"name\":",
-	      out);
-	ret = cmd.failed ? -ENOMEM
-			 : nw_export_json_str(out, cmd.len ? nw_sb_str(&cmd) : "narwhal measurement");
+	ret = write_start(&c);
 	fputs(",\"profiles\":[", out);
 	if (!ret)
 		ret = nw_parallel_ordered(tl->n, MAX_TIMED, read_timed_thread, write_timed_thread,
@@ -883,7 +768,6 @@ out:
 	free(t.ret);
 	free(t.samples);
 	free(t.total);
-	nw_sb_fini(&cmd);
 	free(c.frame_of);
 	free(c.used);
 	free(c.path);

@@ -16,20 +16,14 @@
 #include "report/timeline.h"
 
 /*
- * Writes the threads of @p (stacks built per thread from a model) with
- * samples weighed by metric @metric.  0, -EINVAL for a metric the profile
- * lacks or stacks not built per thread, -ENOMEM, or -EIO when writing
+ * Writes the threads of @s (stacks per thread: built, or deferred and
+ * merged as they are visited, no tree kept) with samples weighed by
+ * metric @metric: each thread's calling contexts once, from the visits
+ * of its stacks (nw_stacks_visit()).  0, -EINVAL for a metric the
+ * stacks lack or stacks not per thread, -ENOMEM, or -EIO when writing
  * failed.
  */
-int nw_speedscope_write(FILE *out, const struct nw_stacks *p, unsigned metric);
-/*
- * The same file for the threads @f selects, written as @s's stacks
- * (nw_stacks_new(), unbuilt) are merged per thread: no tree is built.
- * 0, -EINVAL, -ENOMEM, -EIO.
- */
-int nw_speedscope_write_stream(FILE *out, struct nw_stacks *s, const struct nw_filter *f,
-			       unsigned metric);
-
+int nw_speedscope_write(FILE *out, struct nw_stacks *s, unsigned metric);
 /*
  * Writes the threads of the timeline @tl in time order: each thread's
  * samples of the event of metric @metric (nw_timeline_event()) as they

@@ -209,6 +209,16 @@ void nw_measurement_event_metrics(const struct nw_measurement *m, uint32_t e, in
  * does not decode, -EINVAL for a borrowed model or an empty range.
  */
 int nw_measurement_restrict_time(struct nw_measurement *m, uint64_t lo, uint64_t hi);
+/*
+ * The range of run @r that @spec names ("START,END", narwhal-report
+ * --time): each end seconds from the start of the run ("2.5", "2.5s") or
+ * a percentage of it ("40%"), either may be empty (the start; the end of
+ * the run, its end included).  0; -ENODATA when @r has no times (recorded
+ * before traces existed), -EINVAL for a spec that is none or ends before
+ * it starts, -ERANGE for a start after the run.
+ */
+int nw_run_time_range(const struct nw_run *r, const char *spec, uint64_t *ret_lo,
+		      uint64_t *ret_hi);
 /* The process of @pid (the last one listed: pids are reused), or NULL. */
 const struct nw_mprocess *nw_measurement_process(const struct nw_measurement *m, uint32_t pid);
 

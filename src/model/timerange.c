@@ -103,3 +103,53 @@ int nw_measurement_restrict_time(struct nw_measurement *m, uint64_t lo, uint64_t
 	}
 	return rc;
 }
+
+/* One end of a range: seconds ("2.5", "2.5s") or a percentage ("40%") of @span ns after @base. */
+static int parse_end(const char *s, size_t len, uint64_t base, uint64_t span, uint64_t *ret)
+{
+	char buf[64], *end;
+	double v;
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, len);
+	buf[len] = 0;
+	errno = 0;
+	v = strtod(buf, &end);
+	if (errno || end == buf || !(v >= 0))
+		return -EINVAL;
+	if (!strcmp(end, "%")) {
+		if (v > 100)
+			return -EINVAL;
+		*ret = base + (uint64_t)(v / 100.0 * (double)span);
+	} else if (!*end || !strcmp(end, "s")) {
+		*ret = base + (uint64_t)(v * 1e9);
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int nw_run_time_range(const struct nw_run *r, const char *spec, uint64_t *ret_lo,
+		      uint64_t *ret_hi)
+{
+	const char *comma = strchr(spec, ',');
+	uint64_t base = r->clock_start_ns, span, lo, hi;
+
+	if (!r->clock_start_ns || r->clock_end_ns <= r->clock_start_ns)
+		return -ENODATA;
+	span = r->clock_end_ns - base;
+	lo = base;
+	hi = r->clock_end_ns;
+	if (!comma || (comma != spec && parse_end(spec, (size_t)(comma - spec), base, span, &lo)) ||
+	    (comma[1] && parse_end(comma + 1, strlen(comma + 1), base, span, &hi)) || hi <= lo)
+		return -EINVAL;
+	/* Up to the end of the run: its end included (its last event may be at its end). */
+	if (hi >= r->clock_end_ns)
+		hi = r->clock_end_ns + 1;
+	if (lo >= hi)
+		return -ERANGE;
+	*ret_lo = lo;
+	*ret_hi = hi;
+	return 0;
+}

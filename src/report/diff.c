@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report/folded.h"
+
 /* Adds @t's weights (metric @m) into the joined tree.s metric @slot, frames by name. */
 static int join(struct nw_diff *d, const struct nw_stacks *p, unsigned m, unsigned slot)
 {
@@ -107,60 +109,51 @@ static double pct(uint64_t v, uint64_t total)
 	return total ? 100.0 * (double)v / (double)total : 0.0;
 }
 
-/* "root;...;leaf" for @node, or NULL on ENOMEM. */
-static char *stack_string(const struct nw_diff *d, uint32_t node)
+/*
+ * Every calling context with a self weight in either measurement, its
+ * stack written as folded stacks write it (report/folded.h), from the
+ * visits of the joined tree.
+ */
+struct collect {
+	const struct nw_diff *d;
+	struct row *rows;
+	uint32_t n;
+	struct nw_folded_line line;
+};
+
+static int collect_visit(void *arg, const struct nw_visit *v)
 {
-	const struct nw_cct *t = d->stacks->tree;
-	size_t len = 0;
-	char *s, *end;
+	struct collect *c = arg;
+	struct row *r = &c->rows[c->n];
 
-	for (uint32_t i = node; i != NW_CCT_ROOT; i = t->nodes[i].parent)
-		len += strlen(d->stacks->frames.v[t->nodes[i].ip].name) + 1;
-	s = malloc(len ? len : 1);
-	if (!s)
-		return NULL;
-	end = s + (len ? len - 1 : 0);
-	*end = '\0';
-	for (uint32_t i = node; i != NW_CCT_ROOT; i = t->nodes[i].parent) {
-		const char *name = d->stacks->frames.v[t->nodes[i].ip].name;
-		size_t l = strlen(name);
-
-		end -= l;
-		memcpy(end, name, l);
-		if (end > s)
-			*--end = ';';
-	}
-	return s;
+	if (nw_folded_line_visit(&c->line, c->d->stacks, v))
+		return -ENOMEM;
+	if (!v->metrics[NW_DIFF_BASE] && !v->metrics[NW_DIFF_NEW])
+		return 0;
+	r->stack = strdup(nw_sb_str(&c->line.text));
+	if (!r->stack)
+		return -ENOMEM;
+	r->w[0] = v->metrics[NW_DIFF_BASE];
+	r->w[1] = v->metrics[NW_DIFF_NEW];
+	r->delta = pct(r->w[1], c->d->total[NW_DIFF_NEW]) - pct(r->w[0], c->d->total[NW_DIFF_BASE]);
+	c->n++;
+	return 0;
 }
 
-/* Every calling context with a self weight in either measurement. */
+static void rows_free(struct row *rows, uint32_t n);
+
 static int collect(const struct nw_diff *d, struct row **ret, uint32_t *ret_n)
 {
-	struct row *rows = calloc(d->stacks->tree->n, sizeof(*rows));
-	uint32_t n = 0;
+	struct collect c = { .d = d, .rows = calloc(d->stacks->tree->n, sizeof(*c.rows)) };
+	int err = c.rows ? nw_stacks_visit(d->stacks, false, collect_visit, &c) : -ENOMEM;
 
-	if (!rows)
-		return -ENOMEM;
-	for (uint32_t i = 1; i < d->stacks->tree->n; i++) {
-		const uint64_t *m = nw_cct_metrics(d->stacks->tree, i);
-
-		if (!m[NW_DIFF_BASE] && !m[NW_DIFF_NEW])
-			continue;
-		rows[n].stack = stack_string(d, i);
-		if (!rows[n].stack) {
-			for (uint32_t j = 0; j < n; j++)
-				free(rows[j].stack);
-			free(rows);
-			return -ENOMEM;
-		}
-		rows[n].w[0] = m[NW_DIFF_BASE];
-		rows[n].w[1] = m[NW_DIFF_NEW];
-		rows[n].delta = pct(m[NW_DIFF_NEW], d->total[NW_DIFF_NEW]) -
-				pct(m[NW_DIFF_BASE], d->total[NW_DIFF_BASE]);
-		n++;
+	nw_folded_line_fini(&c.line);
+	if (err) {
+		rows_free(c.rows, c.n);
+		return err;
 	}
-	*ret = rows;
-	*ret_n = n;
+	*ret = c.rows;
+	*ret_n = c.n;
 	return 0;
 }
 

@@ -53,6 +53,9 @@ struct nw_split {
 	uint64_t *values;          /* n * nmetrics: what each entry moves */
 };
 
+/* Frees a split (sections/join.h makes them); NULL is a no-op. */
+void nw_split_free(struct nw_split *sp);
+
 struct nw_stacks {
 	const struct nw_measurement *m; /* NULL for trees made by hand (tests, --diff) */
 	struct nw_frames frames;
@@ -68,15 +71,34 @@ struct nw_stacks {
 	 * selected); valid until the tree is replaced.
 	 */
 	uint32_t ***node_map;
+	/*
+	 * nw_stacks_defer(): the tree is not built; the first
+	 * nw_stacks_visit() merges the model's trees of the threads @filter
+	 * selects as it visits them, and keeps no tree.
+	 */
+	struct {
+		bool pending, spent;
+		bool per_thread;
+		const struct nw_filter *filter;
+	} deferred;
 };
 
-/* A node as a visitor sees it (nw_stacks_opts.visit). */
+/*
+ * A node as a visitor sees it: the one protocol of the writers that read
+ * every stack once, in order (folded stacks, the flat profile,
+ * speedscope), whether the stacks are merged as they are visited
+ * (nw_stacks_opts.visit) or walked in a tree made before
+ * (nw_stacks_visit()).  Depth first, each node after its caller.
+ */
 struct nw_visit {
 	uint32_t depth;            /* 1 below the root */
-	uint32_t frame;            /* in s->frames (visit_names: one frame of the name) */
+	uint32_t frame;            /* in s->frames (by names: one frame of the name) */
 	uint32_t thread;           /* per thread: the model thread's index; else UINT32_MAX */
-	const uint64_t *metrics;   /* the node's own */
+	const uint64_t *metrics;   /* the node's own (by names: the summed), valid for the call */
 };
+
+/* Called for each node visited; nonzero stops the visit with it. */
+typedef int (*nw_visit_fn)(void *arg, const struct nw_visit *v);
 
 struct nw_stacks_opts {
 	const struct nw_filter *filter; /* NULL: every thread */
@@ -108,7 +130,7 @@ struct nw_stacks_opts {
 	 * before its stacks.  Not with a split, node_map or pruning, nor
 	 * visit_names with per_thread.
 	 */
-	int (*visit)(void *arg, const struct nw_visit *v);
+	nw_visit_fn visit;
 	void *visit_arg;
 	bool visit_names;
 };
@@ -128,6 +150,30 @@ void nw_stacks_free(struct nw_stacks *s);
  * where a thread has none left.
  */
 void nw_stacks_set_tree(struct nw_stacks *s, struct nw_cct *tree);
+
+/*
+ * Sets @s (from nw_stacks_new(), not built) to be merged as it is
+ * visited: the threads @f selects (NULL: all; it must outlive @s), each
+ * below its frame with @per_thread.  Visited once, then @s is its root
+ * alone (with the selected trees' roots' metrics when not per thread).
+ */
+void nw_stacks_defer(struct nw_stacks *s, const struct nw_filter *f, bool per_thread);
+
+/*
+ * Visits the stacks of @s, depth first, each node after its caller and
+ * siblings in the order of the tree: @s deferred (nw_stacks_defer()),
+ * as the merge makes them, siblings in frame order; built, its tree's
+ * nodes in the order of their child lists (a tree the build made: frame
+ * order, so the same stacks give the same visits either way); per
+ * thread, each thread's frame node first, then its stacks, the threads
+ * in model order.  With @names, siblings of one name (the same function
+ * in two modules) are one node in name order, their metrics summed, and
+ * thread frames are frames like others (not with a deferred per-thread
+ * @s).  0, what @visit returned, -EINVAL (a frame not in the table, @s
+ * deferred and visited already, @names with a deferred per-thread @s),
+ * -ENOMEM.
+ */
+int nw_stacks_visit(struct nw_stacks *s, bool names, nw_visit_fn visit, void *arg);
 
 /*
  * The frames of one resolved address, outermost first, into @out (room for

@@ -310,50 +310,6 @@ static int cmp_row(const void *a, const void *b, void *arg)
 	return x->func < y->func ? -1 : x->func > y->func;
 }
 
-/*
- * Self and cumulative weight per function.  Cumulative counts a function
- * once per stack: the inclusive weight of each node with no ancestor of
- * the same function, so recursion does not count twice.
- */
-static int flat_sums(const struct nw_stacks *s, const struct weights *w, struct flat_row *rows)
-{
-	const struct nw_cct *t = s->tree;
-	uint32_t *onpath = calloc(s->frames.n ? s->frames.n : 1, sizeof(*onpath));
-	uint32_t node;
-
-	if (!onpath)
-		return -ENOMEM;
-	for (uint32_t f = 0; f < s->frames.n; f++)
-		rows[f] = (struct flat_row){ .func = f };
-	node = t->nodes[NW_CCT_ROOT].first_child;
-	while (node != NW_CCT_NONE) {
-		uint32_t f = (uint32_t)t->nodes[node].ip;
-
-		if (onpath[f]++ == 0)
-			rows[f].cumul += w->incl[node];
-		rows[f].self += self_of(w, node);
-		if (t->nodes[node].first_child != NW_CCT_NONE) {
-			node = t->nodes[node].first_child;
-			continue;
-		}
-		/* Leave this node, and each ancestor whose children are done. */
-		for (;;) {
-			onpath[t->nodes[node].ip]--;
-			if (t->nodes[node].next_sibling != NW_CCT_NONE) {
-				node = t->nodes[node].next_sibling;
-				break;
-			}
-			node = t->nodes[node].parent;
-			if (node == NW_CCT_ROOT) {
-				node = NW_CCT_NONE;
-				break;
-			}
-		}
-	}
-	free(onpath);
-	return 0;
-}
-
 /* The rows by weight, then the lines of those with any; @total the metric's. */
 static int print_flat(FILE *out, const struct nw_stacks *s, struct flat_row *rows,
 		      uint32_t nfuncs, uint64_t total, const struct nw_view_opts *o)
@@ -378,37 +334,13 @@ static int print_flat(FILE *out, const struct nw_stacks *s, struct flat_row *row
 	return finish(out);
 }
 
-int nw_view_flat(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o)
-{
-	struct flat_row *rows = NULL;
-	uint32_t nfuncs = s->frames.n;
-	struct weights w;
-	int ret;
-
-	ret = weights_init(&w, s, o->metric);
-	if (ret)
-		return ret;
-	rows = calloc(nfuncs ? nfuncs : 1, sizeof(*rows));
-	if (!rows) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	ret = flat_sums(s, &w, rows);
-	if (ret)
-		goto out;
-	print_tree_totals(out, s, &w, o->metric);
-	ret = print_flat(out, s, rows, nfuncs, w.incl[NW_CCT_ROOT], o);
-out:
-	free(rows);
-	weights_fini(&w);
-	return ret;
-}
-
 /*
- * The flat profile as the stacks are merged: each node's self weight on
- * its frame as it comes; its inclusive weight, known once the walk leaves
- * it (a node at its depth or above comes, or the end), on its frame when
- * no node above it on the path has that frame, and on its parent's.
+ * The flat profile from the visits of the stacks (merged as they are
+ * visited, or walked in a tree): each node's self weight on its frame as
+ * it comes; its inclusive weight, known once the walk leaves it (a node
+ * at its depth or above comes, or the end), on its frame when no node
+ * above it on the path has that frame (recursion does not count twice),
+ * and on its parent's.
  */
 struct flat_stream {
 	const struct nw_stacks *s;
@@ -477,17 +409,15 @@ static int flat_visit(void *arg, const struct nw_visit *v)
 	return 0;
 }
 
-int nw_view_flat_stream(FILE *out, struct nw_stacks *s, const struct nw_filter *flt,
-			const struct nw_view_opts *o)
+int nw_view_flat(FILE *out, struct nw_stacks *s, const struct nw_view_opts *o)
 {
 	struct flat_stream f = { .s = s, .metric = o->metric,
 				 .samples_metric = samples_metric(s, o->metric) };
-	struct nw_stacks_opts so = { .filter = flt, .visit = flat_visit, .visit_arg = &f };
 	int ret;
 
 	if (o->metric >= s->tree->nmetrics || f.samples_metric >= s->tree->nmetrics)
 		return -EINVAL;
-	ret = nw_stacks_build(s, &so);
+	ret = nw_stacks_visit(s, false, flat_visit, &f);
 	if (!ret)
 		ret = flat_rows_fit(&f);
 	if (!ret) {
@@ -710,177 +640,6 @@ out:
 	free(rows);
 	free(mod_of);
 	free(onpath);
-	weights_fini(&w);
-	return ret;
-}
-
-/* ---- folded ---- */
-
-/*
- * Folded stacks without building a string per stack: a depth-first walk
- * in which the siblings of a level are sorted by name and those of equal
- * names (the same function name in two modules) are one group, so equal
- * stacks make one line.  Each level holds the group's nodes' children;
- * a line is the names on the path, joined by ';'.
- */
-struct fold_level {
-	size_t begin, end, next;  /* children [begin, end) in the node stack, the next group */
-	size_t name_len;          /* the line's length up to this level */
-};
-
-struct fold {
-	const struct nw_stacks *s;
-	const struct weights *w;
-	uint32_t *nodes;          /* a stack of the levels' children */
-	size_t nnodes, cap_nodes;
-	struct fold_level *levels;
-	size_t nlevels, cap_levels;
-	struct nw_strbuf line;
-};
-
-static int cmp_fold(const void *a, const void *b, void *arg)
-{
-	const struct nw_stacks *s = arg;
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return strcmp(func_name(s, x, true), func_name(s, y, true));
-}
-
-/* Pushes a level of the children of the group @g (nodes [a, e)), sorted by name. */
-static int fold_push(struct fold *f, size_t a, size_t e)
-{
-	const struct nw_cct *t = f->s->tree;
-	size_t begin = f->nnodes;
-
-	for (size_t i = a; i < e; i++) {
-		for (uint32_t c = t->nodes[f->nodes[i]].first_child; c != NW_CCT_NONE;
-		     c = t->nodes[c].next_sibling) {
-			/* Subtrees without weight print nothing. */
-			if (!f->w->incl[c])
-				continue;
-			if (nw_grow(&f->nodes, &f->cap_nodes, f->nnodes + 1, sizeof(*f->nodes)))
-				return -ENOMEM;
-			f->nodes[f->nnodes++] = c;
-		}
-	}
-	if (f->nnodes - begin > 1)
-		qsort_r(f->nodes + begin, f->nnodes - begin, sizeof(*f->nodes), cmp_fold,
-			(void *)f->s);
-	if (nw_grow(&f->levels, &f->cap_levels, f->nlevels + 1, sizeof(*f->levels)))
-		return -ENOMEM;
-	f->levels[f->nlevels++] = (struct fold_level){ begin, f->nnodes, begin, f->line.len };
-	return 0;
-}
-
-struct fold_stream {
-	FILE *out;
-	const struct nw_stacks *s;
-	unsigned metric;
-	struct nw_strbuf line;
-	size_t *at;               /* where each depth's name ends in @line */
-	size_t cap_at;
-};
-
-static int fold_visit(void *arg, const struct nw_visit *v)
-{
-	struct fold_stream *f = arg;
-	uint32_t depth = v->depth;
-	char num[24], *q = num;
-
-	if (nw_grow(&f->at, &f->cap_at, (size_t)depth + 1, sizeof(*f->at)))
-		return -ENOMEM;
-	f->at[0] = 0;
-	nw_sb_truncate(&f->line, f->at[depth - 1]);
-	if (depth > 1)
-		nw_sb_putc(&f->line, ';');
-	nw_sb_puts(&f->line, nw_func_name(&f->s->frames.v[v->frame], true));
-	if (f->line.failed)
-		return -ENOMEM;
-	f->at[depth] = f->line.len;
-	if (!v->metrics[f->metric])
-		return 0;
-	*q++ = ' ';
-	q = nw_put_u64(q, v->metrics[f->metric]);
-	*q++ = '\n';
-	fwrite(f->line.s, 1, f->line.len, f->out);
-	fwrite(num, 1, (size_t)(q - num), f->out);
-	return 0;
-}
-
-int nw_view_folded_stream(FILE *out, struct nw_stacks *s, const struct nw_filter *f,
-			  const struct nw_view_opts *o)
-{
-	struct fold_stream fs = { .out = out, .s = s, .metric = o->metric };
-	struct nw_stacks_opts so = { .filter = f, .visit = fold_visit, .visit_arg = &fs,
-				     .visit_names = true };
-	int ret;
-
-	if (o->metric >= s->tree->nmetrics)
-		return -EINVAL;
-	ret = nw_stacks_build(s, &so);
-	nw_sb_fini(&fs.line);
-	free(fs.at);
-	return ret ? ret : finish(out);
-}
-
-int nw_view_folded(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o)
-{
-	struct fold f = { .s = s };
-	struct weights w;
-	uint32_t root = NW_CCT_ROOT;
-	int ret;
-
-	ret = weights_init(&w, s, o->metric);
-	if (ret)
-		return ret;
-	f.w = &w;
-	if (nw_grow(&f.nodes, &f.cap_nodes, 1, sizeof(*f.nodes))) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	f.nodes[f.nnodes++] = root;
-	/* The root's own weight has no stack to show. */
-	ret = fold_push(&f, 0, 1);
-	while (!ret && f.nlevels) {
-		struct fold_level *l = &f.levels[f.nlevels - 1];
-		size_t g = l->next, e;
-		const char *name;
-		uint64_t self = 0;
-
-		if (g == l->end) {
-			f.nnodes = l->begin;
-			f.nlevels--;
-			continue;
-		}
-		name = func_name(s, f.nodes[g], true);
-		for (e = g; e < l->end && !strcmp(func_name(s, f.nodes[e], true), name); e++)
-			self += self_of(&w, f.nodes[e]);
-		l->next = e;
-		nw_sb_truncate(&f.line, l->name_len);
-		if (f.line.len)
-			nw_sb_putc(&f.line, ';');
-		nw_sb_puts(&f.line, name);
-		if (f.line.failed) {
-			ret = -ENOMEM;
-			break;
-		}
-		if (self) {
-			char num[24], *q = num;
-
-			*q++ = ' ';
-			q = nw_put_u64(q, self);
-			*q++ = '\n';
-			fwrite(f.line.s, 1, f.line.len, out);
-			fwrite(num, 1, (size_t)(q - num), out);
-		}
-		ret = fold_push(&f, g, e);
-	}
-	if (!ret)
-		ret = finish(out);
-out:
-	free(f.nodes);
-	free(f.levels);
-	nw_sb_fini(&f.line);
 	weights_fini(&w);
 	return ret;
 }

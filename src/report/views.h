@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The text views of narwhal-report: tree, flat, threads and folded stacks. */
+/* The text views of narwhal-report: tree, flat, threads, modules, leaks (folded: folded.h). */
 #ifndef NW_VIEWS_H
 #define NW_VIEWS_H
 
@@ -22,11 +22,13 @@ struct nw_view_opts {
 
 /* Indented call tree, root first, inclusive and self percentages. */
 int nw_view_tree(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o);
-/* SELF% CUMUL% FUNCTION (file:line), sorted by self. */
-int nw_view_flat(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o);
-/* The same flat profile of the threads @flt selects, without a tree (nw_view_folded_stream()). */
-int nw_view_flat_stream(FILE *out, struct nw_stacks *s, const struct nw_filter *flt,
-			const struct nw_view_opts *o);
+/*
+ * SELF% CUMUL% FUNCTION (file:line), sorted by self, from the visits of
+ * @s (nw_stacks_visit()): @s deferred (merged as it is visited, no tree
+ * kept: a large measurement's flat profile costs its memory once, not
+ * twice) or built.
+ */
+int nw_view_flat(FILE *out, struct nw_stacks *s, const struct nw_view_opts *o);
 /* One line per thread of @m that @f selects: pid, tid, name, samples, share. */
 int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_filter *f);
 /*
@@ -35,16 +37,6 @@ int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_f
  * events), summed from the trees.  Without them the manifest is enough.
  */
 bool nw_view_threads_needs_trees(const struct nw_measurement *m);
-/* Folded stacks: root first, whole names joined by ';', a space, the count. */
-int nw_view_folded(FILE *out, const struct nw_stacks *s, const struct nw_view_opts *o);
-/*
- * The same folded stacks of the threads @f selects, written as the stacks
- * of @s (nw_stacks_new(), unbuilt) are merged: no tree is built (a large
- * measurement's folded stacks cost the measurement's memory once, not
- * twice).  0, -EINVAL, -ENOMEM, -EIO.
- */
-int nw_view_folded_stream(FILE *out, struct nw_stacks *s, const struct nw_filter *f,
-			  const struct nw_view_opts *o);
 /*
  * Shares per module (--by module): SELF% CUMUL% SAMPLES MODULE, a module
  * counted once per stack in its cumulative share.

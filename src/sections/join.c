@@ -651,18 +651,6 @@ out:
 	return rc;
 }
 
-void nw_split_free(struct nw_split *sp)
-{
-	if (!sp)
-		return;
-	for (uint32_t i = 0; sp->prefixes && i < sp->nprefixes; i++)
-		free(sp->prefixes[i].frames);
-	free(sp->prefixes);
-	free(sp->entries);
-	free(sp->values);
-	free(sp);
-}
-
 int nw_sections_split(const struct nw_sections *s, const struct nw_measurement *m,
 		      struct nw_frames *frames, struct nw_split **ret)
 {

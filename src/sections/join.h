@@ -23,6 +23,7 @@
 #include <stdio.h>
 
 #include "model/measurement.h"
+#include "report/plan.h"
 #include "report/stacks.h"
 #include "sections/seclog.h"
 #include "util/hash.h"
@@ -109,10 +110,18 @@ int nw_sections_view(FILE *out, const struct nw_sections *s, const struct nw_mea
  * stacks' table), the metrics of its event moved as counted (a sum moves
  * by the samples' periods, or shared by counts where those do not add
  * up).  Totals do not change: samples the join cannot place keep their
- * place.  -ENOMEM.  *ret is the caller's (nw_split_free()).
+ * place.  -ENOMEM.  *ret is the caller's (nw_split_free(), report/stacks.h).
  */
 int nw_sections_split(const struct nw_sections *s, const struct nw_measurement *m,
 		      struct nw_frames *frames, struct nw_split **ret);
-void nw_split_free(struct nw_split *sp);
+
+/*
+ * narwhal-report's outputs (report/plan.h): --sections, of a model whose
+ * nw_plan_model.sections is its struct nw_sections, and the split of
+ * --by-section (nw_report_opts.split).
+ */
+extern const struct nw_output_kind nw_sections_output;
+int nw_sections_split_plan(const void *sections, const struct nw_measurement *m,
+			   struct nw_frames *frames, struct nw_split **ret);
 
 #endif

@@ -144,3 +144,26 @@ int nw_sections_view(FILE *out, const struct nw_sections *s, const struct nw_mea
 	return ferror(out) ? -EIO : 0;
 }
 
+
+/* ---- as outputs of narwhal-report's plan ---- */
+
+/* The section log and the samples' times (traces), joined with the trees. */
+static void sections_reads(const struct nw_plan *p, const struct nw_measurement *m,
+			   struct nw_reads *r)
+{
+	r->what = NW_READS_TREES | NW_READS_TRACES;
+}
+
+static int sections_run(struct nw_output_in *in)
+{
+	return nw_sections_view(in->out, in->model->sections, in->model->m, in->o->filter,
+				in->o->view.metric);
+}
+
+const struct nw_output_kind nw_sections_output = { "--sections", sections_reads, sections_run };
+
+int nw_sections_split_plan(const void *sections, const struct nw_measurement *m,
+			   struct nw_frames *frames, struct nw_split **ret)
+{
+	return nw_sections_split(sections, m, frames, ret);
+}

@@ -35,9 +35,10 @@ done
 
 # One table, three texts (doc/STYLE: getopt's long options, --help and the
 # man page's list agree): every option of a tool's option table (the long
-# options and getopt's short ones) is named in its --help option column and
-# in a tag of its man page's OPTIONS list, and neither names one the table
-# does not take.
+# options and their short letters, or getopt's short ones) is named in its
+# --help option column and in a tag of its man page's OPTIONS list, and
+# neither names one the table does not take.  narwhal-report's table makes
+# getopt's options and --help both; this holds its man page to it.
 for t in narwhal-record narwhal-report; do
 	check "$t: the option table, --help and doc/$t.1 name the same options"
 	"$NW_BUILD/tools/$t" --help >"$NW_TMP/$t.help" 2>&1 || fail "$t --help failed"
@@ -46,16 +47,15 @@ import re, sys
 
 tool, src, helpf, manf = sys.argv[1:]
 code = open(src).read()
-rows = re.findall(r'\{\s*"([a-z][a-z0-9-]*)",\s*(?:no|required|optional)_argument,\s*(?:\'([A-Za-z])\')?',
-                  code)
-table = {name for name, _ in rows}
-# The short options: getopt_long's literal, or the letters of the table's rows
-# (a table that makes getopt's tables itself, util/options.h).
+entry = r'\{\s*"([a-z][a-z0-9-]*)",\s*(?:no|required|optional)_argument'
+table = set(re.findall(entry, code))
+# Short options: getopt_long's string, or the letters of the table's entries.
 m = re.search(r'getopt_long\([^,]+,[^,]+,\s*"([^"]*)"', code)
-shorts = m.group(1) if m else "".join(letter for _, letter in rows)
-if len(table) < 3 or not shorts:
-    sys.exit(f"{src}: cannot find the option table or getopt_long's short options")
-table = {"--" + o for o in table} | {"-" + c for c in re.sub(r"[^A-Za-z]", "", shorts)}
+short = set(re.sub(r"[^A-Za-z]", "", m.group(1))) if m else set()
+short |= {c for _, c in re.findall(entry + r",\s*'([A-Za-z])'", code)}
+if len(table) < 3 or not short:
+    sys.exit(f"{src}: cannot find the option table or its short options")
+table = {"--" + o for o in table} | {"-" + c for c in short}
 
 
 def names(text):

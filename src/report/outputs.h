@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * narwhal-report's views as outputs of a plan (report/plan.h): one table,
+ * each view with what it reads and how it is written (pprof's
+ * report.Generate() switch).  The exports' table is export/outputs.h,
+ * --sections is sections/join.h's.
+ */
+#ifndef NW_OUTPUTS_H
+#define NW_OUTPUTS_H
+
+#include "report/plan.h"
+
+enum nw_view {
+	NW_VIEW_TREE,
+	NW_VIEW_FLAT,
+	NW_VIEW_THREADS,
+	NW_VIEW_FOLDED,
+	NW_VIEW_CALLERS,
+	NW_VIEW_MODULES,
+	NW_VIEW_LEAKS,
+	NW_VIEW_LINES,
+	NW_VIEW_ADDRESSES,
+	NW_VIEW_TIMELINE,
+	NW_VIEW_HEALTH,
+	NW_VIEW_DIFF,              /* --diff: the change per calling context */
+	NW_VIEW_DIFF_FOLDED,       /* --diff --folded: "stack BASE NEW" lines */
+	NW_VIEWS,
+};
+
+extern const struct nw_output_kind nw_views[NW_VIEWS];
+
+#endif
