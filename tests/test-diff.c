@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Comparing the stacks of two known models (fixture.h) by calling context:
+ * Comparing the stacks of two known models (fixture.h), per function, per
+ * calling context and as folded stacks:
  *
  *   base (module /bin/app):  main;a 25   main;b 75             (total 100)
  *   new  (module /bin/app2): main;a 75   main;b 25   main;c 100 (total 200)
@@ -80,7 +81,7 @@ static int setup(void **state)
 	x->bt = stacks_of(x->base);
 	x->nt = stacks_of(x->new);
 	assert_int_not_equal(frame_named(x->bt, "a"), frame_named(x->nt, "a"));
-	assert_int_equal(nw_diff_new(x->bt, 1, x->nt, 1, &x->d), 0);
+	assert_int_equal(nw_diff_new(x->bt, 1, 1, x->nt, 1, 1, &x->d), 0);
 	*state = x;
 	return 0;
 }
@@ -98,15 +99,18 @@ static int teardown(void **state)
 	return 0;
 }
 
-static char *run(int (*fn)(FILE *, const struct nw_diff *, double, const char *, const char *),
-		 const struct nw_diff *d, double limit)
+/* The output of @fn on @d with @o (labels A.data and B.data). */
+static char *run(int (*fn)(FILE *, const struct nw_diff *, const struct nw_diff_opts *),
+		 const struct nw_diff *d, struct nw_diff_opts o)
 {
 	char *s = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&s, &len);
 
 	assert_non_null(f);
-	assert_int_equal(fn(f, d, limit, "A.data", "B.data"), 0);
+	o.base_label = "A.data";
+	o.new_label = "B.data";
+	assert_int_equal(fn(f, d, &o), 0);
 	fclose(f);
 	return s;
 }
@@ -122,41 +126,70 @@ static void test_joined(void **state)
 	assert_int_equal(x->d->stacks->frames.n, 4);
 }
 
-static void test_view(void **state)
+/*
+ * Per function, with the noise of 100 and 200 samples: b 75 -> 12.5 %
+ * (SE 4.92 points, z -12.7) and c 0 -> 50 % (SE 3.54, z +14.1) are beyond
+ * noise; a 25 -> 37.5 % (SE 5.52, z +2.3) and main (no self) are not.
+ */
+static void test_flat(void **state)
 {
 	struct pair *x = *state;
-	char *s = run(nw_diff_view, x->d, 0);
+	char *s = run(nw_diff_flat, x->d, (struct nw_diff_opts){ 0 }), *b, *c;
 
-	assert_string_equal(s, "Base: A.data (100)\n"
-			       "New:  B.data (200)\n"
-			       "Change of each calling context's share (self), largest first.\n"
-			       "\n"
-			       "  DELTA   BASE%    NEW%  CONTEXT\n"
-			       " -62.5%   75.0%   12.5%  main;b\n"
-			       " +50.0%    0.0%   50.0%  main;c\n"
-			       " +12.5%   25.0%   37.5%  main;a\n");
+	assert_non_null(strstr(s, "Base: A.data (100 samples)\nNew:  B.data (200 samples)\n"));
+	assert_non_null(strstr(s, "binomial"));
+	b = strstr(s, "  -62.5  -12.7   75.0%   12.5%   75.0%   12.5%  -62.5  b\n");
+	c = strstr(s, "  +50.0  +14.1    0.0%   50.0%    0.0%   50.0%  +50.0  c (new)\n");
+	assert_non_null(b);
+	assert_non_null(c);
+	assert_true(b < c);
+	assert_null(strstr(s, "  a\n"));
+	assert_non_null(strstr(s, "(2 functions changed within sampling noise; --all lists them)\n"));
 	free(s);
-	/* Changes under the limit are counted, not shown. */
-	s = run(nw_diff_view, x->d, 20);
-	assert_non_null(strstr(s, "main;b\n"));
-	assert_non_null(strstr(s, "main;c\n"));
-	assert_null(strstr(s, "main;a\n"));
-	assert_non_null(strstr(s, "(1 contexts changed by less than 20.0 points)\n"));
+	/* --all: the others too, after those beyond noise. */
+	s = run(nw_diff_flat, x->d, (struct nw_diff_opts){ .all = true });
+	assert_non_null(strstr(s, "  +12.5   +2.3   25.0%   37.5%   25.0%   37.5%  +12.5  a\n"));
+	assert_true(strstr(s, "  a\n") > strstr(s, "  c (new)\n"));
+	assert_null(strstr(s, "within sampling noise"));
+	free(s);
+	/* --diff-absolute: samples, Poisson: c 0 -> 100 (z +10.0), b 75 -> 25 (z -5.0). */
+	s = run(nw_diff_flat, x->d, (struct nw_diff_opts){ .absolute = true });
+	assert_non_null(strstr(s, "Poisson"));
+	assert_non_null(strstr(s, "      +100  +10.0"));
+	assert_non_null(strstr(s, "       -50   -5.0"));
 	free(s);
 }
 
-static int folded(FILE *f, const struct nw_diff *d, double limit, const char *a, const char *b)
+/* Per calling context: main holds everything on both sides (no change), b and c below it. */
+static void test_tree(void **state)
 {
-	(void)limit;
-	(void)a;
-	(void)b;
+	struct pair *x = *state;
+	char *s = run(nw_diff_tree, x->d, (struct nw_diff_opts){ .percent_limit = 0 });
+
+	assert_non_null(strstr(s, "   +0.0   +0.0  100.0%  100.0%  main\n"));
+	assert_non_null(strstr(s, "  -62.5  -12.7   75.0%   12.5%    b\n"));
+	assert_non_null(strstr(s, "  +50.0  +14.1    0.0%   50.0%    c\n"));
+	/* The heavier of the two sides first: b (75 %) before c (50 %) before a (37.5 %). */
+	assert_true(strstr(s, "    b\n") < strstr(s, "    c\n"));
+	assert_true(strstr(s, "    c\n") < strstr(s, "    a\n"));
+	free(s);
+	/* Nodes under the limit on both sides are left out. */
+	s = run(nw_diff_tree, x->d, (struct nw_diff_opts){ .percent_limit = 40 });
+	assert_null(strstr(s, "    a\n"));
+	assert_non_null(strstr(s, "    c\n"));
+	free(s);
+}
+
+static int folded(FILE *f, const struct nw_diff *d, const struct nw_diff_opts *o)
+{
+	(void)o;
 	return nw_diff_folded(f, d);
 }
 
 static void test_folded(void **state)
 {
 	struct pair *x = *state;
-	char *s = run(folded, x->d, 0);
+	char *s = run(folded, x->d, (struct nw_diff_opts){ 0 });
 
 	assert_string_equal(s, "main;a 25 75\n"
 			       "main;b 75 25\n"
@@ -164,6 +197,7 @@ static void test_folded(void **state)
 	free(s);
 }
 
+/* A measurement against itself: nothing changed, nothing beyond noise. */
 static void test_same(void **state)
 {
 	struct pair *x = *state;
@@ -171,10 +205,13 @@ static void test_same(void **state)
 	char *s;
 
 	(void)state;
-	assert_int_equal(nw_diff_new(x->bt, 1, x->bt, 1, &d), 0);
-	s = run(nw_diff_view, d, 0);
-	assert_non_null(strstr(s, "  +0.0%   25.0%   25.0%  main;a\n"));
-	assert_non_null(strstr(s, "  +0.0%   75.0%   75.0%  main;b\n"));
+	assert_int_equal(nw_diff_new(x->bt, 1, 1, x->bt, 1, 1, &d), 0);
+	s = run(nw_diff_flat, d, (struct nw_diff_opts){ .all = true });
+	assert_non_null(strstr(s, "   +0.0   +0.0   25.0%   25.0%   25.0%   25.0%   +0.0  a\n"));
+	assert_non_null(strstr(s, "   +0.0   +0.0   75.0%   75.0%   75.0%   75.0%   +0.0  b\n"));
+	free(s);
+	s = run(nw_diff_flat, d, (struct nw_diff_opts){ 0 });
+	assert_non_null(strstr(s, "(3 functions changed within sampling noise"));
 	free(s);
 	nw_diff_free(d);
 }
@@ -184,8 +221,9 @@ static void test_errors(void **state)
 	struct pair *x = *state;
 	struct nw_diff *d = NULL;
 
-	assert_int_equal(nw_diff_new(x->bt, 2, x->nt, 1, &d), -EINVAL);
-	assert_int_equal(nw_diff_new(x->bt, 1, x->nt, 7, &d), -EINVAL);
+	assert_int_equal(nw_diff_new(x->bt, 2, 1, x->nt, 1, 1, &d), -EINVAL);
+	assert_int_equal(nw_diff_new(x->bt, 1, 1, x->nt, 7, 1, &d), -EINVAL);
+	assert_int_equal(nw_diff_new(x->bt, 1, 9, x->nt, 1, 1, &d), -EINVAL);
 	assert_null(d);
 }
 
@@ -193,7 +231,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_joined, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_view, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flat, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_folded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_same, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),

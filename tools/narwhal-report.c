@@ -157,10 +157,15 @@ static const struct opt opts[] = {
 	{ "per-thread", no_argument, 0, NULL, "each thread a root frame, name-tid (--folded, "
 	  "--flamegraph)", SETS_FLAG, FIELD(rpt.per_thread) },
 	{ NULL, 0, 0, NULL, "Comparing measurements:" },
-	{ "diff", required_argument, 0, "BASE DIR", "change in share per calling context from BASE "
-	  "to DIR\n(--diff repeated: the bases merged); with --folded:\n\"stack BASE NEW\" lines "
-	  "(difffolded), with --flamegraph\nFILE: a differential flame graph, with --html FILE: a\n"
-	  "differential HTML report", SETS_DIFF, 0 },
+	{ "diff", required_argument, 0, "BASE DIR", "what changed from BASE to DIR: per function "
+	  "(--flat,\nthe default), per calling context (--tree), each with\nits z-score; "
+	  "(--diff repeated: the bases merged); with\n--folded: \"stack BASE NEW\" lines "
+	  "(difffolded), with\n--flamegraph FILE: a differential flame graph, with\n--html FILE: "
+	  "a differential HTML report", SETS_DIFF, 0 },
+	{ "all", no_argument, 0, NULL, "--diff: every change, also those within sampling noise",
+	  SETS_FLAG, FIELD(rpt.diff_all) },
+	{ "diff-absolute", no_argument, 0, NULL, "--diff: samples (or time) compared, not shares: "
+	  "runs\nof different length", SETS_FLAG, FIELD(rpt.diff_absolute) },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -449,10 +454,13 @@ static int check_opts(const struct report_opts *o)
 		return tell(2, "--lines and --addresses read the recorded stacks: --focus, "
 			    "--hide, --inverted and --by-section do not apply");
 	if (o->nbases && (e[NW_EXPORT_PPROF] || e[NW_EXPORT_SPEEDSCOPE] || o->rpt.per_thread ||
-			  (o->view != VIEW_NONE && o->view != NW_VIEW_FOLDED)))
-		return tell(2, "--diff shows the change per calling context, as text, --folded, "
-			    "--flamegraph FILE or --html FILE; other views and exports do "
-			    "not apply");
+			  (o->view != VIEW_NONE && o->view != NW_VIEW_FOLDED &&
+			   o->view != NW_VIEW_FLAT && o->view != NW_VIEW_TREE)))
+		return tell(2, "--diff shows the change per function (--flat, the default), per "
+			    "calling context (--tree), as --folded, --flamegraph FILE or --html "
+			    "FILE; other views and exports do not apply");
+	if (!o->nbases && (o->rpt.diff_all || o->rpt.diff_absolute))
+		return tell(2, "--all and --diff-absolute apply to --diff");
 	return 0;
 }
 
@@ -473,10 +481,13 @@ static struct nw_plan *make_plan(struct report_opts *o)
 		ret = nw_plan_add(p, &nw_exports[k], o->export[k]);
 		n++;
 	}
+	/* What perf diff and pprof's top print first: the change per function. */
 	if (view == VIEW_NONE && !n)
-		view = NW_VIEW_TREE;
+		view = o->nbases ? NW_VIEW_FLAT : NW_VIEW_TREE;
 	if (o->nbases && view != VIEW_NONE)
-		view = view == NW_VIEW_FOLDED ? NW_VIEW_DIFF_FOLDED : NW_VIEW_DIFF;
+		view = view == NW_VIEW_FOLDED ? NW_VIEW_DIFF_FOLDED
+		       : view == NW_VIEW_TREE ? NW_VIEW_DIFF_TREE
+					      : NW_VIEW_DIFF;
 	if (!ret && view != VIEW_NONE)
 		ret = nw_plan_add(p, view == VIEW_SECTIONS ? &nw_sections_output : &nw_views[view],
 				  NULL);

@@ -8,8 +8,12 @@
 
 #include "report/folded.h"
 
-/* Adds @t's weights (metric @m) into the joined tree.s metric @slot, frames by name. */
-static int join(struct nw_diff *d, const struct nw_stacks *p, unsigned m, unsigned slot)
+/*
+ * Adds @p's weights (metric @m) and samples (metric @sm) into the joined
+ * tree's metrics @slot and @slot + 2, frames by name.
+ */
+static int join(struct nw_diff *d, const struct nw_stacks *p, unsigned m, unsigned sm,
+		unsigned slot)
 {
 	const struct nw_cct *t = p->tree;
 	uint32_t *order = malloc((size_t)t->n * sizeof(*order));
@@ -24,7 +28,7 @@ static int join(struct nw_diff *d, const struct nw_stacks *p, unsigned m, unsign
 	n = nw_cct_preorder(t, order);
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t i = order[k], node = NW_CCT_ROOT;
-		uint64_t w = nw_cct_metrics(t, i)[m];
+		uint64_t w = nw_cct_metrics(t, i)[m], n = nw_cct_metrics(t, i)[sm];
 
 		if (i != NW_CCT_ROOT) {
 			const struct nw_func *f = &p->frames.v[t->nodes[i].ip];
@@ -41,7 +45,9 @@ static int join(struct nw_diff *d, const struct nw_stacks *p, unsigned m, unsign
 		}
 		to[i] = node;
 		nw_cct_metrics(d->stacks->tree, node)[slot] += w;
+		nw_cct_metrics(d->stacks->tree, node)[slot + 2] += n;
 		d->total[slot] += w;
+		d->total[slot + 2] += n;
 	}
 out:
 	free(order);
@@ -61,25 +67,28 @@ static int check_tree(const struct nw_stacks *p, unsigned m)
 	return 0;
 }
 
-int nw_diff_new(const struct nw_stacks *base, unsigned bm, const struct nw_stacks *new,
-		unsigned nm, struct nw_diff **ret)
+int nw_diff_new(const struct nw_stacks *base, unsigned bm, unsigned bsm,
+		const struct nw_stacks *new, unsigned nm, unsigned nsm, struct nw_diff **ret)
 {
 	struct nw_diff *d;
 	int err;
 
-	if (check_tree(base, bm) || check_tree(new, nm))
+	if (check_tree(base, bm) || check_tree(new, nm) || check_tree(base, bsm) ||
+	    check_tree(new, nsm))
 		return -EINVAL;
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	d->stacks = nw_stacks_new(NULL, 2);
+	d->stacks = nw_stacks_new(NULL, NW_DIFF_METRICS);
 	if (!d->stacks) {
 		nw_diff_free(d);
 		return -ENOMEM;
 	}
-	err = join(d, base, bm, NW_DIFF_BASE);
+	err = join(d, base, bm, bsm, NW_DIFF_BASE);
 	if (!err)
-		err = join(d, new, nm, NW_DIFF_NEW);
+		err = join(d, new, nm, nsm, NW_DIFF_NEW);
+	if (!err && new->m && nm < new->m->nmetrics)
+		d->time = new->m->metrics[nm].unit == NW_UNIT_NANOSECONDS;
 	if (err) {
 		nw_diff_free(d);
 		return err;
@@ -101,13 +110,7 @@ void nw_diff_free(struct nw_diff *d)
 struct row {
 	char *stack;
 	uint64_t w[2];
-	double delta; /* change of share, in points */
 };
-
-static double pct(uint64_t v, uint64_t total)
-{
-	return total ? 100.0 * (double)v / (double)total : 0.0;
-}
 
 /*
  * Every calling context with a self weight in either measurement, its
@@ -135,7 +138,6 @@ static int collect_visit(void *arg, const struct nw_visit *v)
 		return -ENOMEM;
 	r->w[0] = v->metrics[NW_DIFF_BASE];
 	r->w[1] = v->metrics[NW_DIFF_NEW];
-	r->delta = pct(r->w[1], c->d->total[NW_DIFF_NEW]) - pct(r->w[0], c->d->total[NW_DIFF_BASE]);
 	c->n++;
 	return 0;
 }
@@ -169,54 +171,9 @@ static int cmp_stack(const void *a, const void *b)
 	return strcmp(((const struct row *)a)->stack, ((const struct row *)b)->stack);
 }
 
-static int cmp_change(const void *a, const void *b)
-{
-	const struct row *x = a, *y = b;
-	double dx = x->delta < 0 ? -x->delta : x->delta, dy = y->delta < 0 ? -y->delta : y->delta;
-
-	if (dx != dy)
-		return dx > dy ? -1 : 1;
-	return strcmp(x->stack, y->stack);
-}
-
 static int finish(FILE *out)
 {
 	return fflush(out) != 0 || ferror(out) ? -EIO : 0;
-}
-
-int nw_diff_view(FILE *out, const struct nw_diff *d, double percent_limit,
-		 const char *base_label, const char *new_label)
-{
-	struct row *rows;
-	uint32_t n, hidden = 0;
-	int ret;
-
-	ret = collect(d, &rows, &n);
-	if (ret)
-		return ret;
-	qsort(rows, n, sizeof(*rows), cmp_change);
-	fprintf(out, "Base: %s (%llu)\nNew:  %s (%llu)\n", base_label ? base_label : "base",
-		(unsigned long long)d->total[NW_DIFF_BASE], new_label ? new_label : "new",
-		(unsigned long long)d->total[NW_DIFF_NEW]);
-	fputs("Change of each calling context's share (self), largest first.\n\n", out);
-	fputs("  DELTA   BASE%    NEW%  CONTEXT\n", out);
-	for (uint32_t i = 0; i < n; i++) {
-		double a = rows[i].delta < 0 ? -rows[i].delta : rows[i].delta;
-
-		if (a < percent_limit) {
-			hidden++;
-			continue;
-		}
-		fprintf(out, "%+6.1f%%  %5.1f%%  %5.1f%%  %s\n", rows[i].delta,
-			pct(rows[i].w[0], d->total[NW_DIFF_BASE]),
-			pct(rows[i].w[1], d->total[NW_DIFF_NEW]), rows[i].stack);
-	}
-	if (hidden)
-		fprintf(out, "(%u contexts changed by less than %.1f points)\n", hidden,
-			percent_limit);
-	ret = finish(out);
-	rows_free(rows, n);
-	return ret;
 }
 
 int nw_diff_folded(FILE *out, const struct nw_diff *d)

@@ -171,10 +171,28 @@ static int run_health(struct nw_output_in *in)
 	return named(in, ret);
 }
 
+static struct nw_diff_opts diff_opts(const struct nw_output_in *in)
+{
+	return (struct nw_diff_opts){ .base_label = in->base->label,
+				      .new_label = in->model->label,
+				      .percent_limit = in->o->view.percent_limit,
+				      .all = in->o->diff_all,
+				      .absolute = in->o->diff_absolute,
+				      .full_names = in->o->view.full_names };
+}
+
 static int run_diff(struct nw_output_in *in)
 {
-	return nw_diff_view(in->out, in->diff, in->o->view.percent_limit, in->base->label,
-			    in->model->label);
+	struct nw_diff_opts o = diff_opts(in);
+
+	return nw_diff_flat(in->out, in->diff, &o);
+}
+
+static int run_diff_tree(struct nw_output_in *in)
+{
+	struct nw_diff_opts o = diff_opts(in);
+
+	return nw_diff_tree(in->out, in->diff, &o);
 }
 
 static int run_diff_folded(struct nw_output_in *in)
@@ -195,5 +213,6 @@ const struct nw_output_kind nw_views[NW_VIEWS] = {
 	[NW_VIEW_TIMELINE] = { "--timeline", reads_timeline, run_timeline },
 	[NW_VIEW_HEALTH] = { "--stack-health", reads_physical, run_health },
 	[NW_VIEW_DIFF] = { "--diff", reads_diff, run_diff },
+	[NW_VIEW_DIFF_TREE] = { "--diff --tree", reads_diff, run_diff_tree },
 	[NW_VIEW_DIFF_FOLDED] = { "--diff --folded", reads_diff, run_diff_folded },
 };

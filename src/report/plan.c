@@ -285,8 +285,13 @@ static int make_diff(struct run *r, struct input *x, size_t i)
 	if (!ret)
 		ret = make_tree(r, &merged, MODEL, i, &ns);
 	if (!ret) {
-		ret = nw_diff_new(bs, r->model[BASE]->metric, ns, r->model[MODEL]->metric,
-				  &x->diff);
+		const struct nw_plan_model *b = r->model[BASE], *n = r->model[MODEL];
+		int bsm = nw_measurement_samples_metric(b->m, b->metric);
+		int nsm = nw_measurement_samples_metric(n->m, n->metric);
+
+		/* The noise of a change is that of the samples behind it. */
+		ret = nw_diff_new(bs, b->metric, bsm >= 0 ? (unsigned)bsm : b->metric, ns,
+				  n->metric, nsm >= 0 ? (unsigned)nsm : n->metric, &x->diff);
 		if (ret)
 			nw_set_err(r->err, r->errlen, "--diff: %s", strerror(-ret));
 	}

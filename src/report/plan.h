@@ -92,6 +92,8 @@ struct nw_report_opts {
 	bool inverted;             /* the views and graphs that can, bottom up */
 	bool per_thread;           /* each thread a root frame (--folded, --flamegraph, ...) */
 	bool diff;                 /* a base measurement is compared (--diff) */
+	bool diff_all;             /* --all: every change, also those within noise */
+	bool diff_absolute;        /* --diff-absolute: samples or time, not shares */
 	struct nw_view_opts view;  /* --percent-limit, the metric, --full-names */
 	struct nw_timeline_opts timeline;
 	const regex_t *re;         /* --callers, --lines, --addresses: the functions */

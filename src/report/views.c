@@ -335,102 +335,147 @@ static int print_flat(FILE *out, const struct nw_stacks *s, struct flat_row *row
 }
 
 /*
- * The flat profile from the visits of the stacks (merged as they are
+ * The flat sums from the visits of the stacks (merged as they are
  * visited, or walked in a tree): each node's self weight on its frame as
  * it comes; its inclusive weight, known once the walk leaves it (a node
  * at its depth or above comes, or the end), on its frame when no node
  * above it on the path has that frame (recursion does not count twice),
- * and on its parent's.
+ * and on its parent's.  In each of the metrics asked for.
  */
 struct flat_stream {
 	const struct nw_stacks *s;
-	unsigned metric, samples_metric;
-	struct flat_row *rows;
+	const unsigned *metrics;
+	unsigned nm;
+	struct nw_flat_sums *f;
+	size_t nframes, cap_self, cap_cumul, cap_onpath;  /* frames with sums; capacities */
 	uint32_t *onpath;         /* per frame: nodes of it on the path */
-	size_t cap_frames;
-	struct flat_path {
-		uint32_t frame;
-		uint64_t incl;
-	} *path;
+	uint32_t *path;           /* the frames of the path, root's child first */
 	size_t npath, cap_path;
-	uint64_t samples, total;
+	uint64_t *incl_pool;      /* their inclusive weights so far, @nm each */
+	size_t cap_pool;
 };
 
 /* Leaves the path's nodes at depth @depth and below. */
-static void flat_leave(struct flat_stream *f, uint32_t depth)
+static void flat_leave(struct flat_stream *st, uint32_t depth)
 {
-	while (f->npath >= depth && f->npath) {
-		struct flat_path *e = &f->path[--f->npath];
+	unsigned nm = st->nm;
 
-		if (--f->onpath[e->frame] == 0)
-			f->rows[e->frame].cumul += e->incl;
-		if (f->npath)
-			f->path[f->npath - 1].incl += e->incl;
+	while (st->npath >= depth && st->npath) {
+		uint32_t frame = st->path[--st->npath];
+		uint64_t *incl = st->incl_pool + st->npath * nm;
+
+		if (--st->onpath[frame] == 0)
+			for (unsigned k = 0; k < nm; k++)
+				st->f->cumul[(size_t)frame * nm + k] += incl[k];
+		if (st->npath)
+			for (unsigned k = 0; k < nm; k++)
+				(incl - nm)[k] += incl[k];
 	}
 }
 
-/* Frames are found as the trees are read: rows for the new ones.  -ENOMEM. */
-static int flat_rows_fit(struct flat_stream *f)
+/* Frames are found as the trees are read: sums for the new ones.  -ENOMEM. */
+static int flat_rows_fit(struct flat_stream *st)
 {
-	uint32_t n = f->s->frames.n;
+	size_t had = st->nframes, n = st->s->frames.n, nm = st->nm;
 
-	if (n > f->cap_frames) {
-		size_t had = f->cap_frames, cap = had;
-
-		if (nw_grow(&f->rows, &cap, n, sizeof(*f->rows)))
-			return -ENOMEM;
-		cap = had;
-		if (nw_grow(&f->onpath, &cap, n, sizeof(*f->onpath)))
-			return -ENOMEM;
-		for (size_t i = had; i < cap; i++) {
-			f->rows[i] = (struct flat_row){ .func = (uint32_t)i };
-			f->onpath[i] = 0;
-		}
-		f->cap_frames = cap;
-	}
+	if (n <= had)
+		return 0;
+	if (nw_grow(&st->f->self, &st->cap_self, n * nm, sizeof(uint64_t)) ||
+	    nw_grow(&st->f->cumul, &st->cap_cumul, n * nm, sizeof(uint64_t)) ||
+	    nw_grow(&st->onpath, &st->cap_onpath, n, sizeof(*st->onpath)))
+		return -ENOMEM;
+	memset(st->f->self + had * nm, 0, (n - had) * nm * sizeof(uint64_t));
+	memset(st->f->cumul + had * nm, 0, (n - had) * nm * sizeof(uint64_t));
+	memset(st->onpath + had, 0, (n - had) * sizeof(*st->onpath));
+	st->nframes = n;
 	return 0;
 }
 
 static int flat_visit(void *arg, const struct nw_visit *v)
 {
-	struct flat_stream *f = arg;
-	uint64_t self = v->metrics[f->metric];
+	struct flat_stream *st = arg;
+	unsigned nm = st->nm;
+	uint64_t *incl;
 
-	if (flat_rows_fit(f))
+	if (flat_rows_fit(st))
 		return -ENOMEM;
-	flat_leave(f, v->depth);
-	if (nw_grow(&f->path, &f->cap_path, f->npath + 1, sizeof(*f->path)))
+	flat_leave(st, v->depth);
+	if (nw_grow(&st->path, &st->cap_path, st->npath + 1, sizeof(*st->path)) ||
+	    nw_grow(&st->incl_pool, &st->cap_pool, (st->npath + 1) * nm, sizeof(uint64_t)))
 		return -ENOMEM;
-	f->path[f->npath++] = (struct flat_path){ v->frame, self };
-	f->onpath[v->frame]++;
-	f->rows[v->frame].self += self;
-	f->total += self;
-	f->samples += v->metrics[f->samples_metric];
+	incl = st->incl_pool + st->npath * nm;
+	st->path[st->npath++] = v->frame;
+	st->onpath[v->frame]++;
+	for (unsigned k = 0; k < nm; k++) {
+		uint64_t self = v->metrics[st->metrics[k]];
+
+		incl[k] = self;
+		st->f->self[(size_t)v->frame * nm + k] += self;
+		st->f->total[k] += self;
+	}
 	return 0;
+}
+
+int nw_flat_sums(struct nw_stacks *s, const unsigned *metrics, unsigned nm, struct nw_flat_sums *f)
+{
+	struct flat_stream st = { .s = s, .metrics = metrics, .nm = nm, .f = f };
+	int ret;
+
+	memset(f, 0, sizeof(*f));
+	for (unsigned k = 0; k < nm; k++)
+		if (metrics[k] >= s->tree->nmetrics)
+			return -EINVAL;
+	f->nm = nm;
+	f->total = calloc(nm ? nm : 1, sizeof(*f->total));
+	ret = f->total ? nw_stacks_visit(s, false, flat_visit, &st) : -ENOMEM;
+	if (!ret)
+		ret = flat_rows_fit(&st);
+	if (!ret) {
+		flat_leave(&st, 1);
+		/* The root's own weight: samples without a stack. */
+		for (unsigned k = 0; k < nm; k++)
+			f->total[k] += nw_cct_metrics(s->tree, NW_CCT_ROOT)[metrics[k]];
+		f->nframes = s->frames.n;
+	}
+	free(st.onpath);
+	free(st.path);
+	free(st.incl_pool);
+	if (ret)
+		nw_flat_sums_fini(f);
+	return ret;
+}
+
+void nw_flat_sums_fini(struct nw_flat_sums *f)
+{
+	free(f->self);
+	free(f->cumul);
+	free(f->total);
+	memset(f, 0, sizeof(*f));
 }
 
 int nw_view_flat(FILE *out, struct nw_stacks *s, const struct nw_view_opts *o)
 {
-	struct flat_stream f = { .s = s, .metric = o->metric,
-				 .samples_metric = samples_metric(s, o->metric) };
+	const unsigned metrics[2] = { o->metric, samples_metric(s, o->metric) };
+	struct nw_flat_sums f;
+	struct flat_row *rows;
 	int ret;
 
-	if (o->metric >= s->tree->nmetrics || f.samples_metric >= s->tree->nmetrics)
+	if (o->metric >= s->tree->nmetrics)
 		return -EINVAL;
-	ret = nw_stacks_visit(s, false, flat_visit, &f);
-	if (!ret)
-		ret = flat_rows_fit(&f);
-	if (!ret) {
-		flat_leave(&f, 1);
-		/* The root's own weight: samples without a stack. */
-		f.total += nw_cct_metrics(s->tree, NW_CCT_ROOT)[o->metric];
-		f.samples += nw_cct_metrics(s->tree, NW_CCT_ROOT)[f.samples_metric];
-		print_totals(out, s, f.samples, f.total, o->metric);
-		ret = print_flat(out, s, f.rows, s->frames.n, f.total, o);
+	ret = nw_flat_sums(s, metrics, 2, &f);
+	if (ret)
+		return ret;
+	rows = malloc((f.nframes ? f.nframes : 1) * sizeof(*rows));
+	if (!rows) {
+		nw_flat_sums_fini(&f);
+		return -ENOMEM;
 	}
-	free(f.rows);
-	free(f.onpath);
-	free(f.path);
+	for (uint32_t i = 0; i < f.nframes; i++)
+		rows[i] = (struct flat_row){ i, f.self[2 * i], f.cumul[2 * i] };
+	print_totals(out, s, f.total[1], f.total[0], o->metric);
+	ret = print_flat(out, s, rows, f.nframes, f.total[0], o);
+	free(rows);
+	nw_flat_sums_fini(&f);
 	return ret;
 }
 

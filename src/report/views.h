@@ -29,6 +29,22 @@ int nw_view_tree(FILE *out, const struct nw_stacks *s, const struct nw_view_opts
  * twice) or built.
  */
 int nw_view_flat(FILE *out, struct nw_stacks *s, const struct nw_view_opts *o);
+
+/*
+ * Each frame's self and cumulative weight in @nm metrics of @s (their
+ * indexes at @metrics), from its visits: cumulative counts a frame once
+ * per path, whatever the recursion.  @f->self and @f->cumul hold
+ * @f->nframes * @nm, frame-major; @f->total the whole of each metric, the
+ * root's own included.  -EINVAL for a metric the tree lacks, -ENOMEM.
+ */
+struct nw_flat_sums {
+	uint32_t nframes;
+	unsigned nm;
+	uint64_t *self, *cumul, *total;
+};
+
+int nw_flat_sums(struct nw_stacks *s, const unsigned *metrics, unsigned nm, struct nw_flat_sums *f);
+void nw_flat_sums_fini(struct nw_flat_sums *f);
 /* One line per thread of @m that @f selects: pid, tid, name, samples, share. */
 int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_filter *f);
 /*

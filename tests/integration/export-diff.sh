@@ -1,7 +1,9 @@
 #!/bin/bash
 # --diff BASE NEW: two runs of a program whose split changes in a known way
-# (alpha 25% / beta 75%, then 75% / 25%) show alpha +50 and beta -50 points,
-# largest changes first; --diff --folded gives each stack's count in both
+# (alpha 25% / beta 75%, then 75% / 25%) show alpha +50 and beta -50 points
+# per function, beyond noise, largest changes first, and per calling context
+# with --tree; one phase doubled changes the shares as the settings imply;
+# runs of one setting show nothing beyond noise; --diff --folded gives each stack's count in both
 # runs (difffolded), equal to each run's --folded; --diff --flamegraph draws
 # alpha red (grew) and beta blue (shrank), widths from the new run.
 # shellcheck source=lib.sh
@@ -44,36 +46,95 @@ nw_record_ok "$NW_TMP/new.data" "$NW_TMP/split" 75 25
 nw_report "$NW_TMP/base.folded" "$NW_TMP/base.data" --folded
 nw_report "$NW_TMP/new.folded" "$NW_TMP/new.data" --folded
 
-check "--diff: alpha +50 and beta -50 points (within 6), the largest changes first"
-nw_report "$NW_TMP/diff" --diff "$NW_TMP/base.data" "$NW_TMP/new.data"
-# Rows: DELTA BASE% NEW% CONTEXT.
-awk '$1 ~ /^[-+][0-9.]+%$/ { print }' "$NW_TMP/diff" >"$NW_TMP/rows"
-[[ $(wc -l <"$NW_TMP/rows") -ge 2 ]] || {
-	nw_show "--diff" "$NW_TMP/diff"
-	fail "--diff shows fewer than 2 contexts"
+# The rows of a flat diff: DELTA Z BASE% NEW% BCUM% NCUM% DCUM FUNCTION [(new)|(gone)].
+flat_rows() {
+	awk '$1 ~ /^[-+][0-9.]+$/ && $2 ~ /^[-+]([0-9.]+|inf)$/ { print }' "$1"
 }
-# The two changes are of the same size: either may come first.
+
+check "--diff: per function, alpha +50 and beta -50 points (within 6), beyond noise, largest first"
+nw_report "$NW_TMP/diff" --diff "$NW_TMP/base.data" "$NW_TMP/new.data"
+flat_rows "$NW_TMP/diff" >"$NW_TMP/rows"
 for spec in alpha:+50:25:75 beta:-50:75:25; do
 	IFS=: read -r fn want base new <<<"$spec"
-	read -r delta bshare nshare ctx <<<"$(head -n 2 "$NW_TMP/rows" | grep -E ";main;$fn\$" || true)"
-	[[ -n $ctx ]] || {
+	read -r delta z bshare nshare _ _ _ name <<<"$(head -n 2 "$NW_TMP/rows" | awk -v f="$fn" '$8 == f')"
+	[[ $name == "$fn" ]] || {
 		nw_show "--diff" "$NW_TMP/diff"
-		fail "the context ...;main;$fn is not among the first two rows"
+		fail "$fn is not among the first two rows"
 	}
-	nw_near "${delta%\%}" "$want" 6 || fail "$fn changed by $delta, expected $want"
+	nw_near "$delta" "$want" 6 || fail "$fn changed by $delta, expected $want"
 	nw_near "${bshare%\%}" "$base" 6 || fail "$fn base share $bshare, expected $base%"
 	nw_near "${nshare%\%}" "$new" 6 || fail "$fn new share $nshare, expected $new%"
-	echo "  ok: $delta $bshare -> $nshare $ctx"
+	awk -v z="$z" 'BEGIN { z = z + 0; exit !(z >= 3 || z <= -3) }' ||
+		fail "$fn's change of $delta points has z $z, within noise"
+	echo "  ok: $fn $delta points (z $z), $bshare -> $nshare"
 done
-awk '{ d = $1; sub(/%$/, "", d); d += 0; if (d < 0) d = -d; if (NR > 1 && d > prev + 1e-9) bad = 1; prev = d }
+awk '{ d = $1 + 0; if (d < 0) d = -d; if (NR > 1 && d > prev + 1e-9) bad = 1; prev = d }
 	END { exit bad }' "$NW_TMP/rows" || fail "rows are not sorted by the size of the change"
 grep -q "^Base: $NW_TMP/base.data" "$NW_TMP/diff" || fail "the header does not name BASE"
+grep -q "functions\? changed within sampling noise; --all lists them" "$NW_TMP/diff" ||
+	fail "no count of the changes within noise"
+
+check "--diff --tree: per calling context, main;alpha +50 points below main"
+nw_report "$NW_TMP/tree" --diff "$NW_TMP/base.data" "$NW_TMP/new.data" --tree
+read -r delta z _ <<<"$(awk '$NF == "alpha"' "$NW_TMP/tree" | head -n 1)"
+nw_near "${delta:-0}" 50 6 || {
+	nw_show "--diff --tree" "$NW_TMP/tree"
+	fail "alpha's context changed by ${delta:-nothing}, expected +50"
+}
+grep -qE "^ +[-+][0-9.]+ +[-+][0-9.]+ +100\.0% +100\.0% +main$" "$NW_TMP/tree" ||
+	fail "main does not hold everything in both runs: $(head -n 8 "$NW_TMP/tree")"
+ok "alpha's context $delta points (z $z)"
+
+# Accuracy (issue 30): one phase doubled.  50 50 -> 50 100: alpha 50 -> 33.3 %,
+# beta 50 -> 66.7 %, each counted with the kernel frames below it (DCUM); 4999 Hz
+# over 1.6 s and 2.4 s: a standard error of 0.7 points.
+check "one phase doubled: the deltas the settings imply within 2 points, beyond noise"
+nw_record_ok "$NW_TMP/even.data" -F 4999 -- "$NW_TMP/split" 100 100
+nw_record_ok "$NW_TMP/double.data" -F 4999 -- "$NW_TMP/split" 100 200
+nw_report "$NW_TMP/acc" --diff "$NW_TMP/even.data" "$NW_TMP/double.data"
+flat_rows "$NW_TMP/acc" >"$NW_TMP/acc.rows"
+for spec in alpha:-16.67 beta:+16.67; do
+	IFS=: read -r fn want <<<"$spec"
+	read -r delta z _ _ _ _ dcum name <<<"$(awk -v f="$fn" '$8 == f' "$NW_TMP/acc.rows")"
+	[[ $name == "$fn" ]] || {
+		nw_show "--diff" "$NW_TMP/acc"
+		fail "$fn is not listed as beyond noise"
+	}
+	nw_near "$dcum" "$want" 2 || fail "$fn's share changed by $dcum points, expected $want"
+	echo "  ok: $fn $dcum points (self $delta, z $z)"
+done
+
+# Three pairs of runs of one setting: sampling alone, nothing beyond noise.
+# (At |z| >= 3, by chance a function is flagged 0.27 % of the time.)
+check "the same setting three times over: no function beyond noise"
+for i in 1 2 3; do
+	nw_record_ok "$NW_TMP/same$i-a.data" -- "$NW_TMP/split" 25 75
+	nw_record_ok "$NW_TMP/same$i-b.data" -- "$NW_TMP/split" 25 75
+	nw_report "$NW_TMP/same$i" --diff "$NW_TMP/same$i-a.data" "$NW_TMP/same$i-b.data"
+	flat_rows "$NW_TMP/same$i" >"$NW_TMP/same$i.rows"
+	[[ ! -s $NW_TMP/same$i.rows ]] || {
+		nw_show "--diff of two runs of split 25 75" "$NW_TMP/same$i"
+		fail "pair $i: a change beyond noise between runs of one setting"
+	}
+	echo "  ok: pair $i: $(grep -o '[0-9]* functions\? changed within sampling noise' "$NW_TMP/same$i")"
+done
+
+check "--diff --all lists every change; --diff-absolute compares samples"
+nw_report "$NW_TMP/all" --diff "$NW_TMP/same1-a.data" "$NW_TMP/same1-b.data" --all
+flat_rows "$NW_TMP/all" | awk '$8 == "alpha"' | grep -q . || fail "--all does not list alpha"
+nw_report "$NW_TMP/abs" --diff "$NW_TMP/even.data" "$NW_TMP/double.data" --diff-absolute
+read -r delta z _ <<<"$(flat_rows "$NW_TMP/abs" | awk '$8 == "beta"')"
+# beta: 0.8 s -> 1.6 s at 4999 Hz, about +4000 samples.
+awk -v d="${delta:-0}" 'BEGIN { exit !(d > 3000 && d < 5000) }' ||
+	fail "--diff-absolute: beta changed by ${delta:-nothing} samples, expected about +4000"
+grep -q "in samples" "$NW_TMP/abs" || fail "--diff-absolute does not say it compares samples"
+ok "beta $delta samples (z $z)"
 
 check "--diff of a run with itself: no change anywhere"
-nw_report "$NW_TMP/same" --diff "$NW_TMP/base.data" "$NW_TMP/base.data" --percent-limit 0
-awk '$1 ~ /^[-+][0-9.]+%$/ && $1 != "+0.0%" { bad = 1 } END { exit bad }' "$NW_TMP/same" ||
+nw_report "$NW_TMP/same" --diff "$NW_TMP/base.data" "$NW_TMP/base.data" --all
+flat_rows "$NW_TMP/same" | awk '$1 != "+0.0" { bad = 1 } END { exit bad }' ||
 	fail "a run differs from itself: $(head -n 12 "$NW_TMP/same")"
-ok "all +0.0%"
+ok "all +0.0"
 
 check "--diff --folded: 'stack BASE NEW', the counts of each run's --folded"
 nw_report "$NW_TMP/diff.folded" --diff "$NW_TMP/base.data" "$NW_TMP/new.data" --folded
