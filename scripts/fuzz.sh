@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.." || exit 1
 
 secs=${1:-30}
 builddir=${NW_FUZZ_BUILDDIR:-build-fuzz}
-read -r -a targets <<<"${NW_FUZZ_TARGETS:-csprof manifest symtab record seclog trace pack delta}"
+read -r -a targets <<<"${NW_FUZZ_TARGETS:-csprof manifest symtab record seclog trace pack delta code}"
 
 if ! [[ $secs =~ ^[1-9][0-9]*$ ]]; then
 	echo "usage: scripts/fuzz.sh [SECONDS]" >&2

@@ -47,6 +47,9 @@ packages=(gcc libc6-dev meson ninja-build pkg-config)
 # and protoc-c (the pprof export, generated from src/export/profile.proto).
 packages+=(libpfm4-dev libelf-dev libdw-dev zlib1g-dev libjson-c-dev libiberty-dev
 	libprotobuf-c-dev protobuf-c-compiler)
+# capstone decodes the machine code a measurement keeps, x86-64 and aarch64
+# alike, for narwhal-report --disasm (src/arch/disasm.c, doc/DISASSEMBLY.md).
+packages+=(libcapstone-dev)
 
 # Symbolization: Debian's detached debug info of the C library, so that
 # libc's own functions get names and file:line (found by build-id under

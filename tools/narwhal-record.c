@@ -45,7 +45,7 @@ enum {
 	OPT_IDLE = NW_OPTION_LONG_ONLY, OPT_DURATION, OPT_ALLOC, OPT_ALLOC_RATE, OPT_OFF_CPU,
 	OPT_USER_ONLY, OPT_NO_TRACE, OPT_NO_CACHE, OPT_CHECKPOINT, OPT_FLIGHT_RECORDER, OPT_ROTATE,
 	OPT_ROTATE_PPROF, OPT_MAX_SIZE, OPT_MAX_FILES, OPT_SNAPSHOT, OPT_PPROF, OPT_FLAMEGRAPH,
-	OPT_HTML, OPT_LIST_EVENTS,
+	OPT_HTML, OPT_LIST_EVENTS, OPT_CODE_CAP, OPT_NO_CODE,
 };
 
 /*
@@ -108,6 +108,12 @@ static const struct nw_option opts_table[] = {
 	  "symbolization results of earlier runs (kept in\n"
 	  "$XDG_CACHE_HOME/narwhal by build-id; they make a\n"
 	  "run cheaper, never change what it records)" },
+	{ "code-cap", required_argument, OPT_CODE_CAP, "FUNC[,TOTAL]",
+	  "store at most FUNC bytes of each sampled function's\n"
+	  "machine code and TOTAL in all, the hottest first\n"
+	  "(default 64K,8M; K, M, G): the report's disassembly\n"
+	  "needs no binary then" },
+	{ "no-code", no_argument, OPT_NO_CODE, NULL, "store no machine code" },
 	{ "checkpoint", required_argument, OPT_CHECKPOINT, "SECONDS",
 	  "write the measurement every SECONDS while recording\n"
 	  "(default 10, the first after 1 s; 0: only at the end)" },
@@ -311,6 +317,17 @@ static int parse_one(int c, struct opts *o)
 	case OPT_FLIGHT_RECORDER: return parse_seconds(c, false, 1e6, &ro->flight_ns);
 	case OPT_ROTATE: return parse_seconds(c, false, 1e6, &ro->rotate_ns);
 	case OPT_ROTATE_PPROF: o->rotate_pprof = true; break;
+	case OPT_CODE_CAP: {
+		char *comma = strchr(optarg, ','), first[64];
+
+		snprintf(first, sizeof(first), "%.*s",
+			 (int)(comma ? (size_t)(comma - optarg) : strlen(optarg)), optarg);
+		if (nw_parse_size(first, &ro->code.func_cap) ||
+		    (comma && nw_parse_size(comma + 1, &ro->code.total_cap)))
+			return bad_arg(c, "FUNC[,TOTAL] in bytes like 64K,8M");
+		break;
+	}
+	case OPT_NO_CODE: ro->code.off = true; break;
 	case OPT_MAX_SIZE:
 		if (nw_parse_size(optarg, &ro->max_bytes))
 			return bad_arg(c, "a size like 500M");

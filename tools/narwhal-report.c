@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "export/outputs.h"
+#include "format/codefile.h"
 #include "format/reader.h"
 #include "report/outputs.h"
 #include "report/plan.h"
@@ -95,6 +96,8 @@ static const struct opt opts[] = {
 	  SETS_VIEW_RE, NW_VIEW_LINES },
 	{ "addresses", required_argument, 0, "RE", "per sampled instruction of the functions "
 	  "matching RE", SETS_VIEW_RE, NW_VIEW_ADDRESSES },
+	{ "disasm", required_argument, 0, "RE", "annotated disassembly of the functions matching "
+	  "RE,\nfrom the code stored in the measurement", SETS_VIEW_RE, NW_VIEW_DISASM },
 	{ "timeline", optional_argument, 0, "[=functions]", "one row per thread over time: how "
 	  "busy it was\n(or its hottest function) in each column", SETS_TIMELINE, 0 },
 	{ "width", required_argument, 0, "N", "--timeline: columns, 10 to 1000 (default 64)",
@@ -134,8 +137,10 @@ static const struct opt opts[] = {
 	  "folded)", SETS_FLAG, FIELD(rpt.fold_recursion) },
 	{ "by-section", no_argument, 0, NULL, "samples taken inside instrumented sections below\n"
 	  "[section NAME] frames (views, exports, --diff)", SETS_FLAG, FIELD(by_section) },
-	{ "sort", no_argument, 0, NULL, "--lines, --addresses: hottest first", SETS_FLAG,
+	{ "sort", no_argument, 0, NULL, "--lines, --addresses, --disasm: hottest first", SETS_FLAG,
 	  FIELD(rpt.sort) },
+	{ "source", no_argument, 0, NULL, "--disasm: the source lines between the instructions",
+	  SETS_FLAG, FIELD(rpt.source) },
 	{ "full-names", no_argument, 0, NULL, "whole C++/Rust signatures, not the readable names",
 	  SETS_FULL_NAMES, 0 },
 	{ "output", required_argument, 'o', "FILE", "write the view to FILE", SETS_STRING,
@@ -449,10 +454,11 @@ static int check_opts(const struct report_opts *o)
 		return tell(2, "--timeline and --chrome-trace show the recorded stacks over "
 			    "time: --focus, --hide, --root, --inverted, --fold-recursion and "
 			    "--by-section do not apply");
-	if ((o->view == NW_VIEW_LINES || o->view == NW_VIEW_ADDRESSES) &&
+	if ((o->view == NW_VIEW_LINES || o->view == NW_VIEW_ADDRESSES ||
+	     o->view == NW_VIEW_DISASM) &&
 	    (nw_stack_filter_active(&o->stack_filter) || o->rpt.inverted || o->by_section))
-		return tell(2, "--lines and --addresses read the recorded stacks: --focus, "
-			    "--hide, --inverted and --by-section do not apply");
+		return tell(2, "--lines, --addresses and --disasm read the recorded stacks: "
+			    "--focus, --hide, --inverted and --by-section do not apply");
 	if (o->nbases && (e[NW_EXPORT_PPROF] || e[NW_EXPORT_SPEEDSCOPE] || o->rpt.per_thread ||
 			  (o->view != VIEW_NONE && o->view != NW_VIEW_FOLDED &&
 			   o->view != NW_VIEW_FLAT && o->view != NW_VIEW_TREE)))
@@ -558,6 +564,9 @@ static int load(const struct report_opts *o, const struct nw_plan *p, const char
 			ret = nw_measurement_load(m, dirs[i], err, sizeof(err));
 		if (!ret && (whole || (reads & NW_READS_TRACES)))
 			ret = nw_measurement_read_traces(m, dirs[i], err, sizeof(err));
+		/* Reading traces returns their count. */
+		if (ret >= 0 && (reads & NW_READS_CODE))
+			ret = nw_measurement_read_code(m, dirs[i], err, sizeof(err));
 		if (ret < 0) {
 			fprintf(stderr, "narwhal-report: %s\n", err[0] ? err : strerror(-ret));
 			if (l->m != m)

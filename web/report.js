@@ -453,6 +453,8 @@
       this.metrics = data.metrics;
       this.duration = data.duration || 0;
       this.sources = new Map((data.sources || []).map((s) => [this.strings[s.file], s.lines]));
+      // The Disassembly panel's functions, by name (narwhal-report's export/htmlasm.c).
+      this.disasm = new Map((data.disasm || []).map((d) => [this.strings[d.fn], d]));
       this.state = {
         threads: this.prof.threads.map((t) => t.index),
         metric: data.metric || 0,
@@ -467,6 +469,8 @@
         tab: "tree",
         sort: { tree: "total", flat: "self" },
         flatFilter: "",
+        disasmFilter: "",
+        disasmLine: null,
         expanded: new Set(),
         cursor: null,
         // The timeline's and the selectors' rows: processes busiest first
@@ -1375,6 +1379,7 @@
     else if (tab === "sandwich") renderSandwich(r);
     else if (tab === "flat") renderFlat(r);
     else if (tab === "source") renderSource(r);
+    else if (tab === "disasm") renderDisasm(r);
     else if (tab === "threads") renderThreads(r);
   }
 
@@ -1599,6 +1604,82 @@
     body.innerHTML = html.join("");
   }
 
+  // The selected function's instructions as the report was written: the
+  // shares are of the report's metric, threads and time (the thread and
+  // range choices of the page do not re-weigh them: the trees hold no
+  // addresses).  A line's instructions are marked (state.disasmLine, "file:line"
+  // by the file's base name, also set from the Source panel); the filter
+  // marks the instructions whose text it matches.
+  function renderDisasm(r) {
+    const f = r.state.selected;
+    const st = r.state;
+    const head = $("disasm-head");
+    const body = $("disasm").tBodies[0];
+    const count = $("disasm-count");
+    count.textContent = "";
+    if (f < 0) {
+      head.textContent = "Select a function to see its instructions.";
+      body.innerHTML = "";
+      return;
+    }
+    const fr = r.prof.frames;
+    const d = r.disasm.get(fr.name[f]);
+    if (!d) {
+      const why = !r.data.disasm ? "the measurement holds no machine code (recorded with --no-code?)"
+        : r.data.disasmLeft ? `not stored when recording, or left out of this page (${r.data.disasmLeft} function(s) over its size cap)`
+          : "not stored when recording, or only inlined into other functions";
+      head.innerHTML = `<strong class="fn">${esc(fr.name[f])}</strong> — no instructions: ${esc(why)}`;
+      body.innerHTML = "";
+      return;
+    }
+    const whole = r.data.disasmWhole || 0;
+    const metric = r.metrics[r.data.metric || 0];
+    const mod = baseName(r.strings[d.module] || "");
+    let re;
+    try { re = st.disasmFilter ? new RegExp(st.disasmFilter) : null; } catch { re = null; }
+    head.innerHTML = `<strong class="fn">${esc(fr.name[f])}</strong> in ${esc(mod)} — self <span id="disasm-self">${pct(d.self, whole)}</span>, total <span id="disasm-total">${pct(d.total, whole)}</span> of ${esc(metric ? metric.name : "samples")}` +
+      ' <span class="hint">(the threads and time the report was written for)</span>';
+    const html = [];
+    let n = 0;
+    let matched = 0;
+    const share = (v) => (v ? pct(v, whole) : "");
+    for (const p of d.parts) {
+      const at = p.start === null ? "" : `+0x${p.start}`;
+      const what = p.status ? `not stored: ${p.status}`
+        : p.stored < p.size ? `the first ${p.stored} of ${p.size} bytes stored (the recorder's per-function cap)`
+          : `${p.size} bytes, stored whole`;
+      html.push(`<tr class="gap"><td colspan="5">${esc(mod + at)} — ${esc(what)}${p.machine ? ` (${esc(p.machine)})` : ""}</td></tr>`);
+      const top = Math.max(1, ...p.self);
+      let lastInl = -1;
+      for (let i = 0; i < p.off.length; i++) {
+        const file = p.file[i] >= 0 ? r.strings[p.file[i]] : "";
+        const key = p.line[i] ? `${baseName(file)}:${p.line[i]}` : "";
+        if (p.inl[i] !== lastInl) {
+          html.push(`<tr class="inl"><td colspan="5">${p.inl[i] >= 0 ? "inlined: " + esc(r.strings[p.inl[i]]) : esc(fr.name[f])}</td></tr>`);
+          lastInl = p.inl[i];
+        }
+        const hit = re && re.test(p.text[i]);
+        n++;
+        if (hit) matched++;
+        const addr = (BigInt("0x" + p.start) + BigInt(p.off[i])).toString(16);
+        const heat = p.self[i] ? ` style="background: rgba(228, 87, 46, ${(0.1 + 0.6 * p.self[i] / top).toFixed(2)})"` : "";
+        const cls = [key && key === st.disasmLine ? "hl" : "", hit ? "match" : ""].filter(Boolean).join(" ");
+        html.push(`<tr data-key="${esc(key)}" data-addr="${addr}"${cls ? ` class="${cls}"` : ""}>` +
+          `<td class="num" data-value="${p.self[i]}"${heat} title="${esc(fmtValue(p.self[i], metric))}">${share(p.self[i])}</td>` +
+          `<td class="num" data-value="${p.total[i]}" title="${esc(fmtValue(p.total[i], metric))}">${share(p.total[i])}</td>` +
+          `<td class="fn">${p.mark[i] & 1 ? "&gt;" : ""}${esc(mod)}+0x${addr}${p.mark[i] & 2 ? " ?" : ""}</td>` +
+          `<td class="asm">${esc(p.text[i])}</td>` +
+          `<td class="loc">${esc(key)}${p.inl[i] >= 0 ? ` [${esc(r.strings[p.inl[i]])}]` : ""}</td></tr>`);
+      }
+      for (const [a, s, t] of p.rows) {
+        html.push(`<tr data-addr="${a}"><td class="num">${share(s)}</td><td class="num">${share(t)}</td>` +
+          `<td class="fn">${esc(mod)}+0x${a}</td><td colspan="2" class="hint">${p.off.length ? "past the stored bytes" : "no instruction stored"}</td></tr>`);
+      }
+    }
+    body.innerHTML = html.join("");
+    if (re) count.textContent = `${matched} of ${n} instructions match`;
+  }
+
   // Every thread (those the filter matches), heaviest first; a click shows one alone.
   function renderThreads(r) {
     const metric = metricOf(r);
@@ -1797,6 +1878,23 @@
     $("callers").addEventListener("click", pick);
     $("callees").addEventListener("click", pick);
     $("flat-filter").addEventListener("input", (e) => { st.flatFilter = e.target.value; renderFlat(r); });
+    $("disasm-filter").addEventListener("input", (e) => { st.disasmFilter = e.target.value; renderDisasm(r); });
+    // A line of the Disassembly panel marks its instructions; a line of the
+    // Source panel does too, in the Disassembly panel.
+    $("disasm").addEventListener("click", (e) => {
+      const tr = e.target.closest("tr[data-key]");
+      if (!tr || !tr.dataset.key) return;
+      st.disasmLine = st.disasmLine === tr.dataset.key ? null : tr.dataset.key;
+      renderDisasm(r);
+    });
+    $("source").addEventListener("click", (e) => {
+      const tr = e.target.closest("tr[data-line]");
+      const f = st.selected;
+      if (!tr || f < 0 || !+tr.dataset.line) return;
+      st.disasmLine = `${baseName(r.prof.frames.file[f] || "")}:${tr.dataset.line}`;
+      st.tab = "disasm";
+      renderTab(r);
+    });
     $("threads").addEventListener("click", (e) => {
       const tr = e.target.closest("tr[data-thread]");
       if (!tr) return;

@@ -24,6 +24,7 @@
 #include <sys/types.h>
 
 #include "export/export.h"
+#include "export/htmlasm.h"
 #include "export/webpage.h"
 #include "util/file.h"
 #include "util/hash.h"
@@ -101,6 +102,12 @@ static int64_t str_of(struct strtab *st, const char *s)
 	st->v[st->n] = s;
 	nw_index_fill(&st->ix, slot, (uint32_t)st->n);
 	return (int64_t)st->n++;
+}
+
+/* str_of() for export/htmlasm.c. */
+static int64_t str_cb(void *st, const char *s)
+{
+	return str_of(st, s);
 }
 
 /* ---- one thread's nodes ---- */
@@ -786,6 +793,9 @@ static int write_json(FILE *out, const struct nw_measurement *m, const struct nw
 	}
 	if (!ret)
 		ret = write_sources(&c, o->source_cap ? o->source_cap : NW_HTML_SOURCE_CAP);
+	/* The Disassembly panel's code (export/htmlasm.h), where the model holds code. */
+	if (!ret)
+		ret = nw_html_write_disasm(out, m, o->filter, o->metric, 0, str_cb, st);
 	if (!ret)
 		ret = write_strings(&c);
 	fputs("}", out);

@@ -19,7 +19,8 @@
 static void reads_html(const struct nw_plan *p, const struct nw_measurement *m,
 		       struct nw_reads *r)
 {
-	r->what = NW_READS_TREES | NW_READS_TRACES | (nw_plan_opts(p)->diff ? NW_READS_BASE : 0);
+	r->what = NW_READS_TREES | NW_READS_TRACES | NW_READS_CODE |
+		  (nw_plan_opts(p)->diff ? NW_READS_BASE : 0);
 }
 
 static int run_html(struct nw_output_in *in)

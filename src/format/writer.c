@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "format/codefile.h"
 #include "format/csprof.h"
 #include "format/manifest.h"
 #include "format/pack.h"
@@ -221,7 +222,7 @@ static int write_thread(const struct nw_measurement *m, const struct nw_mthread 
  * The files of a directory written whole: each goes through one stream
  * and is not synced by itself (write_files() syncs the file system once).
  */
-enum file_kind { FILE_CSPROF, FILE_TRACE, FILE_SYMBOLS };
+enum file_kind { FILE_CSPROF, FILE_TRACE, FILE_SYMBOLS, FILE_CODE };
 
 static int write_unsynced(const struct nw_measurement *m, const struct nw_mthread *th,
 			  enum file_kind kind, const char *path)
@@ -237,6 +238,9 @@ static int write_unsynced(const struct nw_measurement *m, const struct nw_mthrea
 		break;
 	case FILE_TRACE:
 		ret = nw_tracefile_write_fp(f, m, th, true);
+		break;
+	case FILE_CODE:
+		ret = nw_codefile_write_fp(f, m->code, m->modules);
 		break;
 	default:
 		ret = nw_symbols_write_fp(f, m->modules, m->symtab);
@@ -362,6 +366,16 @@ static int write_files(const struct nw_measurement *m, const struct nw_extra_fil
 		snprintf(shown, sizeof(shown), "%s/symbols.json", dir);
 		write_error(err, errlen, shown, -ret);
 		return ret;
+	}
+	/* The code of the sampled functions (doc/DISASSEMBLY.md). */
+	if (m->code) {
+		snprintf(path, sizeof(path), "%s/" NW_CODEFILE_NAME, tmp);
+		ret = write_unsynced(m, NULL, FILE_CODE, path);
+		if (ret < 0) {
+			snprintf(shown, sizeof(shown), "%s/" NW_CODEFILE_NAME, dir);
+			write_error(err, errlen, shown, -ret);
+			return ret;
+		}
 	}
 	/*
 	 * Everything on disk before the manifest that makes it a measurement:
@@ -581,6 +595,12 @@ static int write_entries(const struct nw_measurement *m, const struct nw_extra_f
 		f = nw_pack_begin(w, "symbols.json");
 		ret = end_entry(w, f, f ? nw_symbols_write_fp(f, m->modules, m->symtab) : 0);
 	}
+	/* The code, unless the last checkpoint wrote the same (doc/DISASSEMBLY.md). */
+	if (!ret && m->code && !(j && j->code_generation == m->code->generation)) {
+		what = NW_CODEFILE_NAME;
+		f = nw_pack_begin(w, NW_CODEFILE_NAME);
+		ret = end_entry(w, f, f ? nw_codefile_write_fp(f, m->code, m->modules) : 0);
+	}
 	if (ret == -EINVAL)
 		nw_set_err(err, errlen, "cannot write %s:%s: a tree or event outside its epochs",
 			   shown, what);
@@ -790,6 +810,7 @@ static int journal_record(struct nw_journal *j, const struct nw_measurement *m)
 {
 	j->symbol_modules = m->modules->n;
 	j->symbol_entries = m->symtab->nentries;
+	j->code_generation = m->code ? m->code->generation : 0;
 	for (uint32_t i = 0; i < m->nthreads; i++) {
 		const struct nw_mthread *th = &m->threads[i];
 		struct nw_journal_thread *jt;

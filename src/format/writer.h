@@ -2,7 +2,9 @@
 /*
  * Writing a measurement directory: pure serialisation of the model.  One
  * HPC_CSPROF file per thread that has a file name, symbols.json, the
- * model's extra files (copies of JIT perf maps), manifest.json last.
+ * code of the sampled functions when the model has it (code.nwcode,
+ * format/codefile.h), the model's extra files (copies of JIT perf maps),
+ * manifest.json last.
  *
  * Atomic: everything is written into a new directory beside @dir, each file
  * flushed to disk, and the new directory then takes @dir's place in one
@@ -73,6 +75,8 @@ struct nw_journal {
 	 * so a segment leaves it out while they are the same.
 	 */
 	uint32_t symbol_modules, symbol_entries;
+	/* The generation of the code store it holds (model/codestore.h); 0: none. */
+	uint64_t code_generation;
 };
 
 /*

@@ -91,6 +91,7 @@ void nw_measurement_free(struct nw_measurement *m)
 			nw_module_table_fini(m->modules);
 		free(m->modules);
 		nw_symtab_free(m->symtab);
+		nw_codestore_free(m->code);
 	}
 	free(m);
 }
@@ -454,6 +455,9 @@ int nw_measurement_merge(struct nw_measurement *dst, struct nw_measurement *src,
 			goto out;
 	}
 	nw_symtab_sort(dst->symtab);
+	ret = nw_codestore_merge(&dst->code, src->code, mod);
+	if (ret)
+		goto out;
 	dst->run.samples += src->run.samples;
 	dst->run.lost += src->run.lost;
 	dst->run.throttled += src->run.throttled;

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "model/cct.h"
+#include "model/codestore.h"
 #include "model/epoch.h"
 #include "model/metric.h"
 #include "model/module.h"
@@ -140,6 +141,12 @@ struct nw_measurement {
 	uint32_t nthreads, cap_threads;
 	struct nw_mthread *threads;
 	struct nw_symtab *symtab;   /* sorted */
+	/*
+	 * The machine code of the sampled functions (model/codestore.h):
+	 * the recorder's, borrowed; the reader's, owned, once
+	 * nw_measurement_read_code() read it; NULL: none.
+	 */
+	struct nw_codestore *code;
 	/*
 	 * The recorder's model borrows its modules, epochs, trees and symbol
 	 * table (they go on growing after a checkpoint); the reader's owns

@@ -19,7 +19,9 @@ int nw_measure_init(struct nw_measure *ms, struct nw_elf_cache *elf, const struc
 	ms->sym = nw_symbolizer_new(elf, cache);
 	ms->symtab = nw_symtab_new();
 	ms->recent = calloc(RECENT_SLOTS, sizeof(*ms->recent));
-	return ms->sym && ms->symtab && ms->recent ? 0 : -ENOMEM;
+	if (!ms->sym || nw_codecap_init(&ms->code, ms->sym))
+		return -ENOMEM;
+	return ms->symtab && ms->recent ? 0 : -ENOMEM;
 }
 
 void nw_measure_fini(struct nw_measure *ms)
@@ -35,6 +37,7 @@ void nw_measure_fini(struct nw_measure *ms)
 	for (size_t i = 0; i < ms->nmarks; i++)
 		free(ms->marks[i].v);
 	free(ms->marks);
+	nw_codecap_fini(&ms->code);
 	nw_symtab_free(ms->symtab);
 	nw_symbolizer_free(ms->sym);
 	free(ms->recent);
@@ -365,6 +368,11 @@ int nw_measure_build(struct nw_measure *ms, struct nw_session *s,
 		return err;
 	}
 	nw_symtab_sort(ms->symtab);
+	err = nw_codecap_update(&ms->code, m, ms->ksyms_state == 1 ? &ms->ksyms : NULL);
+	if (err) {
+		nw_measurement_free(m);
+		return err;
+	}
 	*ret = m;
 	return 0;
 }

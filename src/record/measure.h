@@ -13,6 +13,7 @@
 
 #include "format/writer.h"
 #include "model/measurement.h"
+#include "record/codecap.h"
 #include "record/session.h"
 #include "record/tracer.h"
 #include "symbol/kallsyms.h"
@@ -47,6 +48,8 @@ struct nw_measure {
 	 * costs neither the epoch's search nor the (module, addr) index.
 	 */
 	struct nw_measure_recent { const struct nw_epoch *epoch; uint64_t ip2; } *recent;
+	/* The machine code of the sampled functions, the model's m->code (codecap.h). */
+	struct nw_codecap code;
 };
 
 /*

@@ -490,6 +490,9 @@ int nw_recorder_begin(struct nw_recorder *r, char *err, size_t errlen)
 	/* Kernel frames will want the kernel's symbols: read them before anything runs. */
 	if (!ret && r->s.opts.kernel)
 		ret = nw_measure_prepare_kernel(&r->ms);
+	/* The code of the sampled functions; JIT code read while its process runs. */
+	if (!ret)
+		ret = nw_codecap_start(&r->ms.code, &r->s, &r->o.code);
 	if (!ret)
 		ret = make_poll_set(r);
 	if (ret) {

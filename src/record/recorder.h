@@ -99,6 +99,7 @@ struct nw_recorder_opts {
 	uint64_t flight_ns;            /* --flight-recorder: the window kept; 0: everything */
 	bool trace;                    /* each thread's trace (not --no-trace) */
 	bool cache;                    /* the run cache (util/cache.h; not --no-cache) */
+	struct nw_codecap_opts code;   /* --code-cap, --no-code (doc/DISASSEMBLY.md) */
 	/*
 	 * Flags the caller's signal handlers set (NULL: none): a stop asked
 	 * for (the signal, forwarded to a launched program, and how many

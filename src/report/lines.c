@@ -305,21 +305,14 @@ static double pct(uint64_t v, uint64_t total)
 	return total ? 100.0 * (double)v / (double)total : 0.0;
 }
 
-/* The lines of a source file (read once), or NULL when it cannot be read. */
-struct source {
-	char *text;
-	char **line;            /* line[1..n] */
-	uint32_t n;
-};
-
-static void source_fini(struct source *s)
+void nw_source_fini(struct nw_source *s)
 {
 	free(s->text);
 	free(s->line);
 	memset(s, 0, sizeof(*s));
 }
 
-static bool source_read(struct source *s, const char *path)
+bool nw_source_read(struct nw_source *s, const char *path)
 {
 	FILE *f = path ? fopen(path, "r") : NULL;
 	size_t len = 0, cap = 0;
@@ -332,7 +325,7 @@ static bool source_read(struct source *s, const char *path)
 	while ((r = fread(buf, 1, sizeof(buf), f)) > 0) {
 		if (len + r > (64u << 20) || nw_grow(&s->text, &cap, len + r + 1, 1)) {
 			fclose(f);
-			source_fini(s);
+			nw_source_fini(s);
 			return false;
 		}
 		memcpy(s->text + len, buf, r);
@@ -347,7 +340,7 @@ static bool source_read(struct source *s, const char *path)
 		char *nl = strchr(p, '\n');
 
 		if (nw_grow(&s->line, &cap, (size_t)s->n + 2, sizeof(*s->line))) {
-			source_fini(s);
+			nw_source_fini(s);
 			return false;
 		}
 		s->line[++s->n] = p;
@@ -394,7 +387,7 @@ static void print_own_lines(FILE *out, const struct ctx *c, const struct fn_info
 			    const uint32_t *rows, uint32_t n)
 {
 	unsigned ctx = c->o->context ? c->o->context : 2;
-	struct source src;
+	struct nw_source src;
 	uint32_t lo = UINT32_MAX, hi = 0;
 	bool have;
 
@@ -409,7 +402,7 @@ static void print_own_lines(FILE *out, const struct ctx *c, const struct fn_info
 		return;
 	}
 	/* The function's own file: its rows in another file (a macro, an #include) come after. */
-	have = !c->o->sort && source_read(&src, fn->decl_file);
+	have = !c->o->sort && nw_source_read(&src, fn->decl_file);
 	for (uint32_t k = 0; k < n; k++) {
 		const struct row *r = &c->rows[rows[k]];
 
@@ -466,7 +459,7 @@ static void print_own_lines(FILE *out, const struct ctx *c, const struct fn_info
 				pct(r->self, c->whole), pct(r->total, c->whole), "-");
 	}
 	if (have)
-		source_fini(&src);
+		nw_source_fini(&src);
 }
 
 static int print_fn(FILE *out, const struct ctx *c, const struct fn_info *fn)
@@ -546,6 +539,71 @@ static int cmp_fn(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* The rows of every selected thread's trees; -ENOMEM. */
+static int add_threads(struct ctx *c, const struct nw_filter *f)
+{
+	const struct nw_measurement *m = c->m;
+	int ret = 0;
+
+	for (uint32_t i = 0; i < m->nthreads && !ret; i++) {
+		if (!nw_filter_thread(f, &m->threads[i]))
+			continue;
+		for (uint32_t t = 0; t < m->threads[i].ntrees && !ret; t++)
+			ret = add_tree(c, &m->threads[i].trees[t]);
+	}
+	return ret;
+}
+
+static void ctx_fini(struct ctx *c)
+{
+	free(c->rows);
+	nw_index_fini(&c->row_ix);
+	free(c->chains);
+	nw_index_fini(&c->chain_ix);
+	free(c->hits);
+	free(c->fns);
+}
+
+int nw_lines_addresses(const struct nw_measurement *m, const struct nw_filter *f,
+		       const regex_t *func, unsigned metric, struct nw_addr_weights *ret)
+{
+	struct nw_lines_opts o = { .func = func, .metric = metric, .addresses = true };
+	struct ctx c = { .m = m, .o = &o };
+	int rc;
+
+	memset(ret, 0, sizeof(*ret));
+	if (metric >= m->nmetrics)
+		return -EINVAL;
+	rc = add_threads(&c, f);
+	if (!rc) {
+		ret->v = calloc(c.nrows ? c.nrows : 1, sizeof(*ret->v));
+		ret->fns = calloc(c.nfns ? c.nfns : 1, sizeof(*ret->fns));
+		rc = ret->v && ret->fns ? 0 : -ENOMEM;
+	}
+	for (size_t i = 0; !rc && i < c.nrows; i++) {
+		const struct row *r = &c.rows[i];
+
+		if (r->total || r->self)
+			ret->v[ret->n++] = (struct nw_addr_weight){ r->func, r->module, r->addr,
+								    r->ret, r->self, r->total };
+	}
+	for (size_t i = 0; !rc && i < c.nfns; i++)
+		ret->fns[ret->nfns++] = (struct nw_fn_weight){ c.fns[i].name, c.fns[i].self,
+							       c.fns[i].total };
+	ret->whole = c.whole;
+	ctx_fini(&c);
+	if (rc)
+		nw_addr_weights_fini(ret);
+	return rc;
+}
+
+void nw_addr_weights_fini(struct nw_addr_weights *w)
+{
+	free(w->v);
+	free(w->fns);
+	memset(w, 0, sizeof(*w));
+}
+
 int nw_view_lines(FILE *out, const struct nw_measurement *m, const struct nw_filter *f,
 		  const struct nw_lines_opts *o)
 {
@@ -554,12 +612,7 @@ int nw_view_lines(FILE *out, const struct nw_measurement *m, const struct nw_fil
 
 	if (o->metric >= m->nmetrics)
 		return -EINVAL;
-	for (uint32_t i = 0; i < m->nthreads && !ret; i++) {
-		if (!nw_filter_thread(f, &m->threads[i]))
-			continue;
-		for (uint32_t t = 0; t < m->threads[i].ntrees && !ret; t++)
-			ret = add_tree(&c, &m->threads[i].trees[t]);
-	}
+	ret = add_threads(&c, f);
 	if (!ret && c.nfns)
 		qsort(c.fns, c.nfns, sizeof(*c.fns), cmp_fn);
 	/* Heaviest first: a function seen only where the metric is 0 was not sampled. */
@@ -572,11 +625,6 @@ int nw_view_lines(FILE *out, const struct nw_measurement *m, const struct nw_fil
 	}
 	if (!ret && (fflush(out) != 0 || ferror(out)))
 		ret = -EIO;
-	free(c.rows);
-	nw_index_fini(&c.row_ix);
-	free(c.chains);
-	nw_index_fini(&c.chain_ix);
-	free(c.hits);
-	free(c.fns);
+	ctx_fini(&c);
 	return ret;
 }

@@ -43,4 +43,48 @@ struct nw_lines_opts {
 int nw_view_lines(FILE *out, const struct nw_measurement *m, const struct nw_filter *f,
 		  const struct nw_lines_opts *o);
 
+/* One sampled instruction of a function asked about: a row of --addresses. */
+struct nw_addr_weight {
+	const char *func;       /* the function (the symbol table's string) */
+	uint32_t module;
+	uint64_t addr;          /* the ELF address looked up: a return address - 1 where ret */
+	bool ret;               /* reached as a return address (a call site), not as a PC */
+	uint64_t self, total;   /* as --addresses counts them */
+};
+
+/* A function asked about: its weight once per sample (--addresses' header line). */
+struct nw_fn_weight {
+	const char *name;
+	uint64_t self, total;
+};
+
+struct nw_addr_weights {
+	struct nw_addr_weight *v;
+	size_t n;
+	struct nw_fn_weight *fns;
+	size_t nfns;
+	uint64_t whole;         /* everything the selected threads weigh */
+};
+
+/*
+ * The rows --addresses prints, for views built on them (--disasm,
+ * report/disasm.h): each sampled (function, address) of the functions
+ * matching @func in the threads @f selects, weighed by @metric.  Strings
+ * are the model's.  -EINVAL for a metric the model lacks, -ENOMEM.
+ */
+int nw_lines_addresses(const struct nw_measurement *m, const struct nw_filter *f,
+		       const regex_t *func, unsigned metric, struct nw_addr_weights *ret);
+void nw_addr_weights_fini(struct nw_addr_weights *w);
+
+/* The lines of a source file, read whole (what --lines shows beside its rows). */
+struct nw_source {
+	char *text;
+	char **line;            /* line[1..n] */
+	uint32_t n;
+};
+
+/* Reads @path (at most 64 MiB); false when it cannot be read (@s then empty). */
+bool nw_source_read(struct nw_source *s, const char *path);
+void nw_source_fini(struct nw_source *s);
+
 #endif

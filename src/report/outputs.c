@@ -2,6 +2,8 @@
 /* The views as outputs of a plan; see outputs.h. */
 #include "report/outputs.h"
 
+#include "report/disasm.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +154,29 @@ static int run_addresses(struct nw_output_in *in)
 	return lines(in, true);
 }
 
+static void reads_code(const struct nw_plan *p, const struct nw_measurement *m,
+		       struct nw_reads *r)
+{
+	r->what = NW_READS_TREES | NW_READS_CODE;
+}
+
+static int run_disasm(struct nw_output_in *in)
+{
+	const struct nw_report_opts *o = in->o;
+	struct nw_disasm_opts d = { .func = o->re, .metric = o->view.metric, .sort = o->sort,
+				    .source = o->source, .full_names = o->view.full_names };
+	int ret = nw_view_disasm(in->out, in->model->m, o->filter, &d);
+
+	if (ret == -ENOENT)
+		nw_set_err(in->err, in->errlen, "%s: no sampled function matches %s",
+			   in->model->name, o->re_text);
+	else if (ret == -ENODATA)
+		nw_set_err(in->err, in->errlen, "%s holds no machine code (recorded with "
+			   "--no-code, or by a narwhal-record before it stored code)",
+			   in->model->name);
+	return ret;
+}
+
 static int run_timeline(struct nw_output_in *in)
 {
 	struct nw_timeline_opts to = in->o->timeline;
@@ -212,6 +237,7 @@ const struct nw_output_kind nw_views[NW_VIEWS] = {
 	[NW_VIEW_ADDRESSES] = { "--addresses", reads_physical, run_addresses },
 	[NW_VIEW_TIMELINE] = { "--timeline", reads_timeline, run_timeline },
 	[NW_VIEW_HEALTH] = { "--stack-health", reads_physical, run_health },
+	[NW_VIEW_DISASM] = { "--disasm", reads_code, run_disasm },
 	[NW_VIEW_DIFF] = { "--diff", reads_diff, run_diff },
 	[NW_VIEW_DIFF_TREE] = { "--diff --tree", reads_diff, run_diff_tree },
 	[NW_VIEW_DIFF_FOLDED] = { "--diff --folded", reads_diff, run_diff_folded },

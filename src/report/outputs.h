@@ -22,6 +22,7 @@ enum nw_view {
 	NW_VIEW_ADDRESSES,
 	NW_VIEW_TIMELINE,
 	NW_VIEW_HEALTH,
+	NW_VIEW_DISASM,            /* --disasm: the stored code of the functions, annotated */
 	NW_VIEW_DIFF,              /* --diff (--flat): the change per function */
 	NW_VIEW_DIFF_TREE,         /* --diff --tree: the change per calling context, as a tree */
 	NW_VIEW_DIFF_FOLDED,       /* --diff --folded: "stack BASE NEW" lines */

@@ -111,7 +111,7 @@ unsigned nw_plan_reads(const struct nw_plan *p, const struct nw_measurement *m)
 		p->v[i].kind->reads(p, m, &r);
 		if (r.what & (NW_READS_TREES | NW_READS_BASE | DERIVED))
 			what |= NW_READS_TREES;
-		what |= r.what & NW_READS_TRACES;
+		what |= r.what & (NW_READS_TRACES | NW_READS_CODE);
 	}
 	return what;
 }

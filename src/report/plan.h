@@ -28,6 +28,8 @@
  *    @events unset only opened: nw_timeline_open()).
  *  - DIFF: the base and the measurement joined (--diff).
  *  - BASE: the base's physical trees (--diff --html).
+ *  - CODE: the machine code of the sampled functions, read with the model
+ *    (--disasm, the HTML report's disassembly).
  * An output reads one of VISITS, TREE, PRUNED, NODE_MAP and DIFF at most.
  *
  * Running an output: the views' file (-o FILE, or standard output) is
@@ -60,6 +62,7 @@ enum {
 	NW_READS_NODE_MAP = 1u << 5,
 	NW_READS_DIFF = 1u << 6,
 	NW_READS_BASE = 1u << 7,
+	NW_READS_CODE = 1u << 8,   /* the machine code stored (format/codefile.h) */
 };
 
 /* What an output reads, and which stacks (VISITS, TREE, PRUNED). */
@@ -98,7 +101,8 @@ struct nw_report_opts {
 	struct nw_timeline_opts timeline;
 	const regex_t *re;         /* --callers, --lines, --addresses: the functions */
 	const char *re_text;       /* ... as given, for messages */
-	bool sort;                 /* --lines, --addresses: hottest first */
+	bool sort;                 /* --lines, --addresses, --disasm: hottest first */
+	bool source;               /* --disasm: the source lines between the instructions */
 	bool metric_given;         /* --metric (else speedscope weighs by the default period) */
 	const char *output;        /* the views' file (-o); NULL: standard output */
 };

@@ -237,3 +237,19 @@ int nw_symbolize_elf(struct nw_symfile *f, uint64_t vaddr, struct nw_symframe **
 	*ret_n = 1;
 	return 0;
 }
+
+int nw_elfsyms_extent(struct nw_symfile *f, uint64_t vaddr, uint64_t *ret_start,
+		      uint64_t *ret_size)
+{
+	const struct nw_elfsym *sym;
+	int err;
+
+	if (!f->syms_done && (err = elfsyms_build(f)))
+		return err;
+	sym = elfsyms_find(f, vaddr);
+	if (!sym || !sym->size || vaddr - sym->addr >= sym->size)
+		return -ENOENT;
+	*ret_start = sym->addr;
+	*ret_size = sym->size;
+	return 0;
+}

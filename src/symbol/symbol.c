@@ -362,3 +362,21 @@ int nw_symbolize(struct nw_symbolizer *s, const char *path, uint64_t vaddr,
 	*ret_n = n;
 	return 0;
 }
+
+/* ---- for the code store (symbol/codeinfo.c) ---- */
+
+Dwfl_Module *nw_symbolizer_module(struct nw_symbolizer *s, const char *path)
+{
+	struct nw_symfile *f;
+
+	return symfile_lookup(s, path, &f) ? NULL : f->mod;
+}
+
+int nw_symbolizer_symbol_extent(struct nw_symbolizer *s, const char *path, uint64_t vaddr,
+				uint64_t *ret_start, uint64_t *ret_size)
+{
+	struct nw_symfile *f;
+	int err = symfile_lookup(s, path, &f);
+
+	return err ? err : nw_elfsyms_extent(f, vaddr, ret_start, ret_size);
+}

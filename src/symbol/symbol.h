@@ -38,4 +38,20 @@ void nw_symbolizer_free(struct nw_symbolizer *s);
 int nw_symbolize(struct nw_symbolizer *s, const char *path, uint64_t vaddr,
 		 struct nw_symframe **ret_frames, uint32_t *ret_n);
 
+/*
+ * The libdwfl module of the file @path, opened as nw_symbolize() opens it
+ * (and kept by @s), for the readers of its code and DWARF beside the
+ * symbolizer (symbol/codeinfo.h).  NULL when the file cannot be used.
+ */
+struct Dwfl_Module;
+struct Dwfl_Module *nw_symbolizer_module(struct nw_symbolizer *s, const char *path);
+
+/*
+ * The extent of the sized ELF symbol (the symbol table the symbolizer
+ * sorted: .symtab, else .dynsym, the separate debug file's too) that holds
+ * @vaddr in @path.  -ENOENT when none does, the file's error, -ENOMEM.
+ */
+int nw_symbolizer_symbol_extent(struct nw_symbolizer *s, const char *path, uint64_t vaddr,
+				uint64_t *ret_start, uint64_t *ret_size);
+
 #endif

@@ -75,6 +75,12 @@ int nw_symframe_pc_line(struct nw_symframe *fr, Dwfl_Module *mod, uint64_t vaddr
 
 int nw_symbolize_dwarf(struct nw_symfile *f, uint64_t vaddr, struct nw_symframe **ret_frames,
 		       uint32_t *ret_n);
+/*
+ * The extent of the ELF symbol holding @vaddr (for the code store):
+ * -ENOENT where none does, or it has no size.
+ */
+int nw_elfsyms_extent(struct nw_symfile *f, uint64_t vaddr, uint64_t *ret_start,
+		      uint64_t *ret_size);
 int nw_symbolize_elf(struct nw_symfile *f, uint64_t vaddr, struct nw_symframe **ret_frames,
 		     uint32_t *ret_n);
 int nw_symbolize_cfi(struct nw_symfile *f, uint64_t vaddr, struct nw_symframe **ret_frames,

@@ -69,8 +69,9 @@ assert all(len(p) == len(f) == len(l) for p, f, l in zip(pr["parent"], pr["frame
 # Parents are steps back, 0 for the root: every parent comes before its child.
 assert all((d == 0) == (i == 0) and d <= i for p in pr["parent"] for i, d in enumerate(p)), \
     "a parent after its child"
-# What pprof holds too: the trees (the traces and the source text are the page's own).
-trees = dict(d, sources=[])
+# What pprof holds too: the trees (the traces, the source text and the
+# Disassembly panel's instructions are the page's own).
+trees = dict(d, sources=[], disasm=[])
 trees["profile"]["trace"] = []
 small = len(base64.b64encode(gzip.compress(json.dumps(trees, separators=(",", ":")).encode(), 6)))
 print(len(raw), small, len(page) - len(raw), len(th), len(d["sources"]))
@@ -429,6 +430,48 @@ if bad:
 print(f"  ok: {pg['version']}: ready in {pg['timings']['readyAt']:.0f} ms")
 PY
 done
+
+check "the Disassembly panel (Chromium, Firefox): the instructions and shares of --disasm; a line marks its instructions; find"
+d=$NW_TMP/div.data
+nw_record_ok "$d" "$P/divchain" 0.5
+nw_report "$NW_TMP/div.out" "$d" --html "$NW_TMP/div.html"
+nw_report "$NW_TMP/div.disasm" "$d" --disasm '^div_chain$'
+div_line=$(grep -n 'x = x / d + 0x9e3779b97f4a7c15ull;' "$NW_SRC/tests/programs/divchain.c" | cut -d: -f1)
+for browser in chromium firefox; do
+	page "$NW_TMP/div.html" "{\"fn\":\"div_chain\",\"lean\":true,\"disasm\":{\"find\":\"^div\",\"line\":$div_line},\"shots\":\"disasm-$browser\"}" "$browser"
+	py "$NW_TMP/div.html.$browser.json" "$NW_TMP/div.disasm" "$div_line" <<'PY'
+import json, re, sys
+pg = json.load(open(sys.argv[1]))
+text = open(sys.argv[2]).read().splitlines()
+line = int(sys.argv[3])
+assert not pg["requests"] and not pg["errors"], (pg["requests"], pg["errors"])
+d = pg["disasm"]
+# --disasm's rows: SELF% TOTAL% then module+0xADDR (after an optional ">").
+rows = []
+for l in text:
+    m = re.match(r"^\s*(?:([\d.]+)%\s+([\d.]+)%)?\s+>?divchain\+0x([0-9a-f]+)\s", l)
+    if m:
+        rows.append((m.group(3), float(m.group(1) or 0), float(m.group(2) or 0)))
+assert [r["addr"] for r in d["rows"]] == [r[0] for r in rows], \
+    f"the page's instructions {[r['addr'] for r in d['rows']]}, --disasm's {[r[0] for r in rows]}"
+for (a, s, t), r in zip(rows, d["rows"]):
+    assert abs(r["self"] - s) <= 0.051 and abs(r["total"] - t) <= 0.051, (a, r, s, t)
+hot = max(rows, key=lambda r: r[1])
+assert d["hot"] == hot[0], (d["hot"], hot)
+print(f"  ok: {pg['browser']}: {len(rows)} instructions as --disasm, the hottest {hot[0]} {hot[1]}%")
+key = next(r["line"] for r in d["rows"] if r["addr"] == d["hot"])
+want = [r["addr"] for r in d["rows"] if r["line"] == key]
+assert key and [m["addr"] for m in d["marked"]] == want, (key, d["marked"], want)
+print(f"  ok: its line {key} marks its {len(want)} instructions")
+assert d["matched"] and all(t.startswith("div") for t in d["matched"]) and d["count"].startswith(f"{len(d['matched'])} of "), \
+    (d["matched"], d["count"])
+print(f"  ok: find ^div: {d['count']}")
+fs = d["fromSource"]
+assert fs["tab"] == "disasm" and fs["marked"] and all(k == f"divchain.c:{line}" for k in fs["marked"]), fs
+print(f"  ok: the Source panel's line {line} marks {len(fs['marked'])} instructions in the Disassembly panel")
+PY
+done
+ok "as --disasm"
 
 check "narwhal-record --html: the page at the end of the run"
 d=$NW_TMP/rec.data

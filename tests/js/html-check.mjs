@@ -20,6 +20,11 @@
 // OPTIONS (all optional):
 //   fn       a function to select (from the flat table): its callers,
 //            callees and source lines are read
+//   disasm   {find, line}: with fn, the Disassembly panel: its rows, the
+//            hottest instruction's line clicked (the instructions it marks),
+//            find typed into its filter (the instructions it marks), then
+//            the Source panel's row of line clicked (back in the Disassembly
+//            panel, the instructions marked)
 //   search   a regular expression typed into the search box
 //   zoom     a function whose flame graph frame is clicked (zoom), then Esc
 //   tid      a thread to show alone (the thread selector)
@@ -329,6 +334,35 @@ async function groups(page) {
   out.groups = o;
 }
 
+// The Disassembly panel of the function selected (opts.disasm).
+async function disasm(page) {
+  const o = {};
+  const read = () => page.$$eval("#disasm tbody tr[data-addr]", (trs) => trs.map((tr) => ({
+    addr: tr.dataset.addr, key: tr.dataset.key || "", hl: tr.classList.contains("hl"),
+    match: tr.classList.contains("match"), cells: [...tr.cells].map((c) => c.textContent.trim()),
+  })));
+  await tab(page, "disasm");
+  o.head = await textOf(page, "#disasm-head");
+  o.rows = (await read()).map((x) => ({ addr: x.addr, self: x.cells[0] ? num(x.cells[0]) : 0, total: x.cells[1] ? num(x.cells[1]) : 0, text: x.cells[3] || "", line: x.key }));
+  if (!o.rows.length) fail("no instruction in the Disassembly panel");
+  const hot = o.rows.reduce((a, b) => (b.self > a.self ? b : a));
+  o.hot = hot.addr;
+  await click(page, `#disasm tbody tr[data-addr="${hot.addr}"] td.loc`);
+  o.marked = (await read()).filter((x) => x.hl).map((x) => ({ addr: x.addr, line: x.key }));
+  await page.screenshot({ path: path.join(outdir, `${shots}-disasm.png`), fullPage: true });
+  await fill(page, "#disasm-filter", opts.disasm.find);
+  o.count = await textOf(page, "#disasm-count");
+  o.matched = (await read()).filter((x) => x.match).map((x) => x.cells[3]);
+  await fill(page, "#disasm-filter", "");
+  await tab(page, "source");
+  await click(page, `#source tbody tr[data-line="${opts.disasm.line}"]`);
+  o.fromSource = {
+    tab: await page.evaluate(() => window.narwhal.report.state.tab),
+    marked: (await read()).filter((x) => x.hl).map((x) => x.key),
+  };
+  out.disasm = o;
+}
+
 // The first screen of a 1400x1000 window, as it opens, then as a flame
 // graph (root at the bottom) in the same box, for the record.
 async function firstScreen(page) {
@@ -380,6 +414,7 @@ async function main() {
     }));
     out.sourceHead = await textOf(page, "#source-head");
     await page.screenshot({ path: path.join(outdir, `${shots}-source.png`), fullPage: true });
+    if (opts.disasm) await disasm(page);
   }
 
   if (opts.search) {
