@@ -368,7 +368,16 @@ int nw_measure_build(struct nw_measure *ms, struct nw_session *s,
 		return err;
 	}
 	nw_symtab_sort(ms->symtab);
-	err = nw_codecap_update(&ms->code, m, ms->ksyms_state == 1 ? &ms->ksyms : NULL);
+	/*
+	 * The code of the sampled functions goes with every write but a run's
+	 * first checkpoint: reading it (the bytes, and DWARF's lines and
+	 * inlined ranges, which the run cache spares symbolization) made a
+	 * short run's first checkpoint cost more than its sampling (8.4 ms
+	 * against 6 on bench/cost.py's 1.5 s run).  A run killed before its
+	 * second checkpoint leaves its samples without their code.
+	 */
+	if (m->run.written != NW_RUN_CHECKPOINT || ms->checkpoints++ > 0)
+		err = nw_codecap_update(&ms->code, m, ms->ksyms_state == 1 ? &ms->ksyms : NULL);
 	if (err) {
 		nw_measurement_free(m);
 		return err;

@@ -50,6 +50,7 @@ struct nw_measure {
 	struct nw_measure_recent { const struct nw_epoch *epoch; uint64_t ip2; } *recent;
 	/* The machine code of the sampled functions, the model's m->code (codecap.h). */
 	struct nw_codecap code;
+	unsigned checkpoints;          /* checkpoints built so far (the first carries no code) */
 };
 
 /*

@@ -384,7 +384,7 @@ grep -q "corrupt.data/code.nwcode: byte [0-9]*: " "$NW_TMP/corrupt.err" ||
 nw_report "$NW_TMP/corrupt.flat" "$dx" --flat
 ok "$(cat "$NW_TMP/corrupt.err")"
 
-check "a checkpoint: --disasm reads the code from its pack while the recording goes on"
+check "a checkpoint (after the first, which carries no code): --disasm reads the code from its pack while the recording goes on"
 dp=$NW_TMP/pack.data
 "$NW_RECORD" -q -e cpu-clock --checkpoint 0.3 -o "$dp" "$P/divchain" 4 >/dev/null 2>"$dp.err" &
 rec=$!
