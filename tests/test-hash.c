@@ -3,9 +3,10 @@
  * The helpers of src/util: the hash index (util/hash.h) over an array the
  * test owns, with a good hash, a constant one (every key collides) and
  * growth; the hash helpers; the string buffer, nw_strdup_printf,
- * nw_basename and nw_grow (util/strbuf.h); files read whole and written
- * behind, gzipped or not (util/file.h); results made side by side and
- * taken in order (util/parallel.h).
+ * nw_basename, hex digits, nw_grow and nw_grow_fill (util/strbuf.h); the
+ * binary search (util/bsearch.h); files read whole, written whole, made
+ * whole or not at all, and written behind, gzipped or not (util/file.h);
+ * results made side by side and taken in order (util/parallel.h).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -20,8 +21,10 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 #include <zlib.h>
 
+#include "util/bsearch.h"
 #include "util/file.h"
 #include "util/hash.h"
 #include "util/parallel.h"
@@ -593,6 +596,119 @@ static void test_grow(void **state)
 	assert_int_equal(cap, 0);
 }
 
+/* nw_grow_fill(): entries up to the id asked for, new ones filled, none past it. */
+static void test_grow_fill(void **state)
+{
+	uint32_t *v = NULL;
+	size_t n = 0, cap = 0;
+
+	assert_int_equal(nw_grow_fill(&v, &n, &cap, 3, sizeof(*v), 0xff), 0);
+	assert_int_equal(n, 4);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(v[i], UINT32_MAX);
+	v[2] = 7;
+	/* Within what is set: nothing changes. */
+	assert_int_equal(nw_grow_fill(&v, &n, &cap, 1, sizeof(*v), 0xff), 0);
+	assert_int_equal(n, 4);
+	assert_int_equal(nw_grow_fill(&v, &n, &cap, 40, sizeof(*v), 0), 0);
+	assert_int_equal(n, 41);
+	assert_true(cap >= 41);
+	assert_int_equal(v[2], 7);
+	assert_int_equal(v[3], UINT32_MAX);
+	assert_int_equal(v[4], 0);
+	assert_int_equal(v[40], 0);
+	free(v);
+}
+
+static uint64_t key_at(const void *arr, size_t i)
+{
+	return ((const uint64_t *)arr)[i];
+}
+
+/* nw_bsearch_le(): how many keys are at or below a value, duplicates and ends included. */
+static void test_bsearch(void **state)
+{
+	const uint64_t keys[] = { 10, 20, 20, 30, UINT64_MAX };
+
+	assert_int_equal(nw_bsearch_le(keys, 0, 100, key_at), 0);
+	assert_int_equal(nw_bsearch_le(keys, 5, 0, key_at), 0);
+	assert_int_equal(nw_bsearch_le(keys, 5, 9, key_at), 0);
+	assert_int_equal(nw_bsearch_le(keys, 5, 10, key_at), 1);
+	assert_int_equal(nw_bsearch_le(keys, 5, 19, key_at), 1);
+	assert_int_equal(nw_bsearch_le(keys, 5, 20, key_at), 3);
+	assert_int_equal(nw_bsearch_le(keys, 5, 29, key_at), 3);
+	assert_int_equal(nw_bsearch_le(keys, 5, 30, key_at), 4);
+	assert_int_equal(nw_bsearch_le(keys, 5, UINT64_MAX - 1, key_at), 4);
+	assert_int_equal(nw_bsearch_le(keys, 5, UINT64_MAX, key_at), 5);
+	assert_int_equal(nw_bsearch_le(keys, 4, UINT64_MAX, key_at), 4);
+}
+
+static void test_hex_digit(void **state)
+{
+	const char *digits = "0123456789abcdef";
+
+	for (int i = 0; i < 16; i++) {
+		assert_int_equal(nw_hex_digit(digits[i]), i);
+		if (i >= 10)
+			assert_int_equal(nw_hex_digit((char)(digits[i] - 'a' + 'A')), i);
+	}
+	assert_int_equal(nw_hex_digit('g'), -1);
+	assert_int_equal(nw_hex_digit('G'), -1);
+	assert_int_equal(nw_hex_digit('x'), -1);
+	assert_int_equal(nw_hex_digit('/'), -1);
+	assert_int_equal(nw_hex_digit(':'), -1);
+	assert_int_equal(nw_hex_digit('\0'), -1);
+}
+
+static int fill_text(void *arg, int fd)
+{
+	return nw_write_all(fd, arg, strlen(arg));
+}
+
+static int fill_fails(void *arg, int fd)
+{
+	(void)nw_write_all(fd, "half", 4);
+	return -ENOSPC;
+}
+
+/*
+ * nw_write_all() writes every byte; nw_replace_file() makes a file whole
+ * or leaves what was there, with no temporary file behind either way.
+ */
+static void test_replace_file(void **state)
+{
+	char dir[] = "/tmp/nw-test-replace-XXXXXX", path[64], *text;
+	size_t len;
+	struct dirent *de;
+	DIR *d;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/f", dir);
+	assert_int_equal(nw_replace_file(dir, "f", fill_text, "first"), 0);
+	assert_int_equal(nw_read_file(path, &text, &len), 0);
+	assert_string_equal(text, "first");
+	free(text);
+	assert_int_equal(nw_replace_file(dir, "f", fill_fails, NULL), -ENOSPC);
+	assert_int_equal(nw_read_file(path, &text, &len), 0);
+	assert_string_equal(text, "first");
+	free(text);
+	assert_int_equal(nw_replace_file(dir, "f", fill_text, "second, longer"), 0);
+	assert_int_equal(nw_read_file(path, &text, &len), 0);
+	assert_string_equal(text, "second, longer");
+	free(text);
+	/* A directory that is not there: its error, nothing made. */
+	assert_int_equal(nw_replace_file("/nonexistent-nw-dir", "f", fill_text, "x"), -ENOENT);
+	/* Only "f": no ".f.XXXXXX" left. */
+	d = opendir(dir);
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		assert_true(!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+			    !strcmp(de->d_name, "f"));
+	closedir(d);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -607,6 +723,10 @@ int main(void)
 		cmocka_unit_test(test_write_behind_gz),
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_grow),
+		cmocka_unit_test(test_grow_fill),
+		cmocka_unit_test(test_bsearch),
+		cmocka_unit_test(test_hex_digit),
+		cmocka_unit_test(test_replace_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

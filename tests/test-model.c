@@ -21,6 +21,7 @@
 
 #include "fixture.h"
 #include "model/measurement.h"
+#include "model/places.h"
 
 static char *xstrdup(const char *s)
 {
@@ -455,14 +456,15 @@ static void test_threads_and_trees(void **state)
 }
 
 /*
- * The recorder's model borrows its modules, symbol table, epochs and trees:
- * freeing the model leaves them to their owner.
+ * The recorder's model borrows its modules, symbol table, places, epochs
+ * and trees: freeing the model leaves them to their owner.
  */
 static void test_borrowed(void **state)
 {
 	struct nw_measurement *m = nw_measurement_new();
 	struct nw_module_table mods;
 	struct nw_symtab *symtab = nw_symtab_new();
+	struct nw_places *places = nw_places_new();
 	struct nw_epoch *e = nw_epoch_new(NULL, 0, 0);
 	struct nw_cct *t = tree_with(1, 0x10, 1, 0);
 	struct nw_mthread *th;
@@ -470,22 +472,32 @@ static void test_borrowed(void **state)
 
 	assert_non_null(m);
 	assert_non_null(symtab);
+	assert_non_null(places);
 	assert_non_null(e);
 	nw_module_table_init(&mods);
 	assert_int_equal(nw_module_intern(&mods, "/bin/app", NULL, 0), 0);
 	add_symbol(symtab, 0, 0x10, "f");
 	nw_symtab_sort(symtab);
 
-	nw_measurement_borrow(m, &mods, symtab);
+	nw_measurement_borrow(m, &mods, symtab, places);
 	assert_true(m->borrowed);
 	assert_ptr_equal(m->modules, &mods);
 	assert_ptr_equal(m->symtab, symtab);
+	assert_ptr_equal(m->places, places);
 	assert_int_equal(nw_measurement_add_metric(m, "t", NW_METRIC_SAMPLES, 0), 0);
 	assert_int_equal(nw_measurement_add_epoch(m, e), 0);
 	th = nw_measurement_add_thread(m, 1, 1, "app", NULL);
 	assert_non_null(th);
 	assert_int_equal(nw_mthread_add_tree(th, 0, t), 0);
 	assert_int_equal(nw_mthread_total(th, 0), 1);
+	{
+		struct nw_place pl = { .addr = 0x10, .module = 0 };
+
+		assert_int_equal(nw_places_intern(m->places, &pl), 0);
+	}
+	/* Dropping the trees leaves the owner's places alone. */
+	nw_measurement_drop_trees(m);
+	assert_int_equal(places->n, 1);
 	nw_measurement_free(m);
 
 	/* Still theirs, and whole. */
@@ -498,7 +510,7 @@ static void test_borrowed(void **state)
 	/* A model of them again: it resolves against what it borrows. */
 	m = nw_measurement_new();
 	assert_non_null(m);
-	nw_measurement_borrow(m, &mods, symtab);
+	nw_measurement_borrow(m, &mods, symtab, places);
 	{
 		struct nw_map map = { 0x1000, 0x2000, 0, 0, 0 };
 		struct nw_epoch *e2 = nw_epoch_new(&map, 1, 0);
@@ -513,6 +525,8 @@ static void test_borrowed(void **state)
 	free(e);
 	nw_cct_free(t);
 	nw_symtab_free(symtab);
+	assert_int_equal(places->n, 1);
+	nw_places_free(places);
 	nw_module_table_fini(&mods);
 }
 

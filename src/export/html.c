@@ -26,6 +26,7 @@
 #include "export/export.h"
 #include "export/htmlasm.h"
 #include "export/webpage.h"
+#include "model/places.h"
 #include "util/file.h"
 #include "util/hash.h"
 #include "util/strbuf.h"
@@ -75,7 +76,14 @@ struct ctx {
 	uint64_t *file_weight;     /* per string: the default metric's self weight in that file */
 	size_t nfw, cap_fw;
 	unsigned metric;
+	struct nw_place_cache recent;  /* in front of the model's places */
+	uint32_t *place_sym;       /* per place: its symbol entry, SYM_NONE, or SYM_UNKNOWN */
+	size_t nplace_sym, cap_place_sym;
 };
+
+/* ctx.place_sym: no entry; not looked up yet. */
+#define SYM_NONE (UINT32_MAX - 1)
+#define SYM_UNKNOWN UINT32_MAX
 
 /* ---- strings ---- */
 
@@ -157,6 +165,23 @@ static void add_self(struct ctx *c, uint32_t ln, const struct nw_cct *t, uint32_
 		c->self[(size_t)ln * c->m->nmetrics + k] += nw_cct_metrics(t, node)[k];
 }
 
+/* The symbol entry of place @id in *@ret (NULL: none), looked up once.  -ENOMEM. */
+static int place_sym(struct ctx *c, uint32_t id, const struct nw_symentry **ret)
+{
+	const struct nw_symtab *st = c->m->symtab;
+
+	if (nw_grow_fill(&c->place_sym, &c->nplace_sym, &c->cap_place_sym, id,
+			 sizeof(*c->place_sym), 0xff))
+		return -ENOMEM;
+	if (c->place_sym[id] == SYM_UNKNOWN) {
+		const struct nw_symentry *e = nw_place_sym(c->m, &c->m->places->v[id]);
+
+		c->place_sym[id] = e ? (uint32_t)(e - st->entries) : SYM_NONE;
+	}
+	*ret = c->place_sym[id] == SYM_NONE ? NULL : &st->entries[c->place_sym[id]];
+	return 0;
+}
+
 /*
  * The nodes of tree @t of thread @ti, below the thread's root node @root:
  * each physical node becomes the symbolic nodes of its inline chain, each
@@ -171,9 +196,12 @@ static int add_tree(struct ctx *c, uint32_t ti, uint32_t t, uint32_t root, uint3
 	const struct nw_cct *st = c->s->tree;
 	uint32_t *order = malloc((size_t)cct->n * sizeof(*order));
 	uint32_t *to = malloc((size_t)cct->n * sizeof(*to));
+	uint32_t *place = malloc((size_t)cct->n * sizeof(*place));
 	int ret = -ENOMEM;
 
-	if (!order || !to)
+	/* Caller frames are looked up inside their call, as the stacks were built. */
+	if (!order || !to || !place || (!c->recent.slots && nw_place_cache_init(&c->recent, 0)) ||
+	    nw_places_resolve_tree(c->m->places, &c->recent, c->m, tr, place, NULL))
 		goto out;
 	nw_cct_preorder(cct, order);
 	to[NW_CCT_ROOT] = root;
@@ -181,7 +209,6 @@ static int add_tree(struct ctx *c, uint32_t ti, uint32_t t, uint32_t root, uint3
 	for (uint32_t k = 1; k < cct->n; k++) {
 		uint32_t p = order[k], q = cct->nodes[p].parent, end, at = to[q], npath = 0;
 		const struct nw_symentry *e;
-		struct nw_resolved r;
 
 		/* The symbolic nodes between the parent's and this one: the inline chain. */
 		end = q == NW_CCT_ROOT ? stop : map[q];
@@ -191,9 +218,9 @@ static int add_tree(struct ctx *c, uint32_t ti, uint32_t t, uint32_t root, uint3
 				goto out;
 			c->path[npath++] = v;
 		}
-		/* Caller frames are looked up inside their call, as the stacks were built. */
-		nw_measurement_resolve_node(c->m, tr, p, &r);
-		e = r.sym && r.sym->nframes == npath ? r.sym : NULL;
+		if (place_sym(c, place[p], &e))
+			goto out;
+		e = e && e->nframes == npath ? e : NULL;
 		for (uint32_t j = npath; j-- > 0;) {
 			at = ln_of(c, at, c->path[j], e ? e->frames[j].line : 0);
 			if (at == NW_CCT_NONE)
@@ -208,6 +235,7 @@ static int add_tree(struct ctx *c, uint32_t ti, uint32_t t, uint32_t root, uint3
 out:
 	free(order);
 	free(to);
+	free(place);
 	return ret;
 }
 
@@ -751,6 +779,10 @@ static void ctx_reset(struct ctx *c)
 	free(c->self);
 	free(c->path);
 	nw_index_fini(&c->ix);
+	nw_place_cache_fini(&c->recent);
+	free(c->place_sym);
+	c->place_sym = NULL;
+	c->nplace_sym = c->cap_place_sym = 0;
 	c->ln = NULL;
 	c->self = NULL;
 	c->path = NULL;

@@ -7,7 +7,8 @@
  *
  * Every Location is a real address in a real Mapping (memory start, file
  * offset and build-id as recorded): one Location per distinct (mapping,
- * address), with one Line per frame of its inline chain (innermost first).
+ * address), that is per place (model/places.h) and mapping, with one Line
+ * per frame of its inline chain (innermost first).
  * Functions are the frames the report's views show, named by
  * nw_stacks_frames_of() (report/stacks.h): "[unknown]" outside every
  * module, "module+0xADDR" where the symbol table knows nothing, else the
@@ -97,10 +98,11 @@ static bool map_eq(const void *ctx, uint32_t i, const void *key)
 	return m->module == k->module && m->start == k->start && m->vaddr == k->vaddr;
 }
 
-/* Index + 1 of the mapping of @r, added when new; -ENOMEM. */
-static int64_t mapping_of(struct nw_pprof *b, const struct nw_resolved *r)
+/* Index + 1 of the mapping of @map, added when new; -ENOMEM. */
+static int64_t mapping_of(struct nw_pprof *b, const struct nw_map *map)
 {
-	struct map_key key = { r->module_index, r->map->start, r->map->vaddr };
+	struct map_key key = { map->module, map->start, map->vaddr };
+	const struct nw_module *mod = &b->m->modules->v[map->module];
 	char id[2 * NW_BUILD_ID_MAX + 1];
 	struct mapping *mp;
 	uint32_t *slot;
@@ -112,13 +114,14 @@ static int64_t mapping_of(struct nw_pprof *b, const struct nw_resolved *r)
 		return (int64_t)*slot + 1;
 	mp = &b->maps[b->nmaps];
 	memset(mp, 0, sizeof(*mp));
-	mp->module = r->module_index;
-	mp->start = r->map->start;
-	mp->vaddr = r->map->vaddr;
-	mp->pgoff = r->map->pgoff;
-	mp->end = r->map->start;
-	mp->path = r->module->path;
-	nw_build_id_hex(r->module->build_id, r->module->build_id_size, id, sizeof(id));
+	mp->module = map->module;
+	mp->start = map->start;
+	mp->vaddr = map->vaddr;
+	mp->pgoff = map->pgoff;
+	mp->end = map->start;
+	mp->first_loc = (uint32_t)b->nlocs;
+	mp->path = mod->path;
+	nw_build_id_hex(mod->build_id, mod->build_id_size, id, sizeof(id));
 	mp->filename = nw_pprof_intern(b, mp->path);
 	mp->build_id = nw_pprof_intern(b, id[0] ? id : NULL);
 	if (mp->filename < 0 || mp->build_id < 0)
@@ -127,43 +130,17 @@ static int64_t mapping_of(struct nw_pprof *b, const struct nw_resolved *r)
 	return (int64_t)b->nmaps++ + 1;
 }
 
-/* locations: one per (mapping, address) */
-
-struct loc_key {
-	uint32_t mapping;
-	uint64_t address;
-};
-
-static uint64_t loc_key_hash(uint32_t mapping, uint64_t address)
-{
-	return nw_hash_add(nw_hash_u64(address), mapping);
-}
-
-static uint64_t loc_hash(const void *ctx, uint32_t i)
-{
-	const struct location *l = &((const struct nw_pprof *)ctx)->locs[i];
-
-	return loc_key_hash(l->mapping, l->address);
-}
-
-static bool loc_eq(const void *ctx, uint32_t i, const void *key)
-{
-	const struct location *l = &((const struct nw_pprof *)ctx)->locs[i];
-	const struct loc_key *k = key;
-
-	return l->mapping == k->mapping && l->address == k->address;
-}
+/* locations: one per (place, mapping) */
 
 /* The lines of a new location of @r: its frames, innermost first, with their lines. */
-static int location_lines(struct nw_pprof *b, struct nw_resolved *r, struct location *loc)
+static int location_lines(struct nw_pprof *b, const struct nw_resolved *r, struct location *loc)
 {
 	uint32_t ids[MAX_CHAIN];
 	int n;
 
-	if (r->map)
-		r->sym = nw_symtab_lookup(b->m->symtab, r->module_index, r->addr);
 	n = nw_stacks_frames_of(&b->frames, r, ids, MAX_CHAIN);
-	if (n < 0 || nw_grow(&b->lines, &b->cap_lines, b->nlines + (size_t)n, sizeof(*b->lines)))
+	if (n < 0 || b->nlines + (size_t)n > UINT32_MAX ||
+	    nw_grow(&b->lines, &b->cap_lines, b->nlines + (size_t)n, sizeof(*b->lines)))
 		return -ENOMEM;
 	/* ids[] is outermost first; pprof lists the innermost first. */
 	for (int k = 0; k < n; k++) {
@@ -174,73 +151,162 @@ static int location_lines(struct nw_pprof *b, struct nw_resolved *r, struct loca
 		b->lines[b->nlines++] = (struct line){ .func = ids[n - 1 - k],
 						       .line = fr ? fr->line : 0 };
 	}
-	loc->nlines = (uint32_t)n;
+	loc->nlines = (uint16_t)n;
 	loc->symbolized = r->sym && r->sym->nframes;
 	return 0;
 }
 
-/* The index of the location of ip @ip of a tree of epoch @epoch; -ENOMEM. */
-static int64_t location_of(struct nw_pprof *b, uint32_t epoch, uint64_t ip, bool caller)
+/* Appends a location of @place, mapping @mapping (index + 1) and @address; NULL on ENOMEM. */
+static struct location *new_location(struct nw_pprof *b, uint32_t place, uint32_t mapping,
+				     uint64_t address)
 {
-	struct loc_key key = { .mapping = 0, .address = nw_ip_pc(ip) - (caller ? 1 : 0) };
+	struct location *loc;
+
+	if (nw_grow(&b->locs, &b->cap_locs, b->nlocs + 1, sizeof(*b->locs)))
+		return NULL;
+	loc = &b->locs[b->nlocs];
+	*loc = (struct location){ .mapping = mapping, .address = address,
+				  .first_line = (uint32_t)b->nlines, .place = place };
+	return loc;
+}
+
+static uint64_t loc_key_hash(uint32_t place, uint32_t mapping)
+{
+	return nw_hash_add(nw_hash_u64(place), mapping);
+}
+
+static uint64_t loc_hash(const void *ctx, uint32_t i)
+{
+	const struct location *l = &((const struct nw_pprof *)ctx)->locs[i];
+
+	return loc_key_hash(l->place, l->mapping);
+}
+
+static bool loc_eq(const void *ctx, uint32_t i, const void *key)
+{
+	const struct location *l = &((const struct nw_pprof *)ctx)->locs[i], *k = key;
+
+	return l->place == k->place && l->mapping == k->mapping;
+}
+
+/* Adds location @i to b->loc_ix, once it is made.  -ENOMEM. */
+static int index_location(struct nw_pprof *b, uint32_t i)
+{
+	const struct location *l = &b->locs[i];
+	uint32_t *slot = nw_index_slot(&b->loc_ix, loc_key_hash(l->place, l->mapping), loc_eq,
+				       loc_hash, b, l);
+
+	if (!slot)
+		return -ENOMEM;
+	if (*slot == NW_INDEX_NONE)
+		nw_index_fill(&b->loc_ix, slot, i);
+	return 0;
+}
+
+/*
+ * The location of (@key->place, @key->mapping), or NW_PPROF_NONE; the
+ * index of every place's locations made at the first call.  -ENOMEM.
+ */
+static int64_t find_location(struct nw_pprof *b, const struct location *key)
+{
+	for (size_t i = 0; !b->loc_indexed && i < b->nlocs; i++)
+		if (b->locs[i].place != NW_PPROF_NONE && index_location(b, (uint32_t)i))
+			return -ENOMEM;
+	b->loc_indexed = true;
+	return nw_index_find(&b->loc_ix, loc_key_hash(key->place, key->mapping), loc_eq, b, key);
+}
+
+/*
+ * The index of the location of node @node of tree @tr, at place @id of the
+ * model in mapping @map (NULL: none); -ENOMEM.
+ */
+static int64_t location_of(struct nw_pprof *b, const struct nw_tree *tr, uint32_t node,
+			   uint32_t id, const struct nw_map *map)
+{
+	const struct nw_measurement *m = b->m;
+	struct location key = { 0 };
 	struct location *loc;
 	struct nw_resolved r;
-	uint32_t *slot;
-	int64_t mi;
+	uint64_t address;
+	uint32_t newest;
+	int64_t mi, l;
+	bool caller;
 
-	nw_measurement_locate(b->m, epoch, ip, caller, &r);
-	if (r.map) {
+	if (map) {
 		/* Node after node falls in the same map: one hash lookup saved each. */
-		if (r.map == b->last_map) {
+		if (map == b->last_map) {
 			mi = b->last_mapping;
 		} else {
-			mi = mapping_of(b, &r);
+			mi = mapping_of(b, map);
 			if (mi < 0)
 				return mi;
-			b->last_map = r.map;
+			b->last_map = map;
 			b->last_mapping = mi;
 		}
 		key.mapping = (uint32_t)mi;
-		if (key.address + 1 > b->maps[key.mapping - 1].end)
-			b->maps[key.mapping - 1].end = key.address + 1;
 	}
-	slot = nw_index_slot(&b->loc_ix, loc_key_hash(key.mapping, key.address), loc_eq, loc_hash,
-			     b, &key);
-	if (!slot || nw_grow(&b->locs, &b->cap_locs, b->nlocs + 1, sizeof(*b->locs)))
+	key.place = (uint32_t)id;
+	if (nw_grow_fill(&b->place_loc, &b->nplace_loc, &b->cap_place_loc, (size_t)id,
+			 sizeof(*b->place_loc), 0xff))
 		return -ENOMEM;
-	if (*slot != NW_INDEX_NONE)
-		return *slot;
-	loc = &b->locs[b->nlocs];
-	*loc = (struct location){ .mapping = key.mapping, .address = key.address,
-				  .first_line = b->nlines };
-	if (location_lines(b, &r, loc))
+	/* The place's location in this mapping: the place and the mapping make the address. */
+	newest = b->place_loc[id];
+	if (newest != NW_PPROF_NONE && b->locs[newest].mapping == key.mapping)
+		return newest;
+	if (newest != NW_PPROF_NONE &&
+	    (!key.mapping || b->maps[key.mapping - 1].first_loc <= newest)) {
+		l = find_location(b, &key);
+		if (l != NW_PPROF_NONE)
+			return l;
+	}
+	caller = nw_cct_is_return(tr->cct, node);
+	address = nw_ip_pc(tr->cct->nodes[node].ip) - caller;
+	loc = new_location(b, key.place, key.mapping, address);
+	if (!loc)
 		return -ENOMEM;
-	nw_index_fill(&b->loc_ix, slot, (uint32_t)b->nlocs);
+	loc->caller = caller;
+	if (key.mapping && address + 1 > b->maps[key.mapping - 1].end)
+		b->maps[key.mapping - 1].end = address + 1;
+	if (newest != NW_PPROF_NONE &&
+	    (b->locs[newest].symbolized || b->locs[newest].caller == caller)) {
+		/*
+		 * The place's lines, in every mapping the same: the symbol
+		 * entry's frames, or a name of the address as it was met.
+		 */
+		loc->first_line = b->locs[newest].first_line;
+		loc->nlines = b->locs[newest].nlines;
+		loc->symbolized = b->locs[newest].symbolized;
+	} else {
+		nw_place_resolved(m, &m->places->v[id], caller, &r);
+		if (location_lines(b, &r, loc))
+			return -ENOMEM;
+	}
+	if (b->loc_indexed && index_location(b, (uint32_t)b->nlocs))
+		return -ENOMEM;
+	b->place_loc[id] = (uint32_t)b->nlocs;
 	return (int64_t)b->nlocs++;
 }
 
 /*
  * The location of frame @frame of a split's prefix (an instrumented
- * section): no mapping, no address; keyed apart from real addresses.
+ * section) or of symbolic stacks: no mapping, no address.
  */
 static int64_t frame_location(struct nw_pprof *b, uint32_t frame)
 {
-	struct loc_key key = { .mapping = FRAME_MAPPING, .address = frame };
 	struct location *loc;
-	uint32_t *slot;
 
-	slot = nw_index_slot(&b->loc_ix, loc_key_hash(key.mapping, key.address), loc_eq, loc_hash,
-			     b, &key);
-	if (!slot || nw_grow(&b->locs, &b->cap_locs, b->nlocs + 1, sizeof(*b->locs)) ||
+	if (nw_grow_fill(&b->frame_loc, &b->nframe_loc, &b->cap_frame_loc, frame,
+			 sizeof(*b->frame_loc), 0xff))
+		return -ENOMEM;
+	if (b->frame_loc[frame] != NW_PPROF_NONE)
+		return b->frame_loc[frame];
+	loc = new_location(b, NW_PPROF_NONE, FRAME_MAPPING, frame);
+	if (!loc || b->nlines >= UINT32_MAX ||
 	    nw_grow(&b->lines, &b->cap_lines, b->nlines + 1, sizeof(*b->lines)))
 		return -ENOMEM;
-	if (*slot != NW_INDEX_NONE)
-		return *slot;
-	loc = &b->locs[b->nlocs];
-	*loc = (struct location){ .mapping = key.mapping, .address = key.address,
-				  .first_line = b->nlines, .nlines = 1 };
+	loc->nlines = 1;
 	b->lines[b->nlines++] = (struct line){ .func = frame };
-	nw_index_fill(&b->loc_ix, slot, (uint32_t)b->nlocs);
+	b->frame_loc[frame] = (uint32_t)b->nlocs;
 	return (int64_t)b->nlocs++;
 }
 
@@ -348,22 +414,22 @@ static int add_tree(struct nw_pprof *b, const struct nw_tree *tr, const struct n
 {
 	const struct nw_cct *t = tr->cct;
 	uint32_t *locof = malloc((size_t)t->n * sizeof(*locof));
+	const struct nw_map **maps = malloc((size_t)t->n * sizeof(*maps));
 	uint64_t *rest = malloc((t->nmetrics ? t->nmetrics : 1) * sizeof(*rest));
-	int ret = 0;
+	int ret = -ENOMEM;
 
-	if (!locof || !rest) {
-		ret = -ENOMEM;
+	/* Each node's place, then its location in place of it. */
+	if (!locof || !maps || !rest ||
+	    nw_places_resolve_tree(b->m->places, &b->recent, b->m, tr, locof, maps))
 		goto out;
-	}
 	for (uint32_t i = 1; i < t->n; i++) {
-		int64_t loc = location_of(b, tr->epoch, t->nodes[i].ip, nw_cct_is_return(t, i));
+		int64_t loc = location_of(b, tr, i, locof[i], maps[i]);
 
-		if (loc < 0) {
-			ret = -ENOMEM;
+		if (loc < 0)
 			goto out;
-		}
 		locof[i] = (uint32_t)loc;
 	}
+	ret = 0;
 	/* Samples in node order, as the split's entries are sorted. */
 	b->npath = 0;
 	for (uint32_t i = 0; i < t->n && !ret; i++) {
@@ -376,6 +442,7 @@ static int add_tree(struct nw_pprof *b, const struct nw_tree *tr, const struct n
 	}
 out:
 	free(locof);
+	free(maps);
 	free(rest);
 	return ret;
 }
@@ -423,7 +490,7 @@ struct nw_pprof *nw_pprof_new(const struct nw_measurement *m, nw_pprof_write_fn 
 	}
 	nw_frames_init(&b->frames);
 	/* Entry 0 of the string table is "". */
-	if (nw_grow(&b->strs, &b->cap_strs, 1, sizeof(*b->strs)) || !(b->strs[0] = strdup(""))) {
+	if (nw_place_cache_init(&b->recent, 0) || nw_grow(&b->strs, &b->cap_strs, 1, sizeof(*b->strs)) || !(b->strs[0] = strdup(""))) {
 		nw_pprof_free(b);
 		return NULL;
 	}
@@ -460,6 +527,9 @@ void nw_pprof_free(struct nw_pprof *b)
 	nw_index_fini(&b->map_ix);
 	free(b->locs);
 	nw_index_fini(&b->loc_ix);
+	free(b->place_loc);
+	free(b->frame_loc);
+	nw_place_cache_fini(&b->recent);
 	free(b->lines);
 	free(b->sample_locs);
 	free(b->path);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "export/pprof.h"
+#include "model/places.h"
 #include "report/frames.h"
 #include "util/hash.h"
 
@@ -29,22 +30,28 @@ struct mapping {
 	uint32_t module;
 	uint64_t start, vaddr, pgoff;
 	uint64_t end;               /* one past the highest address seen */
+	uint32_t first_loc;         /* the locations when it was made: none before is in it */
 	const char *path;           /* the model's */
 	int64_t filename, build_id;
 };
 
 struct line {
 	uint32_t func; /* frame index */
-	int64_t line;
+	uint32_t line; /* as the symbol table has it; 0: unknown */
 };
 
+/* 24 bytes: a profile of many processes has a location per place and process. */
 struct location {
-	uint32_t mapping; /* index + 1, 0: none */
+	uint32_t mapping;    /* index + 1, 0: none */
+	uint32_t place;      /* its place in the model, NW_PPROF_NONE for a frame's */
 	uint64_t address;
-	size_t first_line;
-	uint32_t nlines;
-	bool symbolized;  /* the lines come from the symbol table */
+	uint32_t first_line; /* its lines, shared by the locations of its place */
+	uint16_t nlines;     /* at most MAX_CHAIN */
+	bool symbolized;     /* the lines come from the symbol table */
+	bool caller;         /* its first node's ip was a return address */
 };
+
+#define NW_PPROF_NONE UINT32_MAX
 
 struct thread_label {
 	int64_t comm;
@@ -66,9 +73,26 @@ struct nw_pprof {
 	const struct nw_map *last_map; /* location_of(): the map last found, and its mapping */
 	int64_t last_mapping;
 
+	/*
+	 * One location per (place, mapping) of the model's places
+	 * (model/places.h).  place_loc holds each place's newest: the one
+	 * the next node of the place mostly wants (the same process), and
+	 * none where the mapping is newer than it.  Only a node of a mapping
+	 * met before whose place has a newer location (a child's stacks
+	 * before its exec, in its parent's mappings, after those of later
+	 * processes) looks in loc_ix, an index by (place, mapping) made at
+	 * the first such node.  One location per frame of a split's prefix
+	 * or of symbolic stacks, in frame_loc.
+	 */
 	struct location *locs;
 	size_t nlocs, cap_locs;
+	uint32_t *place_loc;        /* NW_PPROF_NONE: none yet */
+	size_t nplace_loc, cap_place_loc;
 	struct nw_index loc_ix;
+	bool loc_indexed;           /* loc_ix holds every location of a place */
+	uint32_t *frame_loc;
+	size_t nframe_loc, cap_frame_loc;
+	struct nw_place_cache recent;  /* in front of the model's places */
 
 	struct line *lines;
 	size_t nlines, cap_lines;

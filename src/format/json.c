@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "util/file.h"
+#include "util/strbuf.h"
 
 int nw_json_fail(struct nw_json_in *in, const char *fmt, ...)
 {
@@ -320,17 +321,9 @@ bool nw_json_parse_hex(const char *s, uint64_t *ret)
 	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
 		return false;
 	for (s += 2; *s; s++, n++) {
-		int d;
+		int d = nw_hex_digit(*s);
 
-		if (*s >= '0' && *s <= '9')
-			d = *s - '0';
-		else if (*s >= 'a' && *s <= 'f')
-			d = *s - 'a' + 10;
-		else if (*s >= 'A' && *s <= 'F')
-			d = *s - 'A' + 10;
-		else
-			return false;
-		if (n == 16)
+		if (d < 0 || n == 16)
 			return false;
 		v = v << 4 | (uint64_t)d;
 	}
@@ -532,17 +525,11 @@ static bool pull_hex4(struct nw_json_pull *jp, unsigned *ret)
 	if (jp->end - jp->p < 4)
 		return false;
 	for (int i = 0; i < 4; i++) {
-		char c = jp->p[i];
+		int d = nw_hex_digit(jp->p[i]);
 
-		v <<= 4;
-		if (c >= '0' && c <= '9')
-			v |= (unsigned)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			v |= (unsigned)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
-			v |= (unsigned)(c - 'A' + 10);
-		else
+		if (d < 0)
 			return false;
+		v = v << 4 | (unsigned)d;
 	}
 	jp->p += 4;
 	*ret = v;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/file.h"
 #include "util/log.h"
 #include "util/strbuf.h"
 
@@ -48,17 +49,11 @@ static void fail(struct nw_pack_writer *w)
 /* Writes what the buffer holds to the file.  -errno. */
 static int drain(struct nw_pack_writer *w)
 {
-	for (size_t off = 0; off < w->len;) {
-		ssize_t n = write(w->fd, w->buf + off, w->len - off);
+	int err = nw_write_all(w->fd, w->buf, w->len);
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		off += (size_t)n;
-	}
-	w->len = 0;
-	return 0;
+	if (!err)
+		w->len = 0;
+	return err;
 }
 
 /*

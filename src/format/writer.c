@@ -19,6 +19,7 @@
 #include "format/pack.h"
 #include "format/symbols.h"
 #include "format/tracefile.h"
+#include "util/file.h"
 #include "util/hash.h"
 #include "util/log.h"
 #include "util/strbuf.h"
@@ -288,16 +289,7 @@ static int write_extra(const char *dir, const struct nw_extra_file *x)
 		ret = -errno;
 		goto out;
 	}
-	for (size_t off = 0; off < x->size && !ret;) {
-		ssize_t n = write(fd, (const char *)x->data + off, x->size - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			ret = n < 0 ? -errno : -EIO;
-		else
-			off += (size_t)n;
-	}
+	ret = nw_write_all(fd, x->data, x->size);
 	if (close(fd) < 0 && !ret)
 		ret = -errno;
 out:

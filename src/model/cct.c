@@ -156,12 +156,31 @@ uint32_t nw_cct_find(const struct nw_cct *cct, uint32_t parent, uint64_t ip)
 	}
 }
 
+/*
+ * Node @i (the next, room made) as a new child of @parent with path hash
+ * @ph and zero metrics, put first among its siblings: appending as the
+ * last would need a tail pointer.
+ */
+static inline void new_child(struct nw_cct *cct, uint32_t i, uint32_t parent, uint64_t ip,
+			     uint64_t sp, uint32_t ph)
+{
+	struct nw_cct_node *node = &cct->nodes[i];
+
+	node->ip = ip;
+	node->sp = sp;
+	node->parent = parent;
+	node->first_child = NW_CCT_NONE;
+	node->hash = ph;
+	node->next_sibling = cct->nodes[parent].first_child;
+	cct->nodes[parent].first_child = i;
+	memset(nw_cct_metrics(cct, i), 0, cct->nmetrics * sizeof(uint64_t));
+}
+
 /* nw_cct_child() with the child's path hash @ph known. */
 static uint32_t child_of(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t sp,
 			 uint32_t ph)
 {
 	uint32_t mask, h, i;
-	struct nw_cct_node *node;
 
 	if (!cct->slots && grow_slots(cct))
 		return NW_CCT_NONE;
@@ -194,16 +213,7 @@ static uint32_t child_of(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint6
 	if (cct->n == cct->cap && grow_nodes(cct))
 		return NW_CCT_NONE;
 	i = cct->n++;
-	node = &cct->nodes[i];
-	node->ip = ip;
-	node->sp = sp;
-	node->parent = parent;
-	node->first_child = NW_CCT_NONE;
-	node->hash = ph;
-	/* Append as the last sibling would need a tail pointer; prepend instead. */
-	node->next_sibling = cct->nodes[parent].first_child;
-	cct->nodes[parent].first_child = i;
-	memset(nw_cct_metrics(cct, i), 0, cct->nmetrics * sizeof(uint64_t));
+	new_child(cct, i, parent, ip, sp, ph);
 	cct->slots[h] = i;
 	return i;
 }
@@ -434,7 +444,6 @@ void nw_cct_clear_changes(struct nw_cct *cct)
 
 uint32_t nw_cct_append(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_t sp)
 {
-	struct nw_cct_node *node;
 	uint32_t i;
 
 	if (cct->n == cct->cap && grow_nodes(cct))
@@ -445,15 +454,7 @@ uint32_t nw_cct_append(struct nw_cct *cct, uint32_t parent, uint64_t ip, uint64_
 	cct->nslots = 0;
 	cct->npath = 0;
 	i = cct->n++;
-	node = &cct->nodes[i];
-	node->ip = ip;
-	node->sp = sp;
-	node->parent = parent;
-	node->first_child = NW_CCT_NONE;
-	node->hash = path_hash(cct->nodes[parent].hash, ip);
-	node->next_sibling = cct->nodes[parent].first_child;
-	cct->nodes[parent].first_child = i;
-	memset(nw_cct_metrics(cct, i), 0, cct->nmetrics * sizeof(uint64_t));
+	new_child(cct, i, parent, ip, sp, path_hash(cct->nodes[parent].hash, ip));
 	return i;
 }
 

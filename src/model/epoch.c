@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/bsearch.h"
+
 void nw_addrspace_init(struct nw_addrspace *as)
 {
 	memset(as, 0, sizeof(*as));
@@ -119,18 +121,16 @@ const struct nw_epoch *nw_addrspace_epoch(struct nw_addrspace *as)
 	return e;
 }
 
+static uint64_t map_end(const void *maps, size_t i)
+{
+	return ((const struct nw_map *)maps)[i].end;
+}
+
 const struct nw_map *nw_epoch_find(const struct nw_epoch *epoch, uint64_t addr)
 {
-	uint32_t lo = 0, hi = epoch->n;
+	/* The first mapping that ends above @addr (they are disjoint and sorted). */
+	size_t lo = nw_bsearch_le(epoch->maps, epoch->n, addr, map_end);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (epoch->maps[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo < epoch->n && epoch->maps[lo].start <= addr)
 		return &epoch->maps[lo];
 	return NULL;

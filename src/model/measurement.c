@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/places.h"
+#include "util/bsearch.h"
 #include "util/strbuf.h"
 
 struct nw_measurement *nw_measurement_new(void)
@@ -17,7 +19,8 @@ struct nw_measurement *nw_measurement_new(void)
 		return NULL;
 	m->modules = calloc(1, sizeof(*m->modules));
 	m->symtab = nw_symtab_new();
-	if (!m->modules || !m->symtab) {
+	m->places = nw_places_new();
+	if (!m->modules || !m->symtab || !m->places) {
 		nw_measurement_free(m);
 		return NULL;
 	}
@@ -92,6 +95,7 @@ void nw_measurement_free(struct nw_measurement *m)
 		free(m->modules);
 		nw_symtab_free(m->symtab);
 		nw_codestore_free(m->code);
+		nw_places_free(m->places);
 	}
 	free(m);
 }
@@ -247,6 +251,8 @@ void nw_measurement_drop_trees(struct nw_measurement *m)
 		th->trees = NULL;
 		th->ntrees = 0;
 	}
+	if (!m->borrowed)
+		nw_places_clear(m->places);
 	m->trees_dropped = true;
 }
 
@@ -295,35 +301,35 @@ void nw_mthread_totals(const struct nw_mthread *th, unsigned nmetrics, uint64_t 
 }
 
 void nw_measurement_borrow(struct nw_measurement *m, struct nw_module_table *modules,
-			   struct nw_symtab *symtab)
+			   struct nw_symtab *symtab, struct nw_places *places)
 {
 	if (!m->borrowed) {
 		nw_module_table_fini(m->modules);
 		free(m->modules);
 		nw_symtab_free(m->symtab);
+		nw_places_free(m->places);
 	}
 	m->modules = modules;
 	m->symtab = symtab;
+	m->places = places;
 	m->borrowed = true;
+}
+
+static uint64_t map_start(const void *maps, size_t i)
+{
+	return ((const struct nw_map *)maps)[i].start;
 }
 
 void nw_measurement_locate(const struct nw_measurement *m, uint32_t epoch, uint64_t ip,
 			   bool caller, struct nw_resolved *ret)
 {
 	const struct nw_epoch *e = epoch < m->nepochs ? m->epochs[epoch] : NULL;
-	uint32_t lo = 0, hi = e ? e->n : 0;
+	size_t lo;
 
 	memset(ret, 0, sizeof(*ret));
 	ip = nw_ip_pc(ip);
 	/* The mapping with the greatest start <= ip. */
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (e->maps[mid].start <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = e ? nw_bsearch_le(e->maps, e->n, ip, map_start) : 0;
 	if (!lo || e->maps[lo - 1].module >= m->modules->n || ip >= e->maps[lo - 1].end)
 		return;
 	ret->map = &e->maps[lo - 1];

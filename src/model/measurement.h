@@ -12,7 +12,9 @@
  *    with its address, ELF address and file offset;
  *  - processes and threads; each thread has one physical calling context
  *    tree per epoch it was sampled in (node ips are addresses);
- *  - the symbol table.
+ *  - the symbol table;
+ *  - the places the trees' ips resolve to, each interned once as the
+ *    views resolve them (model/places.h).
  *
  * One resolver maps (epoch, ip, caller?) to the module, the ELF address
  * looked up (ip - 1 for a caller frame, whose ip is a return address) and
@@ -34,6 +36,8 @@
 #include "model/trace.h"
 
 #define NW_COMM_MAX 16
+
+struct nw_places;
 
 struct nw_event_info {
 	char *name;            /* as the user wrote it, or the default */
@@ -148,9 +152,15 @@ struct nw_measurement {
 	 */
 	struct nw_codestore *code;
 	/*
-	 * The recorder's model borrows its modules, epochs, trees and symbol
-	 * table (they go on growing after a checkpoint); the reader's owns
-	 * everything.
+	 * The places of the trees' ips (model/places.h): empty when read,
+	 * filled by whoever resolves the trees; the recorder's are those it
+	 * symbolized.
+	 */
+	struct nw_places *places;
+	/*
+	 * The recorder's model borrows its modules, epochs, trees, symbol
+	 * table and places (they go on growing after a checkpoint); the
+	 * reader's owns everything.
 	 */
 	bool borrowed;
 	bool trees_dropped;  /* nw_measurement_drop_trees() ran: no tree is left */
@@ -189,9 +199,10 @@ struct nw_mthread *nw_measurement_add_thread(struct nw_measurement *m, uint32_t 
 /* Appends a tree to @th (owned by the model unless borrowed).  -ENOMEM. */
 int nw_mthread_add_tree(struct nw_mthread *th, uint32_t epoch, struct nw_cct *cct);
 /*
- * Frees every thread's trees (the thread list and its totals stay): for a
- * one-shot report whose last view needs only what it derived from them, so
- * that the model and the view are not both held at their largest.
+ * Frees every thread's trees and the places of their ips (the thread list
+ * and its totals stay): for a one-shot report whose last view needs only
+ * what it derived from them, so that the model and the view are not both
+ * held at their largest.
  */
 void nw_measurement_drop_trees(struct nw_measurement *m);
 
@@ -283,11 +294,11 @@ static inline void nw_measurement_resolve_node(const struct nw_measurement *m,
 }
 
 /*
- * Makes @m read @modules and @symtab, owned by someone else, as well as
- * the epochs and trees added from now on (the recorder's model).
+ * Makes @m read @modules, @symtab and @places, owned by someone else, as
+ * well as the epochs and trees added from now on (the recorder's model).
  */
 void nw_measurement_borrow(struct nw_measurement *m, struct nw_module_table *modules,
-			   struct nw_symtab *symtab);
+			   struct nw_symtab *symtab, struct nw_places *places);
 
 /*
  * Adds the measurement @src to @dst (both read from disk, not borrowed):

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/strbuf.h"
+
 void nw_module_table_init(struct nw_module_table *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -151,17 +153,6 @@ void nw_build_id_hex(const uint8_t *id, size_t size, char *buf, size_t len)
 	buf[2 * i] = '\0';
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int nw_build_id_parse(const char *hex, uint8_t *id, uint8_t *ret_size)
 {
 	size_t n = strlen(hex);
@@ -169,7 +160,7 @@ int nw_build_id_parse(const char *hex, uint8_t *id, uint8_t *ret_size)
 	if (n % 2 || n / 2 > NW_BUILD_ID_MAX)
 		return -EINVAL;
 	for (size_t i = 0; i < n / 2; i++) {
-		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+		int hi = nw_hex_digit(hex[2 * i]), lo = nw_hex_digit(hex[2 * i + 1]);
 
 		if (hi < 0 || lo < 0)
 			return -EINVAL;

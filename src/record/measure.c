@@ -18,10 +18,10 @@ int nw_measure_init(struct nw_measure *ms, struct nw_elf_cache *elf, const struc
 	ms->cache = cache;
 	ms->sym = nw_symbolizer_new(elf, cache);
 	ms->symtab = nw_symtab_new();
-	ms->recent = calloc(RECENT_SLOTS, sizeof(*ms->recent));
-	if (!ms->sym || nw_codecap_init(&ms->code, ms->sym))
+	ms->places = nw_places_new();
+	if (!ms->sym || !ms->symtab || !ms->places || nw_codecap_init(&ms->code, ms->sym))
 		return -ENOMEM;
-	return ms->symtab && ms->recent ? 0 : -ENOMEM;
+	return nw_place_cache_init(&ms->recent, RECENT_SLOTS);
 }
 
 void nw_measure_fini(struct nw_measure *ms)
@@ -32,58 +32,26 @@ void nw_measure_fini(struct nw_measure *ms)
 	nw_perfmaps_fini(&ms->jit);
 	if (ms->ksyms_state == 1)
 		nw_kallsyms_fini(&ms->ksyms);
-	nw_index_fini(&ms->done);
-	free(ms->keys);
+	nw_places_free(ms->places);
+	free(ms->done);
 	for (size_t i = 0; i < ms->nmarks; i++)
 		free(ms->marks[i].v);
 	free(ms->marks);
 	nw_codecap_fini(&ms->code);
 	nw_symtab_free(ms->symtab);
 	nw_symbolizer_free(ms->sym);
-	free(ms->recent);
+	nw_place_cache_fini(&ms->recent);
 	memset(ms, 0, sizeof(*ms));
 }
 
-struct pc_key {
-	uint32_t module;
-	uint64_t addr;
-};
-
-static uint64_t pc_hash(uint32_t module, uint64_t addr)
+/* 1 when place @id is new to symtab (and now marked), 0 when seen before, -ENOMEM. */
+static int mark_place(struct nw_measure *ms, size_t id)
 {
-	return nw_hash_add(nw_hash_u64(addr), module);
-}
-
-static uint64_t key_hash(const void *ctx, uint32_t i)
-{
-	const struct nw_measure *ms = ctx;
-
-	return pc_hash(ms->keys[i].module, ms->keys[i].addr);
-}
-
-static bool key_eq(const void *ctx, uint32_t i, const void *key)
-{
-	const struct nw_measure *ms = ctx;
-	const struct pc_key *k = key;
-
-	return ms->keys[i].module == k->module && ms->keys[i].addr == k->addr;
-}
-
-/* 1 when (module, addr) is new (and now marked), 0 when seen before, -ENOMEM. */
-static int mark_pc(struct nw_measure *ms, uint32_t module, uint64_t addr)
-{
-	struct pc_key k = { module, addr };
-	uint32_t *slot = nw_index_slot(&ms->done, pc_hash(module, addr), key_eq, key_hash, ms, &k);
-
-	if (!slot)
+	if (nw_grow_fill(&ms->done, &ms->ndone, &ms->cap_done, id, sizeof(*ms->done), 0))
 		return -ENOMEM;
-	if (*slot != NW_INDEX_NONE)
+	if (ms->done[id])
 		return 0;
-	if (nw_grow(&ms->keys, &ms->cap_keys, ms->nkeys + 1, sizeof(*ms->keys)))
-		return -ENOMEM;
-	ms->keys[ms->nkeys].module = module;
-	ms->keys[ms->nkeys].addr = addr;
-	nw_index_fill(&ms->done, slot, (uint32_t)ms->nkeys++);
+	ms->done[id] = 1;
 	return 1;
 }
 
@@ -183,51 +151,43 @@ static int kernel_symbolize(struct nw_measure *ms, uint64_t pc, struct nw_symfra
 static int symbolize_node(struct nw_measure *ms, const struct nw_measurement *m,
 			  const struct nw_mthread *th, uint32_t t, uint32_t i)
 {
-	const struct nw_cct_node *node = &th->trees[t].cct->nodes[i];
-	bool caller = nw_cct_is_return(th->trees[t].cct, i);
-	const struct nw_epoch *epoch = m->epochs[th->trees[t].epoch];
-	uint64_t ip2 = node->ip << 1 | caller;
-	struct nw_measure_recent *slot =
-		&ms->recent[nw_hash_add(nw_hash_u64(ip2), (uintptr_t)epoch) & (RECENT_SLOTS - 1)];
+	const struct nw_tree *tr = &th->trees[t];
+	bool caller = nw_cct_is_return(tr->cct, i);
 	struct nw_symframe *frames = NULL;
-	struct nw_resolved r;
+	const struct nw_module *mod;
+	const struct nw_place *pl;
+	const struct nw_map *map;
 	uint32_t nframes = 0;
+	int64_t id;
 	int ret;
 
-	if (slot->epoch == epoch && slot->ip2 == ip2)
-		return 0;
-	nw_measurement_locate(m, th->trees[t].epoch, node->ip, caller, &r);
-	ret = r.map ? mark_pc(ms, r.module_index, r.addr) : 0;
-	if (ret <= 0) {
-		/* Nothing to symbolize there, or done before. */
-		if (!ret) {
-			slot->epoch = epoch;
-			slot->ip2 = ip2;
-		}
+	id = nw_places_resolve(ms->places, &ms->recent, m, tr->epoch, tr->cct->nodes[i].ip, caller,
+			       &map);
+	if (id < 0)
+		return (int)id;
+	/* Nothing to symbolize outside a mapping, or done before. */
+	ret = map ? mark_place(ms, (size_t)id) : 0;
+	if (ret <= 0)
 		return ret;
-	}
-	if (!strcmp(r.module->path, NW_KERNEL_MODULE))
-		ret = kernel_symbolize(ms, r.addr, &frames, &nframes);
+	pl = &ms->places->v[id];
+	mod = &m->modules->v[pl->module];
+	if (!strcmp(mod->path, NW_KERNEL_MODULE))
+		ret = kernel_symbolize(ms, pl->addr, &frames, &nframes);
 	else
-		ret = nw_symbolize(ms->sym, nw_module_source(r.module), r.addr, &frames, &nframes);
+		ret = nw_symbolize(ms->sym, nw_module_source(mod), pl->addr, &frames, &nframes);
 	if (ret == -ENOMEM)
 		return ret;
 	if (ret < 0) {
 		frames = NULL;
 		nframes = 0;
 	}
-	if (!nframes && nw_perfmap_module_is_anon(r.module->path)) {
-		ret = jit_symbolize(ms, th->pid, nw_ip_pc(node->ip) - (caller ? 1 : 0), &frames,
+	if (!nframes && nw_perfmap_module_is_anon(mod->path)) {
+		ret = jit_symbolize(ms, th->pid, nw_ip_pc(tr->cct->nodes[i].ip) - caller, &frames,
 				    &nframes);
 		if (ret < 0)
 			return ret;
 	}
-	ret = nw_symtab_add(ms->symtab, r.module_index, r.addr, frames, nframes);
-	if (ret < 0)
-		return ret;
-	slot->epoch = epoch;
-	slot->ip2 = ip2;
-	return 0;
+	return nw_symtab_add(ms->symtab, pl->module, pl->addr, frames, nframes);
 }
 
 /*
@@ -356,8 +316,10 @@ int nw_measure_build(struct nw_measure *ms, struct nw_session *s,
 
 	if (!m)
 		return -ENOMEM;
-	/* The model reads the session's and this symbol table, owning neither. */
-	nw_measurement_borrow(m, &s->modules, ms->symtab);
+	/* The model reads the session's and this symbol table and places, owning none. */
+	nw_measurement_borrow(m, &s->modules, ms->symtab, ms->places);
+	/* Its epochs are numbered anew: what the cache of recent ips says is not of them. */
+	nw_place_cache_clear(&ms->recent);
 	m->run = *run;
 	memset(run, 0, sizeof(*run));
 	err = nw_session_describe_metrics(s, m);

@@ -13,6 +13,7 @@
 
 #include "format/writer.h"
 #include "model/measurement.h"
+#include "model/places.h"
 #include "record/codecap.h"
 #include "record/session.h"
 #include "record/tracer.h"
@@ -20,15 +21,19 @@
 #include "symbol/perfmap.h"
 #include "symbol/symbol.h"
 #include "util/cache.h"
-#include "util/hash.h"
 
 struct nw_measure {
 	const struct nw_cache *cache; /* NULL or off: none */
 	struct nw_symbolizer *sym;
 	struct nw_symtab *symtab;     /* every PC symbolized so far */
-	struct nw_index done;         /* (module, addr) already in symtab */
-	struct { uint32_t module; uint64_t addr; } *keys;
-	size_t nkeys, cap_keys;
+	/*
+	 * The places of the PCs seen, lent to the models built, and which of
+	 * them are in symtab: a view of a model may add places too (the
+	 * export at the end of a rotation interval).
+	 */
+	struct nw_places *places;
+	uint8_t *done;
+	size_t ndone, cap_done;
 	struct nw_perfmaps jit;       /* /tmp/perf-<pid>.map of the processes */
 	struct nw_extra_file *files;  /* copies of the perf maps used */
 	size_t nfiles, cap_files;
@@ -42,12 +47,11 @@ struct nw_measure {
 	struct nw_measure_marks { uint32_t *v; size_t n; } *marks;
 	size_t nmarks, cap_marks;
 	/*
-	 * The (epoch, ip, as a caller) symbolized most recently in each slot
-	 * of a small direct-mapped cache: new nodes mostly repeat the PCs of
-	 * older ones (other paths through the same call sites), and a hit
-	 * costs neither the epoch's search nor the (module, addr) index.
+	 * The places of recent (epoch, ip, as a caller): new nodes mostly
+	 * repeat the PCs of older ones (other paths through the same call
+	 * sites).  Emptied at each build, whose model numbers the epochs anew.
 	 */
-	struct nw_measure_recent { const struct nw_epoch *epoch; uint64_t ip2; } *recent;
+	struct nw_place_cache recent;
 	/* The machine code of the sampled functions, the model's m->code (codecap.h). */
 	struct nw_codecap code;
 	unsigned checkpoints;          /* checkpoints built so far (the first carries no code) */

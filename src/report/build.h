@@ -21,10 +21,8 @@
 /* Work is handed out in groups of a share of the whole to each worker: 1 / (n * PARTS). */
 #define PARTS 16
 
-/* The memo's entry: (module, address) -> its frame chain. */
+/* A frame chain: the frames of a place, outermost first. */
 struct chain {
-	uint32_t module;          /* UINT32_MAX: no module */
-	uint64_t addr;
 	uint32_t first, n;        /* in pool */
 };
 
@@ -97,7 +95,9 @@ struct builder {
 	struct nw_cct *dst;       /* the stacks' tree, or a worker's */
 	struct chain *chains;
 	size_t nchains, cap_chains;
-	struct nw_index ix;
+	uint32_t *place_chain;    /* per place of the model: its chain, UINT32_MAX: none yet */
+	size_t nplace_chain, cap_place_chain;
+	uint32_t unknown_chain;   /* every place without a module's, UINT32_MAX: none yet */
 	uint32_t *pool;
 	size_t npool, cap_pool;
 	struct btree *trees;
@@ -138,7 +138,7 @@ struct builder {
  */
 int nw_chains_resolve(struct builder *b, const struct nw_stacks_opts *o, uint32_t nworkers,
 		      int64_t *thread_frame);
-/* Frees the memo of chains and what resolving kept. */
+/* Frees the chains and what resolving kept. */
 void nw_chains_fini(struct builder *b);
 
 /* Appends the children of every physical node of tree @tree (merge.c).  -ENOMEM. */

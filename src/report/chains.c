@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The frame chain of every physical node, found before the merge (see
- * build.h): each physical node is resolved once, its (module, ELF
- * address), or its absence of a module, looked up in a memo of frame
- * chains, so a symbol entry is turned into frames once however many
- * nodes, threads and epochs share it.
+ * build.h): each physical node is resolved once to its place (the
+ * model's places, model/places.h), and each place given a chain once, so
+ * a symbol entry is turned into frames once however many nodes, threads
+ * and epochs share it.
  */
 #include "report/build.h"
 
@@ -12,127 +12,72 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/places.h"
 #include "util/parallel.h"
 #include "util/strbuf.h"
 
 /* Inline chains deeper than this keep their outermost frames. */
 #define MAX_CHAIN 256
-/* The recently located (epoch, ip) kept in front of a tree's keys; a power of two. */
+/* The cache of recent ips of a tree's worker, at most (model/places.h). */
 #define RECENT 4096
 
-/* An ip recently located: its tree's key without the resolver or the keys' hash. */
-struct recent {
-	uint64_t ip;              /* ip << 1 | caller */
-	uint32_t epoch;
-	uint32_t key;             /* in struct tree_keys; UINT32_MAX: empty */
-};
-
-static uint64_t chain_key_hash(uint32_t module, uint64_t addr)
+/*
+ * A new chain of the frames of place @pl (a caller's named at its return
+ * address), its index in *@ret.  -ENOMEM.
+ */
+static int make_chain(struct builder *b, const struct nw_place *pl, uint32_t *ret)
 {
-	return nw_hash_add(nw_hash_u64(addr), module);
-}
-
-static uint64_t chain_hash(const void *ctx, uint32_t i)
-{
-	const struct builder *b = ctx;
-
-	return chain_key_hash(b->chains[i].module, b->chains[i].addr);
-}
-
-static bool chain_eq(const void *ctx, uint32_t i, const void *key)
-{
-	const struct builder *b = ctx;
-	const struct chain *k = key;
-
-	return b->chains[i].module == k->module && b->chains[i].addr == k->addr;
-}
-
-/* The chain of the place @r (located, not yet looked up): the memo's, made on a miss. */
-static const struct chain *chain_for(struct builder *b, struct nw_resolved r)
-{
-	struct chain key, *c;
-	uint32_t *slot, buf[MAX_CHAIN];
+	uint32_t buf[MAX_CHAIN];
+	struct nw_resolved r;
 	int n;
 
-	key.module = r.map ? r.module_index : UINT32_MAX;
-	key.addr = r.map ? r.addr : 0;
-	slot = nw_index_slot(&b->ix, chain_key_hash(key.module, key.addr), chain_eq, chain_hash, b,
-			     &key);
-	if (!slot)
-		return NULL;
-	if (*slot != NW_INDEX_NONE)
-		return &b->chains[*slot];
-	if (r.map)
-		r.sym = nw_symtab_lookup(b->m->symtab, r.module_index, r.addr);
+	nw_place_resolved(b->m, pl, pl->caller, &r);
 	n = nw_stacks_frames_of(&b->s->frames, &r, buf, MAX_CHAIN);
 	if (n < 0 || nw_grow(&b->chains, &b->cap_chains, b->nchains + 1, sizeof(*b->chains)) ||
 	    nw_grow(&b->pool, &b->cap_pool, b->npool + (size_t)n, sizeof(*b->pool)))
-		return NULL;
-	c = &b->chains[b->nchains];
-	*c = key;
-	c->first = (uint32_t)b->npool;
-	c->n = (uint32_t)n;
+		return -ENOMEM;
+	b->chains[b->nchains] = (struct chain){ .first = (uint32_t)b->npool, .n = (uint32_t)n };
 	memcpy(b->pool + b->npool, buf, (size_t)n * sizeof(*buf));
 	b->npool += (size_t)n;
-	nw_index_fill(&b->ix, slot, (uint32_t)b->nchains);
-	return &b->chains[b->nchains++];
+	*ret = (uint32_t)b->nchains++;
+	return 0;
 }
 
 /*
- * The places a tree's nodes stand for, before the merge: each node's
- * (module, address), found by a worker per tree (the model is only read),
- * numbered in the order the tree's nodes meet them.  Their chains are
- * then taken from the memo tree by tree, in order, so the frames are
- * numbered by the trees alone, as one thread going through them would.
+ * The chain of place @id of the model, @pl (a worker's copy of it, as the
+ * first tree that met it met it): made on its first use.  Every place
+ * without a module shares one chain, "[unknown]".  -ENOMEM.
+ */
+static int chain_of_place(struct builder *b, size_t id, const struct nw_place *pl, uint32_t *ret)
+{
+	uint32_t *c;
+
+	if (pl->module == NW_PLACE_NO_MODULE) {
+		c = &b->unknown_chain;
+	} else {
+		if (nw_grow_fill(&b->place_chain, &b->nplace_chain, &b->cap_place_chain, id,
+				 sizeof(*b->place_chain), 0xff))
+			return -ENOMEM;
+		c = &b->place_chain[id];
+	}
+	if (*c == UINT32_MAX && make_chain(b, pl, c))
+		return -ENOMEM;
+	*ret = *c;
+	return 0;
+}
+
+/*
+ * The places a tree's nodes stand for, before the merge: a table of the
+ * tree's own, filled by a worker per tree (the model is only read), in
+ * the order the tree's nodes meet them.  They are then interned into the
+ * model's places and given chains tree by tree, in order, so the frames
+ * are numbered by the trees alone, as one thread going through them
+ * would.
  */
 struct tree_keys {
-	struct nw_resolved *v;    /* located, not looked up */
-	size_t n, cap;
-	struct nw_index ix;
-	uint32_t *to_chain;       /* per key: its chain in the memo */
+	struct nw_places places;  /* sealed once the tree is resolved */
+	uint32_t *to_chain;       /* per place of the tree: its chain */
 };
-
-static uint64_t place_hash(const struct nw_resolved *r)
-{
-	return r->map ? chain_key_hash(r->module_index, r->addr) : chain_key_hash(UINT32_MAX, 0);
-}
-
-static uint64_t key_rehash(const void *ctx, uint32_t i)
-{
-	return place_hash(&((const struct tree_keys *)ctx)->v[i]);
-}
-
-static bool key_eq(const void *ctx, uint32_t i, const void *key)
-{
-	const struct nw_resolved *a = &((const struct tree_keys *)ctx)->v[i], *b = key;
-
-	if (!a->map || !b->map)
-		return !a->map && !b->map;
-	return a->module_index == b->module_index && a->addr == b->addr;
-}
-
-/* The key of ip @ip of a tree of epoch @epoch (caller frames at ip - 1) in @k.  -ENOMEM. */
-static int64_t key_of_ip(const struct builder *b, struct tree_keys *k, struct recent *recent,
-			 uint32_t epoch, uint64_t ip, bool caller)
-{
-	uint64_t key_ip = ip << 1 | caller;
-	struct recent *rc = &recent[nw_hash_add(nw_hash_u64(key_ip), epoch) & (RECENT - 1)];
-	struct nw_resolved r;
-	uint32_t *slot;
-
-	if (rc->key != UINT32_MAX && rc->ip == key_ip && rc->epoch == epoch)
-		return rc->key;
-	nw_measurement_locate(b->m, epoch, ip, caller, &r);
-	slot = nw_index_slot(&k->ix, place_hash(&r), key_eq, key_rehash, k, &r);
-	if (!slot || (*slot == NW_INDEX_NONE && nw_grow(&k->v, &k->cap, k->n + 1, sizeof(*k->v))))
-		return -ENOMEM;
-	if (*slot == NW_INDEX_NONE) {
-		k->v[k->n] = r;
-		nw_index_fill(&k->ix, slot, (uint32_t)k->n++);
-	}
-	*rc = (struct recent){ key_ip, epoch, *slot };
-	return *slot;
-}
 
 /* The weight of metric prune_metric of every node of @tree below and with it, in @v. */
 static void inclusive(const struct nw_cct *tree, unsigned metric, uint64_t *v)
@@ -146,8 +91,8 @@ static void inclusive(const struct nw_cct *tree, unsigned metric, uint64_t *v)
 
 /*
  * What the merge reads of tree @i besides the tree, on a worker: each
- * node's key (see struct tree_keys) in bt->chain, taken for its chain
- * later; with workers, each node's subtree size (their work); pruning,
+ * node's place in the tree's own table (see struct tree_keys) in
+ * bt->chain, taken for its chain later; with workers, each node's subtree size (their work); pruning,
  * each node's inclusive weight; with a split or node map, room for each
  * node's symbolic node.  -ENOMEM in b->keys_ret[i].
  */
@@ -157,22 +102,15 @@ static void resolve_tree(void *arg, uint32_t i)
 	struct btree *bt = &b->trees[i];
 	struct tree_keys *k = &b->keys[i];
 	const struct nw_cct *t = bt->tr->cct;
-	struct recent *recent = malloc(RECENT * sizeof(*recent));
+	struct nw_place_cache recent = { 0 };
 	int ret = -ENOMEM;
 
+	/* A small tree, a small cache: most trees of a build are a few nodes. */
 	bt->chain = malloc((size_t)t->n * sizeof(*bt->chain));
-	if (!recent || !bt->chain)
+	if (!bt->chain || nw_place_cache_init(&recent, t->n < RECENT ? t->n : RECENT) ||
+	    nw_places_resolve_tree(&k->places, &recent, b->m, bt->tr, bt->chain, NULL))
 		goto out;
-	memset(recent, 0xff, RECENT * sizeof(*recent));
 	bt->chain[NW_CCT_ROOT] = 0;
-	for (uint32_t n = 1; n < t->n; n++) {
-		int64_t key = key_of_ip(b, k, recent, bt->tr->epoch, t->nodes[n].ip,
-					nw_cct_is_return(t, n));
-
-		if (key < 0)
-			goto out;
-		bt->chain[n] = (uint32_t)key;
-	}
 	if (b->defer_below) {
 		bt->size = malloc((size_t)t->n * sizeof(*bt->size));
 		if (!bt->size)
@@ -202,38 +140,32 @@ static void resolve_tree(void *arg, uint32_t i)
 	}
 	ret = 0;
 out:
-	free(recent);
+	nw_place_cache_fini(&recent);
 	/*
-	 * Every tree's keys live until all are interned: without the index
-	 * (not read again) and the slack, a build's 1,400 trees hold 3 MB,
-	 * not 10.
+	 * Every tree's places live until all are interned: without the index
+	 * (not read again) and the slack, 12 bytes a place.
 	 */
-	nw_index_fini(&k->ix);
-	if (k->n && k->n < k->cap) {
-		struct nw_resolved *fit = realloc(k->v, k->n * sizeof(*k->v));
-
-		if (fit) {
-			k->v = fit;
-			k->cap = k->n;
-		}
-	}
+	nw_places_seal(&k->places);
 	b->keys_ret[i] = ret;
 }
 
-/* Tree @i's keys to chains of the memo, in the order the tree met them.  -ENOMEM. */
+/*
+ * Tree @i's places interned into the model's and given their chains, in
+ * the order the tree met them.  -ENOMEM.
+ */
 static int intern_keys(struct builder *b, uint32_t i)
 {
 	struct tree_keys *k = &b->keys[i];
 
-	k->to_chain = malloc((k->n ? k->n : 1) * sizeof(*k->to_chain));
+	k->to_chain = malloc((k->places.n ? k->places.n : 1) * sizeof(*k->to_chain));
 	if (!k->to_chain)
 		return -ENOMEM;
-	for (size_t j = 0; j < k->n; j++) {
-		const struct chain *c = chain_for(b, k->v[j]);
+	for (size_t j = 0; j < k->places.n; j++) {
+		const struct nw_place *pl = &k->places.v[j];
+		int64_t id = nw_places_intern(b->m->places, pl);
 
-		if (!c)
+		if (id < 0 || chain_of_place(b, (size_t)id, pl, &k->to_chain[j]))
 			return -ENOMEM;
-		k->to_chain[j] = (uint32_t)(c - b->chains);
 	}
 	return 0;
 }
@@ -252,9 +184,8 @@ static void keys_to_chains(void *arg, uint32_t i)
 static void free_keys(struct builder *b)
 {
 	for (size_t i = 0; b->keys && i < b->ntrees; i++) {
-		free(b->keys[i].v);
+		nw_places_fini(&b->keys[i].places);
 		free(b->keys[i].to_chain);
-		nw_index_fini(&b->keys[i].ix);
 	}
 	free(b->keys);
 	free(b->keys_ret);
@@ -283,6 +214,7 @@ int nw_chains_resolve(struct builder *b, const struct nw_stacks_opts *o, uint32_
 	b->keys_ret = calloc(b->ntrees ? b->ntrees : 1, sizeof(*b->keys_ret));
 	if (!b->keys || !b->keys_ret)
 		return -ENOMEM;
+	b->unknown_chain = UINT32_MAX;
 	nw_parallel_for((uint32_t)b->ntrees, nworkers, resolve_tree, b);
 	for (size_t i = 0; i < b->ntrees && !ret; i++)
 		ret = b->keys_ret[i];
@@ -309,6 +241,6 @@ void nw_chains_fini(struct builder *b)
 {
 	free_keys(b);
 	free(b->chains);
-	nw_index_fini(&b->ix);
+	free(b->place_chain);
 	free(b->pool);
 }

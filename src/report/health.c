@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/places.h"
 #include "util/strbuf.h"
 
 /* narwhal-record's largest --call-graph dwarf,SIZE (perf's u16 dump size, 8-aligned). */
@@ -118,6 +119,7 @@ struct classify_ctx {
 	 */
 	uint64_t *stop_by_func;
 	size_t cap_stops;
+	struct nw_place_cache recent; /* in front of the model's places */
 };
 
 /* Is @path memory that no file backs (where JIT code lives)? */
@@ -172,39 +174,45 @@ static int count_stop(struct classify_ctx *c, size_t k, uint64_t w)
  */
 static int64_t outer_frame(struct classify_ctx *c, const struct nw_tree *tr, uint32_t node)
 {
+	bool caller = nw_cct_is_return(tr->cct, node);
+	int64_t id = nw_places_resolve(c->m->places, &c->recent, c->m, tr->epoch,
+				       tr->cct->nodes[node].ip, caller, NULL);
 	struct nw_resolved r;
 	uint32_t chain[1];
 	int k;
 
-	nw_measurement_locate_node(c->m, tr, node, &r);
-	if (r.map)
-		r.sym = nw_symtab_lookup(c->m->symtab, r.module_index, r.addr);
+	if (id < 0)
+		return -ENOMEM;
+	nw_place_resolved(c->m, &c->m->places->v[id], caller, &r);
 	/* The chain is outermost first; its first frame is the one above every other. */
 	k = nw_stacks_frames_of(&c->frames, &r, chain, 1);
 	return k < 0 ? -ENOMEM : (int64_t)chain[0];
 }
 
 /*
- * Is node @node of @tr a kernel frame of execve(2)?  While the kernel
- * replaces the program, a sample's user registers are the old program's
- * and its maps (and stack copy) the new one's: no unwinder can follow.
+ * Is node @node of @tr a kernel frame of execve(2) (1, else 0)?  While the
+ * kernel replaces the program, a sample's user registers are the old
+ * program's and its maps (and stack copy) the new one's: no unwinder can
+ * follow.  -ENOMEM.
  */
-static bool in_execve(const struct classify_ctx *c, const struct nw_tree *tr, uint32_t node)
+static int in_execve(struct classify_ctx *c, const struct nw_tree *tr, uint32_t node)
 {
 	const struct nw_symentry *e;
-	struct nw_resolved r;
+	int64_t id;
 
 	if (!nw_ip_is_kernel(tr->cct->nodes[node].ip))
-		return false;
-	nw_measurement_resolve_node(c->m, tr, node, &r);
-	e = r.sym;
+		return 0;
+	id = nw_places_resolve_node(c->m->places, &c->recent, c->m, tr, node, NULL);
+	if (id < 0)
+		return -ENOMEM;
+	e = nw_place_sym(c->m, &c->m->places->v[id]);
 	for (uint32_t k = 0; e && k < e->nframes; k++) {
 		const char *fn = e->frames[k].function;
 
 		if (fn && (strstr(fn, "sys_execve") || !strncmp(fn, "do_execveat_common", 18)))
-			return true;
+			return 1;
 	}
-	return false;
+	return 0;
 }
 
 /*
@@ -253,7 +261,17 @@ static int classify_tree(struct classify_ctx *c, const struct nw_tree *tr)
 		depth[s] = depth[parent] + 1;
 		/* The highest stack address any frame of the path reached. */
 		outer_sp[s] = sn->sp > outer_sp[parent] ? sn->sp : outer_sp[parent];
-		exec[s] = exec[parent] || in_execve(c, tr, s);
+		if (exec[parent]) {
+			exec[s] = true;
+		} else {
+			int e = in_execve(c, tr, s);
+
+			if (e < 0) {
+				ret = e;
+				break;
+			}
+			exec[s] = e;
+		}
 		for (unsigned m = 0; m < t->nmetrics && m < c->m->nmetrics; m++)
 			if (c->is_samples[m])
 				w += nw_cct_metrics(t, s)[m];
@@ -371,7 +389,7 @@ int nw_health_classify(const struct nw_measurement *m, const struct nw_filter *f
 				    : NW_HEALTH_FP_MAX_STACK;
 	c.h = h;
 	c.is_samples = samples_metrics(m);
-	if (!c.is_samples)
+	if (!c.is_samples || nw_place_cache_init(&c.recent, 0))
 		goto out_free;
 	err = 0;
 	for (uint32_t i = 0; i < m->nthreads && !err; i++) {
@@ -389,6 +407,7 @@ int nw_health_classify(const struct nw_measurement *m, const struct nw_filter *f
 	free((void *)c.is_samples);
 	free(c.stop_by_func);
 	nw_frames_fini(&c.frames);
+	nw_place_cache_fini(&c.recent);
 	*ret = h;
 	return 0;
 
@@ -396,6 +415,7 @@ out_free:
 	free((void *)c.is_samples);
 	free(c.stop_by_func);
 	nw_frames_fini(&c.frames);
+	nw_place_cache_fini(&c.recent);
 	nw_health_free(h);
 	return err;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Lines and addresses of a function (see lines.h).  Each distinct sampled
- * (module, address) is resolved once into the rows it adds to: for every
+ * place (model/places.h) is resolved once into the rows it adds to: for every
  * frame of its inline chain that is a matching function, that function's
  * own line (or address) and the lines of the callees inlined into it
  * there.  Then each node with weight walks up its path once, adding to
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/places.h"
 #include "report/names.h"
 #include "util/hash.h"
 #include "util/strbuf.h"
@@ -35,10 +36,9 @@ struct hit {
 	bool self;
 };
 
+/* What a place adds to. */
 struct chain {
-	uint32_t module;        /* UINT32_MAX: no module */
-	uint64_t addr;
-	uint32_t first, n;      /* in hits */
+	uint32_t first, n;      /* in hits; n UINT32_MAX: not made yet */
 };
 
 struct fn_info {
@@ -53,9 +53,9 @@ struct ctx {
 	struct row *rows;
 	size_t nrows, cap_rows;
 	struct nw_index row_ix;
-	struct chain *chains;
+	struct chain *chains;   /* per place of the model */
 	size_t nchains, cap_chains;
-	struct nw_index chain_ix;
+	struct nw_place_cache recent;
 	struct hit *hits;
 	size_t nhits, cap_hits;
 	struct fn_info *fns;
@@ -186,48 +186,28 @@ static int chain_hits(struct ctx *c, const struct nw_resolved *r)
 	return ret;
 }
 
-static uint64_t chain_key_hash(uint32_t module, uint64_t addr)
+/*
+ * Place @id of node @node of tree @tr, its chain made at its first node:
+ * @id, or UINT32_MAX where it adds to no row; -ENOMEM.
+ */
+static int64_t chain_of(struct ctx *c, const struct nw_tree *tr, uint32_t node, uint32_t id)
 {
-	return nw_hash_add(nw_hash_u64(addr), module);
-}
-
-static uint64_t chain_hash(const void *ctx, uint32_t i)
-{
-	const struct chain *ch = &((const struct ctx *)ctx)->chains[i];
-
-	return chain_key_hash(ch->module, ch->addr);
-}
-
-static bool chain_eq(const void *ctx, uint32_t i, const void *key)
-{
-	const struct chain *a = &((const struct ctx *)ctx)->chains[i], *b = key;
-
-	return a->module == b->module && a->addr == b->addr;
-}
-
-/* The chain of ip @ip of a tree of epoch @epoch; its index, or -ENOMEM. */
-static int64_t chain_of(struct ctx *c, uint32_t epoch, uint64_t ip, bool caller)
-{
+	const struct nw_place *pl = &c->m->places->v[id];
 	struct nw_resolved r;
-	struct chain key;
-	uint32_t *slot;
+	struct chain *ch;
+	uint32_t first;
 
-	nw_measurement_resolve(c->m, epoch, ip, caller, &r);
-	key = (struct chain){ .module = r.map ? r.module_index : UINT32_MAX,
-			      .addr = r.map ? r.addr : 0 };
-	slot = nw_index_slot(&c->chain_ix, chain_key_hash(key.module, key.addr), chain_eq,
-			     chain_hash, c, &key);
-	if (!slot || nw_grow(&c->chains, &c->cap_chains, c->nchains + 1, sizeof(*c->chains)))
+	if (nw_grow_fill(&c->chains, &c->nchains, &c->cap_chains, id, sizeof(*c->chains), 0xff))
 		return -ENOMEM;
-	if (*slot != NW_INDEX_NONE)
-		return *slot;
-	key.first = (uint32_t)c->nhits;
-	if (r.map && chain_hits(c, &r))
-		return -ENOMEM;
-	key.n = (uint32_t)(c->nhits - key.first);
-	c->chains[c->nchains] = key;
-	nw_index_fill(&c->chain_ix, slot, (uint32_t)c->nchains);
-	return (int64_t)c->nchains++;
+	if (pl->module != NW_PLACE_NO_MODULE && c->chains[id].n == UINT32_MAX) {
+		nw_place_resolved(c->m, pl, nw_cct_is_return(tr->cct, node), &r);
+		first = (uint32_t)c->nhits;
+		if (chain_hits(c, &r))
+			return -ENOMEM;
+		c->chains[id] = (struct chain){ first, (uint32_t)(c->nhits - first) };
+	}
+	ch = &c->chains[id];
+	return ch->n && ch->n != UINT32_MAX ? id : UINT32_MAX;
 }
 
 static void add_row(struct ctx *c, uint32_t row, bool self, uint64_t w)
@@ -258,18 +238,20 @@ static int add_tree(struct ctx *c, const struct nw_tree *tr)
 	uint32_t *order = malloc((size_t)t->n * sizeof(*order));
 	int ret = -ENOMEM;
 
-	if (!chain || !has || !order)
+	/* Each node's place, then in preorder its chain in place of it. */
+	if (!chain || !has || !order ||
+	    nw_places_resolve_tree(c->m->places, &c->recent, c->m, tr, chain, NULL))
 		goto out;
 	nw_cct_preorder(t, order);
 	chain[NW_CCT_ROOT] = UINT32_MAX;
 	for (uint32_t k = 1; k < t->n; k++) {
 		uint32_t i = order[k];
 		const struct nw_cct_node *nd = &t->nodes[i];
-		int64_t ch = chain_of(c, tr->epoch, nd->ip, nw_cct_is_return(t, i));
+		int64_t ch = chain_of(c, tr, i, chain[i]);
 
 		if (ch < 0)
 			goto out;
-		chain[i] = c->chains[ch].n ? (uint32_t)ch : UINT32_MAX;
+		chain[i] = (uint32_t)ch;
 		has[i] = has[nd->parent] || chain[i] != UINT32_MAX;
 	}
 	for (uint32_t i = 0; i < t->n; i++) {
@@ -545,6 +527,8 @@ static int add_threads(struct ctx *c, const struct nw_filter *f)
 	const struct nw_measurement *m = c->m;
 	int ret = 0;
 
+	if (nw_place_cache_init(&c->recent, 0))
+		return -ENOMEM;
 	for (uint32_t i = 0; i < m->nthreads && !ret; i++) {
 		if (!nw_filter_thread(f, &m->threads[i]))
 			continue;
@@ -559,7 +543,7 @@ static void ctx_fini(struct ctx *c)
 	free(c->rows);
 	nw_index_fini(&c->row_ix);
 	free(c->chains);
-	nw_index_fini(&c->chain_ix);
+	nw_place_cache_fini(&c->recent);
 	free(c->hits);
 	free(c->fns);
 }

@@ -104,7 +104,7 @@ int nw_stacks_frames_of(struct nw_frames *f, const struct nw_resolved *r, uint32
 
 	if (!max)
 		return 0;
-	if (!r->map) {
+	if (!r->module) {
 		fi = nw_frames_intern(f, NW_FRAME_UNKNOWN, "[unknown]", NULL, 0, NULL);
 		if (fi < 0)
 			return -ENOMEM;

@@ -176,10 +176,11 @@ void nw_stacks_defer(struct nw_stacks *s, const struct nw_filter *f, bool per_th
 int nw_stacks_visit(struct nw_stacks *s, bool names, nw_visit_fn visit, void *arg);
 
 /*
- * The frames of one resolved address, outermost first, into @out (room for
- * @max): the inline chain of its symbol entry, else "module+0xADDR", else
- * "[unknown]".  The one place frames are named; pprof names its locations
- * with it too.  Returns the count, or -ENOMEM.
+ * The frames of one resolved address (a place, nw_place_resolved()),
+ * outermost first, into @out (room for @max): the inline chain of its
+ * symbol entry, else "module+0xADDR", else "[unknown]" (no module).  The
+ * one place frames are named; pprof names its locations with it too.
+ * Returns the count, or -ENOMEM.
  */
 int nw_stacks_frames_of(struct nw_frames *f, const struct nw_resolved *r, uint32_t *out,
 			uint32_t max);

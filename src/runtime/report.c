@@ -199,15 +199,23 @@ static double pct(double part, double whole)
 	return whole > 0 ? 100.0 * part / whole : 0.0;
 }
 
-static void report_flat(struct out *o, const struct rt_snapshot *s)
+/* The sections entered at least once into scratch.order, most total time first; how many. */
+static uint32_t sections_by_total(const struct rt_snapshot *s)
 {
-	char a[32], b[32], c[32], d[32], e[32];
 	uint32_t n = 0;
 
 	for (uint32_t i = 0; i < s->nsections; i++)
 		if (scratch.secs[i].count)
 			scratch.order[n++] = i;
 	sort_desc(scratch.order, n, &scratch.secs[0].total, sizeof(scratch.secs[0]));
+	return n;
+}
+
+static void report_flat(struct out *o, const struct rt_snapshot *s)
+{
+	char a[32], b[32], c[32], d[32], e[32];
+	uint32_t n = sections_by_total(s);
+
 	out_printf(o, "\nFlat summary (by cumulative time):\n");
 	out_printf(o, "%8s %12s %12s %10s %12s %12s %12s  %s\n", "CUMUL%", "CUMULATIVE", "SELF",
 		   "CALLS", "AVERAGE", "MIN", "MAX", "SECTION");
@@ -287,12 +295,8 @@ static void report_hierarchy(struct out *o, const struct rt_snapshot *s)
 static void report_details(struct out *o, const struct rt_snapshot *s)
 {
 	char a[32], b[32], c[32], d[32];
-	uint32_t n = 0;
+	uint32_t n = sections_by_total(s);
 
-	for (uint32_t i = 0; i < s->nsections; i++)
-		if (scratch.secs[i].count)
-			scratch.order[n++] = i;
-	sort_desc(scratch.order, n, &scratch.secs[0].total, sizeof(scratch.secs[0]));
 	out_printf(o, "\nSection details:\n");
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t id = scratch.order[k];

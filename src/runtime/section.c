@@ -170,6 +170,23 @@ static struct rt_thread *thread_new(void)
 	return t;
 }
 
+/*
+ * This thread's state where it has none yet (its first section): made
+ * now, unless the thread is already making or freeing it (rt_tls_busy),
+ * then NULL, as when it cannot be made.
+ */
+static __attribute__((noinline)) struct rt_thread *thread_first(void)
+{
+	struct rt_thread *t;
+
+	if (rt_tls_busy)
+		return NULL;
+	rt_tls_busy = 1;
+	t = thread_new();
+	rt_tls_busy = 0;
+	return t;
+}
+
 static struct rt_stats *stats_chunk(struct rt_thread *t, uint32_t c)
 {
 	struct rt_stats *s = calloc(CHUNK, sizeof(*s));
@@ -346,15 +363,8 @@ static __attribute__((noinline)) int enter_full(struct narwhal_site *site, const
 	uint32_t d, parent, path = NONE, sec = NONE;
 	uint64_t c;
 
-	if (!t) {
-		if (rt_tls_busy)
-			return -1;
-		rt_tls_busy = 1;
-		t = thread_new();
-		rt_tls_busy = 0;
-		if (!t)
-			return -1;
-	}
+	if (!t && !(t = thread_first()))
+		return -1;
 	d = t->depth;
 	if (d >= NARWHAL_MAX_DEPTH) {
 		t->overflow++;
@@ -481,15 +491,8 @@ NW_EXPORT int(narwhal_begin)(const char *name)
 
 	if (!name)
 		name = "(null)";
-	if (unlikely(!t)) {
-		if (rt_tls_busy)
-			return -1;
-		rt_tls_busy = 1;
-		t = thread_new();
-		rt_tls_busy = 0;
-		if (!t)
-			return -1;
-	}
+	if (unlikely(!t) && !(t = thread_first()))
+		return -1;
 	/* A pointer seen before and holding the same text: its section. */
 	slot = hash_u64((uintptr_t)name) & (NAME_CACHE_SLOTS - 1);
 	if (t->name_ptr[slot] == name) {
@@ -515,11 +518,8 @@ NW_EXPORT void narwhal_end(void)
 {
 	struct rt_thread *t = tls_thread;
 
-	if (unlikely(!t) && !rt_tls_busy) {
-		rt_tls_busy = 1;
-		t = thread_new();
-		rt_tls_busy = 0;
-	}
+	if (unlikely(!t))
+		t = thread_first();
 	if (!t || !t->depth) {
 		if (t)
 			t->unbalanced++;

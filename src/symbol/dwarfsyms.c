@@ -17,6 +17,7 @@
 #include <elfutils/libdwfl.h>
 
 #include "symbol/symfile.h"
+#include "util/bsearch.h"
 #include "util/strbuf.h"
 
 /* The DIEs of subprograms and inlined subroutines whose code holds a PC, outermost first. */
@@ -191,19 +192,16 @@ static int cufuncs_get(struct nw_symfile *f, Dwarf_Die *cudie, struct nw_cufuncs
 }
 
 /* The innermost function range of @cu holding @pc, or NULL. */
+static uint64_t range_low(const void *v, size_t i)
+{
+	return ((const struct nw_funcrange *)v)[i].low;
+}
+
 static struct nw_funcrange *cufuncs_find(const struct nw_cufuncs *cu, Dwarf_Addr pc)
 {
-	size_t lo = 0, hi = cu->n;
+	/* The ranges that start at or below pc. */
+	size_t lo = nw_bsearch_le(cu->v, cu->n, pc, range_low);
 
-	/* lo becomes the number of ranges that start at or below pc. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (cu->v[mid].low <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	for (size_t i = lo; i-- > 0 && cu->v[i].maxhigh > pc;) {
 		if (pc < cu->v[i].high)
 			return &cu->v[i];

@@ -14,6 +14,7 @@
 #include <elfutils/libdwfl.h>
 
 #include "symbol/symfile.h"
+#include "util/bsearch.h"
 
 static int elfsym_cmp(const void *a, const void *b)
 {
@@ -182,19 +183,16 @@ static int elfsyms_build(struct nw_symfile *f)
  * else the closest symbol below it when that one has no size and lies in
  * the same segment.  NULL when none.
  */
+static uint64_t sym_addr(const void *syms, size_t i)
+{
+	return ((const struct nw_elfsym *)syms)[i].addr;
+}
+
 static const struct nw_elfsym *elfsyms_find(const struct nw_symfile *f, uint64_t vaddr)
 {
-	size_t lo = 0, hi = f->nsyms;
+	size_t lo = nw_bsearch_le(f->syms, f->nsyms, vaddr, sym_addr);
 	const struct nw_elfsym *below;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (f->syms[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo == 0)
 		return NULL;
 	below = &f->syms[lo - 1];

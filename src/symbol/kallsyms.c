@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "util/bsearch.h"
 #include "util/cache.h"
 #include "util/file.h"
 #include "util/hash.h"
@@ -238,36 +239,33 @@ void nw_kallsyms_fini(struct nw_kallsyms *ks)
 	memset(ks, 0, sizeof(*ks));
 }
 
+static uint64_t rec_addr(const void *recs, size_t i)
+{
+	return ((const struct nw_kallsyms_rec *)recs)[i].addr;
+}
+
+static uint64_t ksym_addr(const void *v, size_t i)
+{
+	return ((const struct nw_ksym *)v)[i].addr;
+}
+
 bool nw_kallsyms_find(const struct nw_kallsyms *ks, uint64_t pc, struct nw_ksym *ret)
 {
-	size_t lo = 0, hi = ks->n;
+	size_t lo;
 
 	if (!ks->n)
 		return false;
+	/* The last symbol at or below pc: there is one, the first is. */
 	if (ks->map) {
 		if (pc < ks->recs[0].addr || pc >= ks->text_end)
 			return false;
-		while (hi - lo > 1) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (ks->recs[mid].addr <= pc)
-				lo = mid;
-			else
-				hi = mid;
-		}
+		lo = nw_bsearch_le(ks->recs, ks->n, pc, rec_addr) - 1;
 		*ret = (struct nw_ksym){ ks->recs[lo].addr, ks->names + ks->recs[lo].name, NULL };
 		return true;
 	}
 	if (pc < ks->v[0].addr)
 		return false;
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ks->v[mid].addr <= pc)
-			lo = mid;
-		else
-			hi = mid;
-	}
+	lo = nw_bsearch_le(ks->v, ks->n, pc, ksym_addr) - 1;
 	/* Past the end of the image's text, in the gap after its last function: nothing. */
 	if (!ks->v[lo].module && ks->text_end && ks->v[lo].addr < ks->text_end && pc >= ks->text_end)
 		return false;

@@ -16,6 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/bsearch.h"
+#include "util/file.h"
+#include "util/strbuf.h"
+
 /* One usable line: [start, end) named names[name_off], seq its line order. */
 struct entry {
 	uint64_t start, end;
@@ -28,17 +32,6 @@ static bool is_blank(char c)
 	return c == ' ' || c == '\t';
 }
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Parses hex at @p (up to @end) into *ret; the position after it, or NULL. */
 static const char *parse_hex(const char *p, const char *end, uint64_t *ret)
 {
@@ -47,7 +40,7 @@ static const char *parse_hex(const char *p, const char *end, uint64_t *ret)
 
 	if (end - p >= 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
 		p += 2;
-	while (p < end && (d = hex_digit(*p)) >= 0) {
+	while (p < end && (d = nw_hex_digit(*p)) >= 0) {
 		if (++digits > 16)
 			return NULL;
 		v = v << 4 | (uint64_t)d;
@@ -257,18 +250,15 @@ void nw_perfmap_free(struct nw_perfmap *m)
 	free(m);
 }
 
+static uint64_t sym_start(const void *v, size_t i)
+{
+	return ((const struct nw_perfmap_sym *)v)[i].start;
+}
+
 const struct nw_perfmap_sym *nw_perfmap_find(const struct nw_perfmap *m, uint64_t addr)
 {
-	size_t lo = 0, hi = m->n;
+	size_t lo = nw_bsearch_le(m->v, m->n, addr, sym_start);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->v[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo && addr < m->v[lo - 1].end)
 		return &m->v[lo - 1];
 	return NULL;
@@ -296,55 +286,6 @@ int nw_perfmap_symbolize(const struct nw_perfmap *m, uint64_t addr, struct nw_sy
 	return 0;
 }
 
-/* Reads at most @max bytes of @fd; -EFBIG when there are more.  -ENOMEM, -errno. */
-static int read_all(int fd, size_t hint, size_t max, char **ret, size_t *ret_len)
-{
-	size_t cap = hint < max ? hint + 1 : max + 1, len = 0;
-	char *buf = malloc(cap ? cap : 1);
-
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t r;
-
-		if (len == cap) {
-			size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-			char *nbuf;
-
-			if (ncap == cap) {
-				free(buf);
-				return -EFBIG;
-			}
-			nbuf = realloc(buf, ncap);
-			if (!nbuf) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = nbuf;
-			cap = ncap;
-		}
-		r = read(fd, buf + len, cap - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = errno;
-
-			free(buf);
-			return -e;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
-	if (len > max) {
-		free(buf);
-		return -EFBIG;
-	}
-	*ret = buf;
-	*ret_len = len;
-	return 0;
-}
-
 int nw_perfmap_read(const char *path, struct nw_perfmap **ret)
 {
 	char *buf = NULL;
@@ -366,7 +307,10 @@ int nw_perfmap_read(const char *path, struct nw_perfmap **ret)
 	err = -EFBIG;
 	if (st.st_size < 0 || (uint64_t)st.st_size > NW_PERFMAP_MAX_SIZE)
 		goto out;
-	err = read_all(fd, (size_t)st.st_size, NW_PERFMAP_MAX_SIZE, &buf, &len);
+	/* The size again: the file may have grown since fstat(). */
+	err = nw_read_fd(fd, (size_t)st.st_size, &buf, &len);
+	if (!err && len > NW_PERFMAP_MAX_SIZE)
+		err = -EFBIG;
 	if (err)
 		goto out;
 	err = nw_perfmap_parse(buf, len, ret);
@@ -378,23 +322,12 @@ out:
 
 int nw_perfmap_save(const struct nw_perfmap *m, const char *path)
 {
-	size_t done = 0;
-	int fd, err = 0;
+	int fd, err;
 
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
 	if (fd < 0)
 		return -errno;
-	while (done < m->rawlen) {
-		ssize_t w = write(fd, m->raw + done, m->rawlen - done);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			err = -errno;
-			break;
-		}
-		done += (size_t)w;
-	}
+	err = nw_write_all(fd, m->raw, m->rawlen);
 	if (close(fd) < 0 && !err)
 		err = -errno;
 	return err;

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/file.h"
 #include "util/hash.h"
 #include "util/log.h"
 #include "util/strbuf.h"
@@ -426,25 +427,19 @@ static bool has_compressed(Elf *elf)
 }
 
 /*
- * Writes the file @fd with every compressed section inflated to cache
- * file @name: a copy of the bytes, then libelf inflates and lays it out
- * again in place.  0 or -errno (nothing left behind).
+ * Fills @out with the file *@arg (an fd) with every compressed section
+ * inflated: a copy of the bytes, then libelf inflates and lays it out
+ * again in place.  0 or -errno.
  */
-static int make_copy(const struct nw_cache *cache, int fd, const char *name)
+static int inflated_copy(void *arg, int out)
 {
-	char tmp[PATH_MAX + 256], path[PATH_MAX + 256];
-	struct stat st;
+	int fd = *(const int *)arg, err = 0;
 	Elf_Scn *scn = NULL;
 	Elf *elf = NULL;
+	struct stat st;
 	off_t off = 0;
-	int out, err = 0;
 
 	if (fstat(fd, &st) != 0)
-		return -errno;
-	snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", cache->dir, name);
-	snprintf(path, sizeof(path), "%s/%s", cache->dir, name);
-	out = mkostemp(tmp, O_CLOEXEC);
-	if (out < 0)
 		return -errno;
 	while (off < st.st_size && !err) {
 		ssize_t n = copy_file_range(fd, &off, out, NULL, (size_t)(st.st_size - off), 0);
@@ -467,13 +462,16 @@ static int make_copy(const struct nw_cache *cache, int fd, const char *name)
 		err = -EIO;
 	if (elf)
 		elf_end(elf);
-	if (close(out) != 0 && !err)
-		err = -errno;
-	if (!err && rename(tmp, path) != 0)
-		err = -errno;
-	if (err)
-		unlink(tmp);
 	return err;
+}
+
+/*
+ * Writes the file @fd with every compressed section inflated to cache
+ * file @name.  0 or -errno (nothing left behind).
+ */
+static int make_copy(const struct nw_cache *cache, int fd, const char *name)
+{
+	return nw_replace_file(cache->dir, name, inflated_copy, &fd);
 }
 
 /*

@@ -176,35 +176,24 @@ void nw_cache_prune(const struct nw_cache *c)
 	free(v);
 }
 
+struct bytes {
+	const void *buf;
+	size_t len;
+};
+
+static int write_bytes(void *arg, int fd)
+{
+	const struct bytes *b = arg;
+
+	return nw_write_all(fd, b->buf, b->len);
+}
+
 int nw_cache_write(const struct nw_cache *c, const char *name, const void *buf, size_t len)
 {
-	char path[PATH_MAX + 256], tmp[PATH_MAX + 256];
-	const char *p = buf;
-	int fd, err = 0;
+	struct bytes b = { buf, len };
 
 	if (!nw_cache_on(c))
 		return -ENOENT;
-	snprintf(path, sizeof(path), "%s/%s", c->dir, name);
-	/* Dot-named: pruning and readers pass over it while it is written. */
-	snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", c->dir, name);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	while (len && !err) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			err = w < 0 ? -errno : -EIO;
-		else
-			p += w, len -= (size_t)w;
-	}
-	if (close(fd) != 0 && !err)
-		err = -errno;
-	if (!err && rename(tmp, path) != 0)
-		err = -errno;
-	if (err)
-		unlink(tmp);
-	return err;
+	/* Dot-named while written: pruning and readers pass over it. */
+	return nw_replace_file(c->dir, name, write_bytes, &b);
 }

@@ -68,6 +68,45 @@ int nw_read_file(const char *path, char **ret, size_t *ret_len)
 	return err;
 }
 
+int nw_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+int nw_replace_file(const char *dir, const char *name, int (*fill)(void *arg, int fd),
+		    void *arg)
+{
+	char path[PATH_MAX + 256], tmp[PATH_MAX + 256];
+	int fd, err;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path) ||
+	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	err = fill(arg, fd);
+	if (close(fd) != 0 && !err)
+		err = -errno;
+	if (!err && rename(tmp, path) != 0)
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
 /* ---- writing behind ---- */
 
 struct behind {
@@ -94,26 +133,13 @@ struct behind {
 /* Passes @len bytes on, to the sink or the fd.  0 or an errno. */
 static int behind_put(struct behind *b, const void *buf, size_t len)
 {
-	const char *p = buf;
+	int e;
 
-	if (b->sink) {
-		int e = len ? b->sink(b->sink_arg, buf, len) : 0;
-
-		return e < 0 ? -e : 0;
-	}
-	while (len) {
-		ssize_t w = write(b->fd, p, len);
-
-		if (w > 0) {
-			p += w;
-			len -= (size_t)w;
-		} else if (w < 0 && errno != EINTR) {
-			return errno;
-		} else if (w == 0) {
-			return EIO;
-		}
-	}
-	return 0;
+	if (b->sink)
+		e = len ? b->sink(b->sink_arg, buf, len) : 0;
+	else
+		e = nw_write_all(b->fd, buf, len);
+	return e < 0 ? -e : 0;
 }
 
 /*

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Reading a whole (small) file into memory; writing a large one behind the
- * caller, gzipped or not.
+ * Reading a whole (small) file into memory; writing all of a buffer, or a
+ * file whole or not at all; writing a large one behind the caller, gzipped
+ * or not.
  */
 #ifndef NW_FILE_H
 #define NW_FILE_H
@@ -21,6 +22,22 @@ int nw_read_file(const char *path, char **ret, size_t *ret_len);
  * made at once, so a file of that size is read without a copy.
  */
 int nw_read_fd(int fd, size_t hint, char **ret, size_t *ret_len);
+
+/*
+ * Writes the @len bytes at @buf to @fd, again where a signal or a short
+ * write left some.  -errno (-EIO where write() wrote nothing).
+ */
+int nw_write_all(int fd, const void *buf, size_t len);
+
+/*
+ * Makes file @name of directory @dir whole or not at all: @fill(@arg, fd)
+ * writes it under a temporary name beside it (".NAME.XXXXXX": readers of
+ * the directory that pass over dot-files never see it half written),
+ * which then replaces @name by rename(); on failure the temporary file is
+ * removed.  0, -errno, or what @fill returned (< 0).
+ */
+int nw_replace_file(const char *dir, const char *name, int (*fill)(void *arg, int fd),
+		    void *arg);
 
 /*
  * Where a stream written behind sends its bytes: to @fd, or, when @sink

@@ -46,23 +46,6 @@ uint32_t *nw_index_slot(struct nw_index *ix, uint64_t hash, nw_index_eq_fn eq,
 	return &ix->slots[h];
 }
 
-uint32_t nw_index_find(const struct nw_index *ix, uint64_t hash, nw_index_eq_fn eq,
-		       const void *ctx, const void *key)
-{
-	uint32_t mask, h;
-
-	if (!ix->nslots)
-		return NW_INDEX_NONE;
-	mask = ix->nslots - 1;
-	h = (uint32_t)hash & mask;
-	while (ix->slots[h] != NW_INDEX_NONE) {
-		if (eq(ctx, ix->slots[h], key))
-			return ix->slots[h];
-		h = (h + 1) & mask;
-	}
-	return NW_INDEX_NONE;
-}
-
 uint32_t nw_index_remove(struct nw_index *ix, uint64_t hash, nw_index_eq_fn eq,
 			 nw_index_hash_fn rehash, const void *ctx, const void *key)
 {

@@ -58,9 +58,25 @@ typedef uint64_t (*nw_index_hash_fn)(const void *ctx, uint32_t entry);
  */
 uint32_t *nw_index_slot(struct nw_index *ix, uint64_t hash, nw_index_eq_fn eq,
 			nw_index_hash_fn rehash, const void *ctx, const void *key);
-/* The entry equal to @key, or NW_INDEX_NONE; never grows the table. */
-uint32_t nw_index_find(const struct nw_index *ix, uint64_t hash, nw_index_eq_fn eq,
-		       const void *ctx, const void *key);
+/*
+ * The entry equal to @key, or NW_INDEX_NONE; never grows the table.
+ * Inline, so that a caller's own @eq is inlined into the probe: a lookup
+ * per node of every tree (the places, model/places.h) pays no call per
+ * probe.
+ */
+static inline uint32_t nw_index_find(const struct nw_index *ix, uint64_t hash,
+				     nw_index_eq_fn eq, const void *ctx, const void *key)
+{
+	uint32_t mask, h;
+
+	if (!ix->nslots)
+		return NW_INDEX_NONE;
+	mask = ix->nslots - 1;
+	for (h = (uint32_t)hash & mask; ix->slots[h] != NW_INDEX_NONE; h = (h + 1) & mask)
+		if (eq(ctx, ix->slots[h], key))
+			return ix->slots[h];
+	return NW_INDEX_NONE;
+}
 /* Stores entry number @entry in @slot, from nw_index_slot(). */
 static inline void nw_index_fill(struct nw_index *ix, uint32_t *slot, uint32_t entry)
 {

@@ -174,6 +174,15 @@ int nw_grow_slow(void *pv, size_t *cap, size_t need, size_t size)
 	return 0;
 }
 
+int nw_grow_fill_slow(void *pv, size_t *n, size_t *cap, size_t i, size_t size, int fill)
+{
+	if (nw_grow(pv, cap, i + 1, size))
+		return -ENOMEM;
+	memset((char *)*(void **)pv + *n * size, fill, (i + 1 - *n) * size);
+	*n = i + 1;
+	return 0;
+}
+
 const char nw_digit_pairs[200] = "00010203040506070809101112131415161718192021222324"
 				  "25262728293031323334353637383940414243444546474849"
 				  "50515253545556575859606162636465666768697071727374"

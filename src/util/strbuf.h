@@ -41,6 +41,18 @@ void nw_sb_fini(struct nw_strbuf *b);
 /* A malloc'd formatted string, NULL on ENOMEM. */
 __attribute__((format(printf, 1, 2))) char *nw_strdup_printf(const char *fmt, ...);
 
+/* The value of hex digit @c (either case), or -1. */
+static inline int nw_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 /* "00" to "99": two digits per division. */
 extern const char nw_digit_pairs[200];
 
@@ -110,6 +122,19 @@ static inline int nw_grow(void *pv, size_t *cap, size_t need, size_t size)
 {
 	/* Inline: the hot loops call it for every element they append. */
 	return need <= *cap ? 0 : nw_grow_slow(pv, cap, need, size);
+}
+
+/*
+ * For an array indexed by dense ids (places, frames) of which *@n entries
+ * are set: room for entry @i, the entries from *@n to @i filled with bytes
+ * @fill (the caller's "none"), *@n then past @i.  Entries past @i are not
+ * touched, so memory follows the ids used, not the capacity.  0 or
+ * -ENOMEM (the array is unchanged).
+ */
+int nw_grow_fill_slow(void *pv, size_t *n, size_t *cap, size_t i, size_t size, int fill);
+static inline int nw_grow_fill(void *pv, size_t *n, size_t *cap, size_t i, size_t size, int fill)
+{
+	return i < *n ? 0 : nw_grow_fill_slow(pv, n, cap, i, size, fill);
 }
 
 /*
