@@ -23,17 +23,13 @@
 #include "util/options.h"
 #include "util/strbuf.h"
 
-/* A sample record is at most 64 KiB: the stack copy's largest size. */
+/* A sample record is at most 64 KiB: the stack copy's largest size.  -C: CPUs a list may name. */
 #define NW_MAX_STACK_COPY 65528
 #define NW_DEFAULT_STACK_COPY 16384
 #define NW_DEFAULT_HYBRID_COPY 2048
-/* -C: the CPUs a list may name. */
 #define NW_MAX_CPUS 4096
 
-/*
- * The exit status when the measurement could not be written and the
- * program itself succeeded (EX_IOERR); a program that failed keeps its own.
- */
+/* When the measurement could not be written (EX_IOERR); a failed program's own status wins. */
 #define NW_EXIT_WRITE_FAILED 74
 
 static volatile sig_atomic_t stop_signal;
@@ -108,11 +104,9 @@ static const struct nw_option opts_table[] = {
 	  "symbolization results of earlier runs (kept in\n"
 	  "$XDG_CACHE_HOME/narwhal by build-id; they make a\n"
 	  "run cheaper, never change what it records)" },
-	{ "code-cap", required_argument, OPT_CODE_CAP, "FUNC[,TOTAL]",
-	  "store at most FUNC bytes of each sampled function's\n"
-	  "machine code and TOTAL in all, the hottest first\n"
-	  "(default 64K,8M; K, M, G): the report's disassembly\n"
-	  "needs no binary then" },
+	{ "code-cap", required_argument, OPT_CODE_CAP, "FUNC[,TOTAL]", "store at most FUNC bytes "
+	  "of each sampled function's\nmachine code and TOTAL in all, the hottest first\n(default "
+	  "64K,8M; K, M, G): --disasm then needs no binary" },
 	{ "no-code", no_argument, OPT_NO_CODE, NULL, "store no machine code" },
 	{ "checkpoint", required_argument, OPT_CHECKPOINT, "SECONDS",
 	  "write the measurement every SECONDS while recording\n"
@@ -317,16 +311,10 @@ static int parse_one(int c, struct opts *o)
 	case OPT_FLIGHT_RECORDER: return parse_seconds(c, false, 1e6, &ro->flight_ns);
 	case OPT_ROTATE: return parse_seconds(c, false, 1e6, &ro->rotate_ns);
 	case OPT_ROTATE_PPROF: o->rotate_pprof = true; break;
-	case OPT_CODE_CAP: {
-		char *comma = strchr(optarg, ','), first[64];
-
-		snprintf(first, sizeof(first), "%.*s",
-			 (int)(comma ? (size_t)(comma - optarg) : strlen(optarg)), optarg);
-		if (nw_parse_size(first, &ro->code.func_cap) ||
-		    (comma && nw_parse_size(comma + 1, &ro->code.total_cap)))
+	case OPT_CODE_CAP:
+		if (nw_parse_size_pair(optarg, &ro->code.func_cap, &ro->code.total_cap))
 			return bad_arg(c, "FUNC[,TOTAL] in bytes like 64K,8M");
 		break;
-	}
 	case OPT_NO_CODE: ro->code.off = true; break;
 	case OPT_MAX_SIZE:
 		if (nw_parse_size(optarg, &ro->max_bytes))

@@ -169,8 +169,8 @@ static const struct opt opts[] = {
 	  "a differential HTML report", SETS_DIFF, 0 },
 	{ "all", no_argument, 0, NULL, "--diff: every change, also those within sampling noise",
 	  SETS_FLAG, FIELD(rpt.diff_all) },
-	{ "diff-absolute", no_argument, 0, NULL, "--diff: samples (or time) compared, not shares: "
-	  "runs\nof different length", SETS_FLAG, FIELD(rpt.diff_absolute) },
+	{ "diff-absolute", no_argument, 0, NULL, "--diff: samples or time, not shares (runs of "
+	  "different length)", SETS_FLAG, FIELD(rpt.diff_absolute) },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -190,9 +190,8 @@ static size_t synopsis(const struct opt *t, bool indent, char *buf, size_t len)
 }
 
 /*
- * --help from the table: each row the options that share it, then the
- * first line of its text from column 23 (or two spaces after a longer
- * column), the others below it.
+ * --help from the table: each row the options that share it, then its text
+ * from column 23 (or two spaces after a longer column), line by line.
  */
 static void usage(FILE *f)
 {
@@ -625,17 +624,6 @@ static const char *names_of(const char **v, int n, char *buf, size_t len)
 	return buf;
 }
 
-/* Whether the filter, when it asks for threads, selects one of @l's. */
-static bool filter_matches(const struct report_opts *o, const struct loaded *l)
-{
-	if (o->filter.tid < 0 && o->filter.pid < 0 && !o->filter.comm)
-		return true;
-	for (uint32_t i = 0; i < l->m->nthreads; i++)
-		if (nw_filter_thread(&o->filter, &l->m->threads[i]))
-			return true;
-	return false;
-}
-
 /* Reads the measurements (and the bases of --diff) and runs the plan: the exit status. */
 static int report(struct report_opts *o, struct nw_plan *p)
 {
@@ -652,7 +640,7 @@ static int report(struct report_opts *o, struct nw_plan *p)
 		ret = load(o, p, o->dirs, o->ndirs, &l);
 	if (ret)
 		goto out;
-	if (!o->nbases && !filter_matches(o, &l)) {
+	if (!o->nbases && !nw_filter_matches(&o->filter, l.m)) {
 		ret = tell(1, "%s: no thread matches the filter; see narwhal-report --threads",
 			   l.dir);
 		goto out;

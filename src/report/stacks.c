@@ -28,6 +28,16 @@ bool nw_filter_thread(const struct nw_filter *f, const struct nw_mthread *th)
 	return true;
 }
 
+bool nw_filter_matches(const struct nw_filter *f, const struct nw_measurement *m)
+{
+	if (!f || (f->tid < 0 && f->pid < 0 && !f->comm))
+		return true;
+	for (uint32_t i = 0; i < m->nthreads; i++)
+		if (nw_filter_thread(f, &m->threads[i]))
+			return true;
+	return false;
+}
+
 struct nw_stacks *nw_stacks_new(const struct nw_measurement *m, unsigned nmetrics)
 {
 	struct nw_stacks *s = calloc(1, sizeof(*s));

@@ -30,6 +30,8 @@ struct nw_filter {
 #define NW_FILTER_ALL ((struct nw_filter){ .tid = -1, .pid = -1 })
 
 bool nw_filter_thread(const struct nw_filter *f, const struct nw_mthread *th);
+/* Whether @f, when it asks for threads at all, selects one of @m's. */
+bool nw_filter_matches(const struct nw_filter *f, const struct nw_measurement *m);
 
 /*
  * Weight moved from a node to a place below prefix frames: thread @thread

@@ -146,3 +146,16 @@ bad:
 	free(v);
 	return -EINVAL;
 }
+
+int nw_parse_size_pair(const char *s, uint64_t *first, uint64_t *second)
+{
+	const char *comma = strchr(s, ',');
+	char head[64];
+
+	if (!comma)
+		return nw_parse_size(s, first);
+	if ((size_t)(comma - s) >= sizeof(head))
+		return -EINVAL;
+	snprintf(head, sizeof(head), "%.*s", (int)(comma - s), s);
+	return nw_parse_size(head, first) || nw_parse_size(comma + 1, second) ? -EINVAL : 0;
+}

@@ -54,6 +54,8 @@ int nw_parse_count(const char *s, uint64_t *ret);
 int nw_parse_seconds(const char *s, bool zero, double max, double *ret);
 /* Bytes: "4096", "512K", "500M", "2G" (a B may follow).  -EINVAL. */
 int nw_parse_size(const char *s, uint64_t *ret);
+/* "SIZE" or "SIZE,SIZE" (nw_parse_size() each): the second left alone when absent.  -EINVAL. */
+int nw_parse_size_pair(const char *s, uint64_t *first, uint64_t *second);
 /*
  * CPUs: "0,2-3" as @max flags (malloc'd; *@ret, freed first, takes it).
  * -EINVAL (a CPU @max or above), -ENOMEM.
