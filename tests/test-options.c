@@ -20,11 +20,11 @@
 enum { OPT_IDLE = NW_OPTION_LONG_ONLY, OPT_MAX_SIZE, OPT_MAX_FILES };
 
 static const struct nw_option table[] = {
-	{ "output", required_argument, 'o', "DIR", "measurement directory\nsecond line" },
-	{ "quiet", no_argument, 'q', NULL, "no summary line" },
-	{ "idle", no_argument, OPT_IDLE, NULL, "keep the idle task" },
-	{ "max-size", required_argument, OPT_MAX_SIZE, "SIZE", NULL },
-	{ "max-files", required_argument, OPT_MAX_FILES, "N", "the oldest go\nbeyond either" },
+	{ "--output", required_argument, 'o', "DIR", "measurement directory\nsecond line" },
+	{ "--quiet", no_argument, 'q', NULL, "no summary line" },
+	{ "--idle", no_argument, OPT_IDLE, NULL, "keep the idle task" },
+	{ "--max-size", required_argument, OPT_MAX_SIZE, "SIZE", NULL },
+	{ "--max-files", required_argument, OPT_MAX_FILES, "N", "the oldest go\nbeyond either" },
 };
 
 #define N (sizeof(table) / sizeof(table[0]))

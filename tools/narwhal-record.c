@@ -51,92 +51,92 @@ enum {
  * names the same.
  */
 static const struct nw_option opts_table[] = {
-	{ "output", required_argument, 'o', "DIR",
+	{ "--output", required_argument, 'o', "DIR",
 	  "measurement directory (default narwhal.data;\n"
 	  "an existing one is moved to DIR.old)" },
-	{ "event", required_argument, 'e', "EV[,EV...]",
+	{ "--event", required_argument, 'e', "EV[,EV...]",
 	  "events to sample (default cycles, or cpu-clock\n"
 	  "where the CPU has no PMU)" },
-	{ "freq", required_argument, 'F', "HZ", "samples per second per thread (default 999)" },
-	{ "count", required_argument, 'c', "PERIOD", "sample every PERIOD events instead of -F" },
-	{ "call-graph", required_argument, 'g', "MODE",
+	{ "--freq", required_argument, 'F', "HZ", "samples per second per thread (default 999)" },
+	{ "--count", required_argument, 'c', "PERIOD", "sample every PERIOD events instead of -F" },
+	{ "--call-graph", required_argument, 'g', "MODE",
 	  "dwarf[,SIZE] (default: CFI unwinding of a SIZE-byte\n"
 	  "stack copy at record time; 16384, at most 65528),\n"
 	  "fp (the kernel's frame-pointer chains: cheapest,\n"
 	  "but broken by code without frame pointers), or\n"
 	  "hybrid[,SIZE] (CFI over a small copy, 2048, spliced\n"
 	  "onto the frame-pointer chain)" },
-	{ "mmap-pages", required_argument, 'm', "N",
+	{ "--mmap-pages", required_argument, 'm', "N",
 	  "data pages per CPU ring, a power of two (default\n"
 	  "128, or 2048 with --call-graph dwarf)" },
-	{ "pid", required_argument, 'p', "PID[,PID...]",
+	{ "--pid", required_argument, 'p', "PID[,PID...]",
 	  "attach to running processes (all their threads)" },
-	{ "tid", required_argument, 't', "TID[,TID...]", "attach to running threads" },
-	{ "all-cpus", no_argument, 'a', NULL,
+	{ "--tid", required_argument, 't', "TID[,TID...]", "attach to running threads" },
+	{ "--all-cpus", no_argument, 'a', NULL,
 	  "record the whole machine: every process on every CPU\n"
 	  "(root, CAP_PERFMON or perf_event_paranoid<=0); until\n"
 	  "Ctrl-C, --duration or the end of COMMAND if given" },
-	{ "cpu", required_argument, 'C', "CPUS", "as -a, on the CPUs listed only (0,2-3)" },
-	{ "idle", no_argument, OPT_IDLE, NULL,
+	{ "--cpu", required_argument, 'C', "CPUS", "as -a, on the CPUs listed only (0,2-3)" },
+	{ "--idle", no_argument, OPT_IDLE, NULL,
 	  "with -a or -C: keep the idle task's samples (pid 0)" },
-	{ "duration", required_argument, OPT_DURATION, "SECONDS",
+	{ "--duration", required_argument, OPT_DURATION, "SECONDS",
 	  "stop after SECONDS (attached: the program runs on)" },
-	{ "alloc", no_argument, OPT_ALLOC, NULL,
+	{ "--alloc", no_argument, OPT_ALLOC, NULL,
 	  "record allocations (malloc, calloc, realloc, free, the\n"
 	  "aligned ones, C++ new/delete) with their call paths:\n"
 	  "alloc-objects, alloc-bytes, inuse-objects, inuse-bytes;\n"
 	  "allocations only, unless -e names events to sample too" },
-	{ "alloc-rate", required_argument, OPT_ALLOC_RATE, "BYTES",
+	{ "--alloc-rate", required_argument, OPT_ALLOC_RATE, "BYTES",
 	  "one sample per BYTES allocated on average (default\n"
 	  "524288; 1: every allocation, exact)" },
-	{ "off-cpu", no_argument, OPT_OFF_CPU, NULL,
+	{ "--off-cpu", no_argument, OPT_OFF_CPU, NULL,
 	  "also record where threads block, and for how long\n"
 	  "(needs kernel samples: root or perf_event_paranoid<=1)" },
-	{ "user-only", no_argument, OPT_USER_ONLY, NULL,
+	{ "--user-only", no_argument, OPT_USER_ONLY, NULL,
 	  "user space only: no kernel time or frames (also an\n"
 	  "event with :u); by default the kernel's call chain\n"
 	  "is below the user stack where the kernel allows it" },
-	{ "no-trace", no_argument, OPT_NO_TRACE, NULL,
+	{ "--no-trace", no_argument, OPT_NO_TRACE, NULL,
 	  "no traces (the time of each sample: --time, --timeline,\n"
 	  "the timeline exports and --sections need them)" },
-	{ "no-cache", no_argument, OPT_NO_CACHE, NULL,
+	{ "--no-cache", no_argument, OPT_NO_CACHE, NULL,
 	  "neither read nor keep the kernel's symbols and the\n"
 	  "symbolization results of earlier runs (kept in\n"
 	  "$XDG_CACHE_HOME/narwhal by build-id; they make a\n"
 	  "run cheaper, never change what it records)" },
-	{ "code-cap", required_argument, OPT_CODE_CAP, "FUNC[,TOTAL]", "store at most FUNC bytes "
+	{ "--code-cap", required_argument, OPT_CODE_CAP, "FUNC[,TOTAL]", "store at most FUNC bytes "
 	  "of each sampled function's\nmachine code and TOTAL in all, the hottest first\n(default "
 	  "64K,8M; K, M, G): --disasm then needs no binary" },
-	{ "no-code", no_argument, OPT_NO_CODE, NULL, "store no machine code" },
-	{ "checkpoint", required_argument, OPT_CHECKPOINT, "SECONDS",
+	{ "--no-code", no_argument, OPT_NO_CODE, NULL, "store no machine code" },
+	{ "--checkpoint", required_argument, OPT_CHECKPOINT, "SECONDS",
 	  "write the measurement every SECONDS while recording\n"
 	  "(default 10, the first after 1 s; 0: only at the end)" },
-	{ "flight-recorder", required_argument, OPT_FLIGHT_RECORDER, "SECONDS",
+	{ "--flight-recorder", required_argument, OPT_FLIGHT_RECORDER, "SECONDS",
 	  "keep only the last SECONDS, in bounded memory;\n"
 	  "written at the end or on SIGUSR2" },
-	{ "rotate", required_argument, OPT_ROTATE, "SECONDS",
+	{ "--rotate", required_argument, OPT_ROTATE, "SECONDS",
 	  "one measurement per interval: DIR/0001, DIR/0002, ..." },
-	{ "rotate-pprof", no_argument, OPT_ROTATE_PPROF, NULL,
+	{ "--rotate-pprof", no_argument, OPT_ROTATE_PPROF, NULL,
 	  "with --rotate, also DIR/NNNN.pb.gz per interval" },
-	{ "max-size", required_argument, OPT_MAX_SIZE, "SIZE", NULL },
-	{ "max-files", required_argument, OPT_MAX_FILES, "N",
+	{ "--max-size", required_argument, OPT_MAX_SIZE, "SIZE", NULL },
+	{ "--max-files", required_argument, OPT_MAX_FILES, "N",
 	  "with --rotate: remove the oldest beyond\n"
 	  "SIZE bytes (K, M, G) or N intervals" },
-	{ "snapshot", required_argument, OPT_SNAPSHOT, "PID",
+	{ "--snapshot", required_argument, OPT_SNAPSHOT, "PID",
 	  "ask the narwhal-record PID to write its measurement now\n"
 	  "(as SIGUSR2 does), then exit" },
-	{ "pprof", required_argument, OPT_PPROF, "FILE",
+	{ "--pprof", required_argument, OPT_PPROF, "FILE",
 	  "also write a pprof profile (gzipped protobuf) at the end" },
-	{ "flamegraph", required_argument, OPT_FLAMEGRAPH, "FILE",
+	{ "--flamegraph", required_argument, OPT_FLAMEGRAPH, "FILE",
 	  "also write an SVG flame graph at the end" },
-	{ "html", required_argument, OPT_HTML, "FILE",
+	{ "--html", required_argument, OPT_HTML, "FILE",
 	  "also write the HTML report (one file, opens anywhere) at the end" },
-	{ "list-events", no_argument, OPT_LIST_EVENTS, NULL,
+	{ "--list-events", no_argument, OPT_LIST_EVENTS, NULL,
 	  "list the event names this machine knows" },
-	{ "quiet", no_argument, 'q', NULL, "no summary line" },
-	{ "verbose", no_argument, 'v', NULL, "debug messages" },
-	{ "help", no_argument, 'h', NULL, "this text" },
-	{ "version", no_argument, 'V', NULL, "print the version" },
+	{ "--quiet", no_argument, 'q', NULL, "no summary line" },
+	{ "--verbose", no_argument, 'v', NULL, "debug messages" },
+	{ "--help", no_argument, 'h', NULL, "this text" },
+	{ "--version", no_argument, 'V', NULL, "print the version" },
 };
 
 #define NOPTS (sizeof(opts_table) / sizeof(opts_table[0]))

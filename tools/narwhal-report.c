@@ -64,7 +64,7 @@ enum opt_sets { SETS_VIEW, SETS_VIEW_RE, SETS_FLAG, SETS_STRING, SETS_EXPORT, SE
 		SETS_PERCENT, SETS_HELP, SETS_VERSION };
 
 struct opt {
-	const char *name;       /* the long option; NULL: a heading of --help */
+	const char *name;       /* the long option as typed ("--tree"); NULL: a heading of --help */
 	int has_arg;
 	char letter;            /* the short option; 0: none */
 	const char *arg;        /* its argument in --help */
@@ -77,99 +77,99 @@ struct opt {
 
 static const struct opt opts[] = {
 	{ NULL, 0, 0, NULL, "Views:" },
-	{ "tree", no_argument, 0, NULL, "call tree, inclusive and self (default)", SETS_VIEW,
+	{ "--tree", no_argument, 0, NULL, "call tree, inclusive and self (default)", SETS_VIEW,
 	  NW_VIEW_TREE },
-	{ "flat", no_argument, 0, NULL, "functions by self, with cumulative share", SETS_VIEW,
+	{ "--flat", no_argument, 0, NULL, "functions by self, with cumulative share", SETS_VIEW,
 	  NW_VIEW_FLAT },
-	{ "leaks", no_argument, 0, NULL, "call paths of memory still live at exit, largest first\n"
+	{ "--leaks", no_argument, 0, NULL, "call paths of memory still live at exit, largest first\n"
 	  "(narwhal-record --alloc)", SETS_VIEW, NW_VIEW_LEAKS },
-	{ "threads", no_argument, 0, NULL, "one line per thread, most samples first", SETS_VIEW,
+	{ "--threads", no_argument, 0, NULL, "one line per thread, most samples first", SETS_VIEW,
 	  NW_VIEW_THREADS },
-	{ "folded", no_argument, 0, NULL, "folded stacks (flamegraph.pl input)", SETS_VIEW,
+	{ "--folded", no_argument, 0, NULL, "folded stacks (flamegraph.pl input)", SETS_VIEW,
 	  NW_VIEW_FOLDED },
-	{ "callers", required_argument, 0, "RE", "who calls the functions matching RE, through\n"
+	{ "--callers", required_argument, 0, "RE", "who calls the functions matching RE, through\n"
 	  "which paths", SETS_VIEW_RE, NW_VIEW_CALLERS },
-	{ "peek", required_argument, 0, "RE", NULL, SETS_VIEW_RE, NW_VIEW_CALLERS },
-	{ "by", required_argument, 0, "module", "shares per module (the program, libc, ...)",
+	{ "--peek", required_argument, 0, "RE", NULL, SETS_VIEW_RE, NW_VIEW_CALLERS },
+	{ "--by", required_argument, 0, "module", "shares per module (the program, libc, ...)",
 	  SETS_BY, 0 },
-	{ "lines", required_argument, 0, "RE", "per source line of the functions matching RE",
+	{ "--lines", required_argument, 0, "RE", "per source line of the functions matching RE",
 	  SETS_VIEW_RE, NW_VIEW_LINES },
-	{ "addresses", required_argument, 0, "RE", "per sampled instruction of the functions "
+	{ "--addresses", required_argument, 0, "RE", "per sampled instruction of the functions "
 	  "matching RE", SETS_VIEW_RE, NW_VIEW_ADDRESSES },
-	{ "disasm", required_argument, 0, "RE", "annotated disassembly of the functions matching "
+	{ "--disasm", required_argument, 0, "RE", "annotated disassembly of the functions matching "
 	  "RE,\nfrom the code stored in the measurement", SETS_VIEW_RE, NW_VIEW_DISASM },
-	{ "timeline", optional_argument, 0, "[=functions]", "one row per thread over time: how "
+	{ "--timeline", optional_argument, 0, "[=functions]", "one row per thread over time: how "
 	  "busy it was\n(or its hottest function) in each column", SETS_TIMELINE, 0 },
-	{ "width", required_argument, 0, "N", "--timeline: columns, 10 to 1000 (default 64)",
+	{ "--width", required_argument, 0, "N", "--timeline: columns, 10 to 1000 (default 64)",
 	  SETS_WIDTH, 0 },
-	{ "stack-health", no_argument, 0, NULL, "how many stacks are complete, where unwinding "
+	{ "--stack-health", no_argument, 0, NULL, "how many stacks are complete, where unwinding "
 	  "stops", SETS_VIEW, NW_VIEW_HEALTH },
-	{ "sections", no_argument, 0, NULL, "instrumented sections (narwhal.h): tree with counts,\n"
+	{ "--sections", no_argument, 0, NULL, "instrumented sections (narwhal.h): tree with counts,\n"
 	  "times and the samples taken inside each", SETS_VIEW, VIEW_SECTIONS },
 	{ NULL, 0, 0, NULL, "Selecting and shaping (every view and export):" },
-	{ "time", required_argument, 0, "START,END", "only what happened then: seconds from the "
+	{ "--time", required_argument, 0, "START,END", "only what happened then: seconds from the "
 	  "start (2.5)\nor percentages of the run (40%,60%); either may be empty", SETS_STRING,
 	  FIELD(time) },
-	{ "tid", required_argument, 0, "N", "only thread N, only process N", SETS_ID,
+	{ "--tid", required_argument, 0, "N", "only thread N, only process N", SETS_ID,
 	  FIELD(filter.tid) },
-	{ "pid", required_argument, 0, "N", NULL, SETS_ID, FIELD(filter.pid) },
-	{ "comm", required_argument, 0, "NAME", "only threads named NAME", SETS_STRING,
+	{ "--pid", required_argument, 0, "N", NULL, SETS_ID, FIELD(filter.pid) },
+	{ "--comm", required_argument, 0, "NAME", "only threads named NAME", SETS_STRING,
 	  FIELD(filter.comm) },
-	{ "thread", required_argument, 0, "NAME", NULL, SETS_STRING, FIELD(filter.comm) },
-	{ "focus", required_argument, 0, "RE", "only samples with a frame matching RE (pprof's "
+	{ "--thread", required_argument, 0, "NAME", NULL, SETS_STRING, FIELD(filter.comm) },
+	{ "--focus", required_argument, 0, "RE", "only samples with a frame matching RE (pprof's "
 	  "-focus)", SETS_PATTERN, PAT_FOCUS },
-	{ "ignore", required_argument, 0, "RE", "without the samples with a frame matching RE",
+	{ "--ignore", required_argument, 0, "RE", "without the samples with a frame matching RE",
 	  SETS_PATTERN, PAT_IGNORE },
-	{ "hide", required_argument, 0, "RE", "remove the frames matching RE from the stacks",
+	{ "--hide", required_argument, 0, "RE", "remove the frames matching RE from the stacks",
 	  SETS_PATTERN, PAT_HIDE },
-	{ "root", required_argument, 0, "RE", "cut each stack above its first frame matching RE",
+	{ "--root", required_argument, 0, "RE", "cut each stack above its first frame matching RE",
 	  SETS_PATTERN, PAT_ROOT },
-	{ "focus-module", required_argument, 0, "RE", "the same by module path", SETS_PATTERN,
+	{ "--focus-module", required_argument, 0, "RE", "the same by module path", SETS_PATTERN,
 	  PAT_FOCUS_MODULE },
-	{ "ignore-module", required_argument, 0, "RE", NULL, SETS_PATTERN, PAT_IGNORE_MODULE },
-	{ "inverted", no_argument, 0, NULL, "--tree, --folded, flame graph bottom-up (leaf first)",
+	{ "--ignore-module", required_argument, 0, "RE", NULL, SETS_PATTERN, PAT_IGNORE_MODULE },
+	{ "--inverted", no_argument, 0, NULL, "--tree, --folded, flame graph bottom-up (leaf first)",
 	  SETS_FLAG, FIELD(rpt.inverted) },
-	{ "metric", required_argument, 0, "NAME", "weigh by metric or event NAME (default: "
+	{ "--metric", required_argument, 0, "NAME", "weigh by metric or event NAME (default: "
 	  "samples)", SETS_STRING, FIELD(metric) },
-	{ "percent-limit", required_argument, 0, "P", "--tree, --callers: hide nodes below P% "
+	{ "--percent-limit", required_argument, 0, "P", "--tree, --callers: hide nodes below P% "
 	  "(default 0.5)", SETS_PERCENT, 0 },
-	{ "fold-recursion", no_argument, 0, NULL, "one node per function on each path (recursion "
+	{ "--fold-recursion", no_argument, 0, NULL, "one node per function on each path (recursion "
 	  "folded)", SETS_FLAG, FIELD(rpt.fold_recursion) },
-	{ "by-section", no_argument, 0, NULL, "samples taken inside instrumented sections below\n"
+	{ "--by-section", no_argument, 0, NULL, "samples taken inside instrumented sections below\n"
 	  "[section NAME] frames (views, exports, --diff)", SETS_FLAG, FIELD(by_section) },
-	{ "sort", no_argument, 0, NULL, "--lines, --addresses, --disasm: hottest first", SETS_FLAG,
+	{ "--sort", no_argument, 0, NULL, "--lines, --addresses, --disasm: hottest first", SETS_FLAG,
 	  FIELD(rpt.sort) },
-	{ "source", no_argument, 0, NULL, "--disasm: the source lines between the instructions",
+	{ "--source", no_argument, 0, NULL, "--disasm: the source lines between the instructions",
 	  SETS_FLAG, FIELD(rpt.source) },
-	{ "full-names", no_argument, 0, NULL, "whole C++/Rust signatures, not the readable names",
+	{ "--full-names", no_argument, 0, NULL, "whole C++/Rust signatures, not the readable names",
 	  SETS_FULL_NAMES, 0 },
-	{ "output", required_argument, 'o', "FILE", "write the view to FILE", SETS_STRING,
+	{ "--output", required_argument, 'o', "FILE", "write the view to FILE", SETS_STRING,
 	  FIELD(rpt.output) },
-	{ "help", no_argument, 'h', NULL, "this help", SETS_HELP, 0 },
-	{ "version", no_argument, 0, NULL, "print the version", SETS_VERSION, 0 },
+	{ "--help", no_argument, 'h', NULL, "this help", SETS_HELP, 0 },
+	{ "--version", no_argument, 0, NULL, "print the version", SETS_VERSION, 0 },
 	{ NULL, 0, 0, NULL, "Exports (no view is printed unless one is asked for too):" },
-	{ "pprof", required_argument, 0, "FILE", "gzipped pprof profile (go tool pprof FILE)",
+	{ "--pprof", required_argument, 0, "FILE", "gzipped pprof profile (go tool pprof FILE)",
 	  SETS_EXPORT, NW_EXPORT_PPROF },
-	{ "speedscope", required_argument, 0, "FILE", "speedscope JSON, one profile per thread, "
+	{ "--speedscope", required_argument, 0, "FILE", "speedscope JSON, one profile per thread, "
 	  "in time order", SETS_EXPORT, NW_EXPORT_SPEEDSCOPE },
-	{ "chrome-trace", required_argument, 0, "FILE", "Trace Event JSON (Perfetto, "
+	{ "--chrome-trace", required_argument, 0, "FILE", "Trace Event JSON (Perfetto, "
 	  "chrome://tracing): each\nthread's stacks over time, off-CPU intervals", SETS_EXPORT,
 	  NW_EXPORT_CHROME_TRACE },
-	{ "flamegraph", required_argument, 0, "FILE", "SVG flame graph (click to zoom, search box)",
+	{ "--flamegraph", required_argument, 0, "FILE", "SVG flame graph (click to zoom, search box)",
 	  SETS_EXPORT, NW_EXPORT_FLAMEGRAPH },
-	{ "html", required_argument, 0, "FILE", "interactive HTML report in one file: flame graph, "
+	{ "--html", required_argument, 0, "FILE", "interactive HTML report in one file: flame graph, "
 	  "call\ntree, callers, flat, source lines, timeline", SETS_EXPORT, NW_EXPORT_HTML },
-	{ "per-thread", no_argument, 0, NULL, "each thread a root frame, name-tid (--folded, "
+	{ "--per-thread", no_argument, 0, NULL, "each thread a root frame, name-tid (--folded, "
 	  "--flamegraph)", SETS_FLAG, FIELD(rpt.per_thread) },
 	{ NULL, 0, 0, NULL, "Comparing measurements:" },
-	{ "diff", required_argument, 0, "BASE DIR", "what changed from BASE to DIR: per function "
+	{ "--diff", required_argument, 0, "BASE DIR", "what changed from BASE to DIR: per function "
 	  "(--flat,\nthe default), per calling context (--tree), each with\nits z-score; "
 	  "(--diff repeated: the bases merged); with\n--folded: \"stack BASE NEW\" lines "
 	  "(difffolded), with\n--flamegraph FILE: a differential flame graph, with\n--html FILE: "
 	  "a differential HTML report", SETS_DIFF, 0 },
-	{ "all", no_argument, 0, NULL, "--diff: every change, also those within sampling noise",
+	{ "--all", no_argument, 0, NULL, "--diff: every change, also those within sampling noise",
 	  SETS_FLAG, FIELD(rpt.diff_all) },
-	{ "diff-absolute", no_argument, 0, NULL, "--diff: samples or time, not shares (runs of "
+	{ "--diff-absolute", no_argument, 0, NULL, "--diff: samples or time, not shares (runs of "
 	  "different length)", SETS_FLAG, FIELD(rpt.diff_absolute) },
 };
 
@@ -184,7 +184,7 @@ static size_t synopsis(const struct opt *t, bool indent, char *buf, size_t len)
 
 	if (t->letter)
 		snprintf(letter, sizeof(letter), "-%c, ", t->letter);
-	return (size_t)snprintf(buf, len, "%s%s--%s%s%s", indent ? "    " : "", letter, t->name,
+	return (size_t)snprintf(buf, len, "%s%s%s%s%s", indent ? "    " : "", letter, t->name,
 				t->arg && t->has_arg != optional_argument ? " " : "",
 				t->arg ? t->arg : "");
 }
@@ -232,7 +232,7 @@ static const struct opt *opt_of(int code)
 	return NULL;
 }
 
-/* getopt's long options and short ones, from the table. */
+/* getopt's long options (their names without the dashes) and short ones, from the table. */
 static void getopt_table(struct option *lo, char *so)
 {
 	size_t n = 0;
@@ -241,7 +241,7 @@ static void getopt_table(struct option *lo, char *so)
 	for (size_t i = 0; i < NOPTS; i++) {
 		if (!opts[i].name)
 			continue;
-		lo[n++] = (struct option){ opts[i].name, opts[i].has_arg, NULL,
+		lo[n++] = (struct option){ opts[i].name + 2, opts[i].has_arg, NULL,
 					   opts[i].letter ? opts[i].letter : LONG_CODE + (int)i };
 		if (!opts[i].letter)
 			continue;
@@ -309,7 +309,7 @@ static int set(struct report_opts *o, const struct opt *t, const char *arg)
 		errno = 0;
 		id = strtoll(arg, &end, 10);
 		if (errno || end == arg || *end || id < 0 || id > UINT32_MAX)
-			return tell(2, "--%s: not an id: %s", t->name, arg);
+			return tell(2, "%s: not an id: %s", t->name, arg);
 		*(int64_t *)((char *)o + t->what) = id;
 		return -1;
 	case SETS_BY:

@@ -11,7 +11,8 @@ void nw_options_getopt(const struct nw_option *t, size_t n, struct option *longo
 {
 	*shortopts++ = '+';
 	for (size_t i = 0; i < n; i++) {
-		longopts[i] = (struct option){ t[i].name, t[i].has_arg, NULL, t[i].code };
+		/* getopt's names come without the dashes. */
+		longopts[i] = (struct option){ t[i].name + 2, t[i].has_arg, NULL, t[i].code };
 		if (t[i].code >= NW_OPTION_LONG_ONLY)
 			continue;
 		*shortopts++ = (char)t[i].code;
@@ -35,7 +36,7 @@ void nw_options_help(FILE *f, const struct nw_option *t, size_t n)
 				k += (size_t)snprintf(col + k, sizeof(col) - k, "-%c, ", o->code);
 			else if (!k)
 				k += (size_t)snprintf(col + k, sizeof(col) - k, "    ");
-			k += (size_t)snprintf(col + k, sizeof(col) - k, "--%s%s%s", o->name,
+			k += (size_t)snprintf(col + k, sizeof(col) - k, "%s%s%s", o->name,
 					      o->arg ? " " : "", o->arg ? o->arg : "");
 			if (o->help || o + 1 == t + n || k >= sizeof(col))
 				break;
@@ -58,7 +59,7 @@ const char *nw_options_name(const struct nw_option *t, size_t n, int code, char 
 		if (code < NW_OPTION_LONG_ONLY)
 			snprintf(buf, len, "-%c", code);
 		else
-			snprintf(buf, len, "--%s", t[i].name);
+			snprintf(buf, len, "%s", t[i].name);
 		break;
 	}
 	return buf;

@@ -18,7 +18,8 @@
 #define NW_OPTION_LONG_ONLY 256
 
 /*
- * One option: its long name, whether it takes an argument (getopt's
+ * One option: its long name as it is typed ("--output": the table reads
+ * as the help it makes), whether it takes an argument (getopt's
  * no_argument, required_argument), its code (its short letter, or
  * NW_OPTION_LONG_ONLY and up), the argument's name in --help, and its
  * help: lines split by \n; NULL: the option shares the next one's line.

@@ -47,7 +47,7 @@ import re, sys
 
 tool, src, helpf, manf = sys.argv[1:]
 code = open(src).read()
-entry = r'\{\s*"([a-z][a-z0-9-]*)",\s*(?:no|required|optional)_argument'
+entry = r'\{\s*"(?:--)?([a-z][a-z0-9-]*)",\s*(?:no|required|optional)_argument'
 table = set(re.findall(entry, code))
 # Short options: getopt_long's string, or the letters of the table's entries.
 m = re.search(r'getopt_long\([^,]+,[^,]+,\s*"([^"]*)"', code)
