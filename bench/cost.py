@@ -25,6 +25,11 @@ Sections:
 - real: a g++ -O2 compile, a rustc -O compile, a meson + ninja build of
   this project and headless Chromium loading a page, at 999 Hz (each whose
   tool is installed).
+- bpf: the short workload at 999 and 9999 Hz under narwhal-record -g bpf,
+  narwhal-record -g dwarf, perf record --call-graph fp and --call-graph
+  dwarf, all five (with bare) in turn; with the recorder's CPU per sample
+  and the BPF program's run time per sample (kernel.bpf_stats_enabled on
+  for the section).
 
 The recorders' own CPU is given beside: narwhal-record -v's, and perf
 record's under perf stat --no-inherit -e task-clock (three runs of their
@@ -50,7 +55,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import run as bench  # noqa: E402  (bench/run.py's helpers)
 
-SECTIONS = ("fixed", "short", "long", "real")
+SECTIONS = ("fixed", "short", "long", "real", "bpf")
 
 
 def recorder_cpu(stderr):
@@ -155,6 +160,68 @@ class Cost:
                   f"perf +{row['perf']:.3f} s, ratio {row['ratio']:.2f}; recorders alone "
                   f"{row['narwhal_own'] or 0:.3f} / {row['perf_own'] or 0:.3f} s")
         return row
+
+
+def bpf_stats(stderr):
+    """narwhal-record -v in bpf mode: (ns per program run, instructions verified)."""
+    m = re.search(r"program: (\d+) instructions verified, ([\d.]+) ns per run", stderr)
+    return (float(m.group(2)), int(m.group(1))) if m else (None, None)
+
+
+def us_per_sample(stderr):
+    m = re.search(r"sampling \(([\d.]+) us per sample\)", stderr)
+    return float(m.group(1)) if m else None
+
+
+def sec_bpf(c, exe):
+    """bare, -g bpf, -g dwarf, perf fp, perf dwarf in turn (RUNS rounds after an untimed one)."""
+    units = units_for(exe, 1.5)
+    prog = [exe, "3", str(units)]
+    nout, pout = os.path.join(c.tmp, "n.data"), os.path.join(c.tmp, "perf.data")
+    stats = "/proc/sys/kernel/bpf_stats_enabled"
+    try:
+        old = open(stats).read().strip()
+        open(stats, "w").write("1")
+    except OSError:
+        old = None
+    lines = ["| rate | bare CPU s | bpf adds s | dwarf adds s | perf fp adds s | perf dwarf adds s | "
+             "**bpf / perf fp** | bpf / dwarf | recorder us per sample: bpf / dwarf | "
+             "BPF program ns per sample |", "|---|---|---|---|---|---|---|---|---|---|"]
+    try:
+        for hz in (999, 9999):
+            rate = ["-F", str(hz), "-e", "cpu-clock"]
+            tools = {
+                "bare": prog,
+                "bpf": [c.rec, "-v"] + rate + ["-g", "bpf", "-o", nout, "--"] + prog,
+                "dwarf": [c.rec, "-v"] + rate + ["-g", "dwarf", "-o", nout, "--"] + prog,
+                "perf fp": ["perf", "record", "-q"] + rate + ["--call-graph", "fp", "-o", pout,
+                                                             "--"] + prog,
+                "perf dwarf": ["perf", "record", "-q"] + rate + ["--call-graph", "dwarf", "-o",
+                                                                pout, "--"] + prog,
+            }
+            out = {k: [] for k in tools}
+            for r in range(c.runs + 1):
+                for k, cmd in tools.items():
+                    for d in ("n.data", "n.data.old", "perf.data", "perf.data.old"):
+                        bench.rmtree(os.path.join(c.tmp, d))
+                    x = bench.run(cmd, stdout=subprocess.DEVNULL, check=False)
+                    if r:
+                        out[k].append(x)
+            add = {k: added(out[k], out["bare"]) for k in tools if k != "bare"}
+            ns = bench.median(bpf_stats(x["stderr"])[0] for x in out["bpf"])
+            us = [bench.median(us_per_sample(x["stderr"]) for x in out[k]) for k in ("bpf", "dwarf")]
+            lines.append(
+                f"| {hz} Hz | {bench.median(x['cpu'] for x in out['bare']):.3f} | "
+                f"{bench.median(add['bpf']):.3f} | {bench.median(add['dwarf']):.3f} | "
+                f"{bench.median(add['perf fp']):.3f} | {bench.median(add['perf dwarf']):.3f} | "
+                f"**{ratio(add['bpf'], add['perf fp']):.2f}** | "
+                f"{ratio(add['bpf'], add['dwarf']):.2f} | "
+                f"{us[0] or 0:.2f} / {us[1] or 0:.2f} | {ns or 0:.0f} |")
+            bench.log(lines[-1])
+    finally:
+        if old is not None:
+            open(stats, "w").write(old)
+    return "\n".join(lines)
 
 
 def build_work(tmp):
@@ -273,6 +340,8 @@ def main():
             before = set(c.rows)
             sec_real(c, a.real_runs)
             print(table(c, [k for k in c.rows if k not in before]) + "\n")
+        if "bpf" in sections:
+            print(sec_bpf(c, exe) + "\n")
     print(f"({(time.time() - t0) / 60:.1f} min, load at the end {os.getloadavg()[0]:.1f})")
 
 

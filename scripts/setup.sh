@@ -51,6 +51,12 @@ packages+=(libpfm4-dev libelf-dev libdw-dev zlib1g-dev libjson-c-dev libiberty-d
 # alike, for narwhal-report --disasm (src/arch/disasm.c, doc/DISASSEMBLY.md).
 packages+=(libcapstone-dev)
 
+# The in-kernel unwinder (-g bpf, doc/UNWINDING.md): clang compiles
+# src/bpf/unwind.bpf.c for the BPF target, bpftool turns it into a skeleton
+# header, libbpf loads it (meson's -Dbpf=auto builds without them, and the
+# recorder then keeps dwarf mode).
+packages+=(clang-14 bpftool libbpf-dev)
+
 # Symbolization: Debian's detached debug info of the C library, so that
 # libc's own functions get names and file:line (found by build-id under
 # /usr/lib/debug; tests/integration/split-debug.sh checks it when present).

@@ -132,12 +132,12 @@ static void test_interleave(void **state)
 	sample(&f[1], 40, 4);
 	switch_rec(&f[1], 45);
 	sample(&f[1], 60, 7);
-	assert_int_equal(nw_ordered_read(&o, rings, 2, &fmt, collect, &s), 8);
+	assert_int_equal(nw_ordered_read(&o, rings, 2, &fmt, NULL, collect, &s), 8);
 	expect(&s, want, 8);
 	/* Both rings given back: the next round has nothing. */
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(f[i].meta.data_tail, f[i].meta.data_head);
-	assert_int_equal(nw_ordered_read(&o, rings, 2, &fmt, collect, &s), 0);
+	assert_int_equal(nw_ordered_read(&o, rings, 2, &fmt, NULL, collect, &s), 0);
 	nw_ordered_fini(&o);
 	fakes_free(f, rings, 2);
 }
@@ -158,7 +158,7 @@ static void test_wrap(void **state)
 	sample(&f[0], 3000, 103);
 	sample(&f[1], 500, 100);
 	sample(&f[1], 2000, 102);
-	assert_int_equal(nw_ordered_read(&o, rings, 2, &fmt, collect, &s), 4);
+	assert_int_equal(nw_ordered_read(&o, rings, 2, &fmt, NULL, collect, &s), 4);
 	expect(&s, want, 4);
 	assert_int_equal(o.len, 24); /* the one copy */
 	assert_int_equal(f[0].meta.data_tail, f[0].meta.data_head);
@@ -181,7 +181,7 @@ static void test_one_ring(void **state)
 	/* Out of time order within the ring: a ring is read in its own order. */
 	sample(&f[2], 90, 9);
 	sample(&f[2], 80, 8);
-	assert_int_equal(nw_ordered_read(&o, rings, 3, &fmt, collect, &s), 2);
+	assert_int_equal(nw_ordered_read(&o, rings, 3, &fmt, NULL, collect, &s), 2);
 	expect(&s, want, 2);
 	assert_int_equal(o.nrefs, 0);
 	assert_int_equal(f[2].meta.data_tail, f[2].meta.data_head);

@@ -201,13 +201,14 @@ static int parse_callgraph(const char *arg, struct nw_session_opts *so)
 	const char *size = len && arg[len] == ',' ? arg + len + 1 : NULL;
 	uint64_t v;
 
-	if (!strcmp(arg, "fp")) {
-		so->callgraph = NW_CALLGRAPH_FP;
+	if (!strcmp(arg, "fp") || !strcmp(arg, "bpf")) {
+		so->callgraph = arg[0] == 'f' ? NW_CALLGRAPH_FP : NW_CALLGRAPH_BPF;
+		so->stack_size = NW_DEFAULT_STACK_COPY;
 		return 0;
 	}
 	if (!len || (arg[len] && !size)) {
 		fprintf(stderr, "narwhal-record: unknown call graph mode '%s' "
-				"(fp, dwarf[,SIZE], hybrid[,SIZE])\n", arg);
+				"(bpf, fp, dwarf[,SIZE], hybrid[,SIZE])\n", arg);
 		return 2;
 	}
 	so->callgraph = len == 5 ? NW_CALLGRAPH_DWARF : NW_CALLGRAPH_HYBRID;
@@ -543,6 +544,9 @@ static void tell_open(const struct run *r, bool opened)
 			nw_recorder_paranoid());
 	if (!opened || r->o.quiet)
 		return;
+	if (rec->notes.no_bpf[0])
+		fprintf(stderr, "narwhal-record: call graph dwarf (stack copies): %s\n",
+			rec->notes.no_bpf);
 	if (rec->s.opts.kernel && nw_recorder_kernel_hidden(&restrict_))
 		fprintf(stderr, "narwhal-record: kernel frames will show as [kernel]: "
 				"/proc/kallsyms hides kernel addresses from this user "
@@ -594,35 +598,6 @@ static int start(struct run *r)
 	return -1;
 }
 
-/* -v: the recorder's own costs. */
-static void tell_costs(const struct nw_recorder *rec)
-{
-	const struct nw_session *s = &rec->s;
-	const struct nw_unwind_stats *u = &s->unwinder.stats;
-	/* The sampling loop's own cost, without the writes it made while recording. */
-	double loop = rec->cpu_loop - rec->cpu_start - rec->cpu_writes;
-
-	fprintf(stderr,
-		"narwhal-record: recorder CPU: %.3f s set-up, %.3f s sampling (%.2f us per "
-		"sample), %.3f s writing while recording, %.3f s writing at the end\n",
-		rec->cpu_start, loop,
-		s->stats.samples ? loop * 1e6 / (double)s->stats.samples : 0.0, rec->cpu_writes,
-		rec->cpu_end - rec->cpu_loop);
-	if (s->opts.callgraph != NW_CALLGRAPH_FP)
-		fprintf(stderr,
-			"narwhal-record: unwinding: %llu samples by cached CFI rules, %llu by "
-			"libdwfl, %llu stopped on CFI errors, %llu truncated, %llu spliced "
-			"onto the fp chain\n",
-			(unsigned long long)u->fast, (unsigned long long)u->fallback,
-			(unsigned long long)u->cfi_failures, (unsigned long long)u->truncated,
-			(unsigned long long)u->spliced);
-	if (u->checked)
-		fprintf(stderr,
-			"narwhal-record: unwind check: %llu of %llu samples differ between "
-			"cached rules and libdwfl\n",
-			(unsigned long long)u->mismatches, (unsigned long long)u->checked);
-}
-
 static void print_summary(const struct run *r)
 {
 	const struct nw_recorder *rec = &r->rec;
@@ -656,7 +631,7 @@ static void print_summary(const struct run *r)
 	if (s->stats.samples && !nw_health_summary(rec->model, out->last, health, sizeof(health)))
 		fprintf(stderr, "narwhal-record: %s\n", health);
 	if (nw_log_level >= NW_LOG_DEBUG)
-		tell_costs(rec);
+		nw_recorder_tell_costs(rec, stderr);
 	if (s->opts.source)
 		fprintf(stderr, "narwhal-record: %llu allocation samples (one per %llu bytes on "
 				"average), %llu of them freed, %zu live at the end%s\n",
@@ -761,14 +736,14 @@ static void run_fini(struct run *r)
 int main(int argc, char **argv)
 {
 	/*
-	 * dwarf by default: complete stacks through code without frame pointers
-	 * (all of Debian's libraries) for about 7 us of recorder CPU per sample;
-	 * doc/UNWINDING.md has the measurements behind the choice.
+	 * bpf where allowed, else dwarf: complete stacks through code without
+	 * frame pointers (all of Debian's libraries); doc/UNWINDING.md has the
+	 * measurements behind the choice.
 	 */
 	struct run r = {
 		.o = { .rec = { .dir = "narwhal.data", .trace = true, .cache = true,
 				.checkpoint_ns = NW_CHECKPOINT_DEFAULT, .libdir = NW_LIBDIR,
-				.session = { .callgraph = NW_CALLGRAPH_DWARF, .kernel = true,
+				.session = { .callgraph = NW_CALLGRAPH_AUTO, .kernel = true,
 					     .stack_size = NW_DEFAULT_STACK_COPY },
 				.stop_signal = &stop_signal, .stop_count = &stop_count,
 				.snapshot = &snapshot_asked, .wrote = on_write, .arg = &r },

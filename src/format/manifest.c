@@ -114,6 +114,11 @@ static void add_run(struct json_object *root, const struct nw_run *r, bool *ok)
 	nw_json_add(root, "lost", json_object_new_uint64(r->lost), ok);
 	nw_json_add(root, "throttled", json_object_new_uint64(r->throttled), ok);
 	nw_json_add(root, "unwind_errors", json_object_new_uint64(r->unwind_errors), ok);
+	if (r->bpf_frames || r->bpf_copies) {
+		nw_json_add(root, "bpf_frames", json_object_new_uint64(r->bpf_frames), ok);
+		nw_json_add(root, "bpf_fp_frames", json_object_new_uint64(r->bpf_fp_frames), ok);
+		nw_json_add(root, "bpf_copies", json_object_new_uint64(r->bpf_copies), ok);
+	}
 }
 
 static struct json_object *manifest_to_json(const struct nw_measurement *m)
@@ -670,6 +675,14 @@ static int read_manifest(struct nw_json_in *in, struct json_object *root,
 	if (!err)
 		err = nw_json_get_u64(in, root, NULL, "unwind_errors", UINT64_MAX,
 				      &r->unwind_errors);
+	/* -g bpf's counts, in measurements made in bpf mode only. */
+	if (!err && json_object_object_get_ex(root, "bpf_frames", NULL))
+		err = nw_json_get_u64(in, root, NULL, "bpf_frames", UINT64_MAX, &r->bpf_frames);
+	if (!err && json_object_object_get_ex(root, "bpf_fp_frames", NULL))
+		err = nw_json_get_u64(in, root, NULL, "bpf_fp_frames", UINT64_MAX,
+				      &r->bpf_fp_frames);
+	if (!err && json_object_object_get_ex(root, "bpf_copies", NULL))
+		err = nw_json_get_u64(in, root, NULL, "bpf_copies", UINT64_MAX, &r->bpf_copies);
 	if (!err)
 		err = read_procs(in, root, m);
 	if (!err)

@@ -71,7 +71,7 @@ struct nw_run {
 	char *arch;            /* "x86_64" */
 	uint32_t argc;
 	char **argv;           /* NULL-terminated */
-	char *call_graph;      /* "fp", "dwarf", "hybrid" */
+	char *call_graph;      /* "fp", "dwarf", "hybrid", "bpf" */
 	uint32_t stack_size;   /* dwarf mode's stack copy, 0 otherwise */
 	uint32_t max_stack;    /* frames a chain keeps at most; 0: unknown */
 	uint32_t nevents;
@@ -100,6 +100,8 @@ struct nw_run {
 	uint64_t *segments;
 	uint32_t nsegments;
 	uint64_t samples, lost, throttled, unwind_errors;
+	/* -g bpf: user frames the kernel walked, those by frame pointers, samples from a copy */
+	uint64_t bpf_frames, bpf_fp_frames, bpf_copies;
 };
 
 struct nw_mprocess {

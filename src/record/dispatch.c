@@ -129,7 +129,9 @@ static void process_sample(struct nw_session *s, const struct nw_sample *smp)
 		return;
 	n = unwind(s, th, epoch, smp);
 	if (!n) {
-		s->stats.empty_stacks++;
+		/* A check twin (bpf mode) was compared, not folded: the program's copy was. */
+		if (!s->unwinder.twin)
+			s->stats.empty_stacks++;
 		return;
 	}
 	cct = nw_thread_cct(th, epoch, s->nmetrics);

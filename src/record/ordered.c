@@ -57,6 +57,26 @@ static int add(const struct perf_event_header *hdr, const void *rec, size_t size
 	return 0;
 }
 
+int nw_ordered_copy(struct nw_ordered *o, const struct nw_sample_format *fmt, const void *rec,
+		    size_t size)
+{
+	struct nw_ordered_ref *ref;
+
+	if (nw_grow(&o->copies, &o->cap, o->len + size, 1) ||
+	    nw_grow(&o->refs, &o->cap_refs, o->nrefs + 1, sizeof(*o->refs)))
+		return -ENOMEM;
+	ref = &o->refs[o->nrefs];
+	ref->time = nw_record_time(fmt, rec, size);
+	ref->seq = o->nrefs;
+	ref->size = (uint32_t)size;
+	ref->rec = NULL;
+	ref->off = o->len;
+	memcpy(o->copies + o->len, rec, size);
+	o->len += size;
+	o->nrefs++;
+	return 0;
+}
+
 /* The callback and its argument, for in_place(). */
 struct pass {
 	nw_ordered_fn fn;
@@ -88,13 +108,16 @@ static bool mapped(const struct nw_ring *ring)
 }
 
 int nw_ordered_read(struct nw_ordered *o, struct nw_ring *rings, size_t n,
-		    const struct nw_sample_format *fmt, nw_ordered_fn fn, void *arg)
+		    const struct nw_sample_format *fmt, const struct nw_ordered_extra *extra,
+		    nw_ordered_fn fn, void *arg)
 {
 	size_t with_data = 0, last = 0, i;
 	int ret = 0;
 
 	o->len = 0;
 	o->nrefs = 0;
+	if (extra && (ret = extra->collect(extra->arg, o)) < 0)
+		return ret;
 	for (i = 0; i < n; i++) {
 		if (mapped(&rings[i]) &&
 		    nw_ring_pending(&rings[i]) >= sizeof(struct perf_event_header)) {
@@ -102,13 +125,13 @@ int nw_ordered_read(struct nw_ordered *o, struct nw_ring *rings, size_t n,
 			last = i;
 		}
 	}
-	if (with_data == 1) {
+	if (with_data == 1 && !o->nrefs) {
 		struct pass p = { .fn = fn, .arg = arg };
 
 		/* Nothing to interleave: records are processed where they lie. */
 		return nw_ring_read(&rings[last], in_place, &p);
 	}
-	if (!with_data)
+	if (!with_data && !o->nrefs)
 		return 0;
 	if (nw_grow(&o->held, &o->cap_held, n, sizeof(*o->held)))
 		return -ENOMEM;

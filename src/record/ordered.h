@@ -36,6 +36,19 @@ struct nw_ordered {
 	size_t cap_held;
 };
 
+/*
+ * Records from beside the rings (the in-kernel unwinder's ring buffer):
+ * collect() adds each with nw_ordered_copy() at the start of a round.
+ */
+struct nw_ordered_extra {
+	int (*collect)(void *arg, struct nw_ordered *o);
+	void *arg;
+};
+
+/* Adds a copy of the record @rec of @size bytes to the round.  -ENOMEM. */
+int nw_ordered_copy(struct nw_ordered *o, const struct nw_sample_format *fmt, const void *rec,
+		    size_t size);
+
 /* Called once per record, in time order, with all of its bytes. */
 typedef void (*nw_ordered_fn)(void *arg, const void *rec, size_t size);
 
@@ -44,11 +57,13 @@ void nw_ordered_fini(struct nw_ordered *o);
 
 /*
  * One read round over @rings[0..@n) (a ring whose meta is NULL is not
- * mapped and skipped), records laid out as @fmt says, each handed to @fn.
+ * mapped and skipped) and @extra (NULL: none), records laid out as @fmt
+ * says, each handed to @fn.
  * Returns the records handed out, or -ENOMEM (then nothing was released:
  * the records are read again next round).
  */
 int nw_ordered_read(struct nw_ordered *o, struct nw_ring *rings, size_t n,
-		    const struct nw_sample_format *fmt, nw_ordered_fn fn, void *arg);
+		    const struct nw_sample_format *fmt, const struct nw_ordered_extra *extra,
+		    nw_ordered_fn fn, void *arg);
 
 #endif

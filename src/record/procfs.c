@@ -124,6 +124,9 @@ int nw_session_map_module(struct nw_session *s, struct nw_process *p, const char
 		if (failed ||
 		    nw_elf_facts_for(s->elf, nw_module_source(m), build_id, build_id_size, &m->facts))
 			return -ENOMEM;
+		/* -g bpf: the in-kernel unwinder gets its table before its samples need it. */
+		if (s->bpf)
+			nw_session_load_table(s, (uint32_t)mod);
 	}
 	if (!m->facts.known || nw_facts_offset_to_vaddr(&m->facts, pgoff, ret_vaddr))
 		*ret_vaddr = pgoff;

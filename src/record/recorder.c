@@ -273,6 +273,12 @@ int nw_recorder_init(struct nw_recorder *r, const struct nw_recorder_opts *o, ch
 	r->o = *o;
 	r->clock = o->clock ? *o->clock : system_clock;
 	r->l = (struct nw_launch){ .pid = -1, .gate_w = -1, .err_r = -1 };
+	if (so->callgraph == NW_CALLGRAPH_AUTO)
+		so->callgraph = nw_bpf_usable(r->notes.no_bpf, sizeof(r->notes.no_bpf))
+					? NW_CALLGRAPH_BPF
+					: NW_CALLGRAPH_DWARF;
+	else if (so->callgraph == NW_CALLGRAPH_BPF && !nw_bpf_usable(err, errlen))
+		return -EPERM;
 	r->notes.pages_asked = so->mmap_pages;
 	if (!so->mmap_pages) {
 		so->mmap_pages = r->notes.pages_asked = default_ring_pages(so->callgraph, o->alloc);
@@ -285,8 +291,20 @@ int nw_recorder_init(struct nw_recorder *r, const struct nw_recorder_opts *o, ch
 		so->source = &r->allocs.source;
 	}
 	ret = nw_session_init(&r->s, so);
+	if (ret && r->s.bpf_err[0] && o->session.callgraph == NW_CALLGRAPH_AUTO) {
+		/* The kernel refused the program: dwarf, as where bpf is not allowed. */
+		snprintf(r->notes.no_bpf, sizeof(r->notes.no_bpf), "%s", r->s.bpf_err);
+		nw_session_fini(&r->s);
+		so->callgraph = NW_CALLGRAPH_DWARF;
+		ret = nw_session_init(&r->s, so);
+	}
 	r->session_ready = true;
-	if (ret)
+	/* The run cache: unwind tables (-g bpf) from the start, symbols as it goes. */
+	nw_cache_open(&r->cache, NULL, !r->o.cache);
+	r->s.cache = &r->cache;
+	if (ret && r->s.bpf_err[0])
+		nw_set_err(err, errlen, "%s", r->s.bpf_err);
+	else if (ret)
 		nw_set_err(err, errlen, "cannot set up the session: %s", strerror(-ret));
 	return ret;
 }
@@ -388,6 +406,8 @@ static int open_events(struct nw_recorder *r)
 	}
 	if (attaching(r))
 		return nw_targets_attach(&r->s, r->o.targets, &r->attached);
+	/* -g bpf: the first samples find the tables of what the program maps first. */
+	nw_session_preload_tables(&r->s, r->o.argv[0]);
 	return nw_session_open(&r->s, r->l.pid);
 }
 
@@ -440,16 +460,23 @@ int nw_recorder_open(struct nw_recorder *r, char *err, size_t errlen)
 	return 0;
 }
 
-/* The poll set: each ring's fd, then a slot for the launched program's pidfd. */
+/*
+ * The poll set: each ring's fd, the in-kernel unwinder's ring buffer,
+ * then a slot for the launched program's pidfd.
+ */
 static int make_poll_set(struct nw_recorder *r)
 {
-	r->pfds = calloc((size_t)r->s.ncpus + 1, sizeof(*r->pfds));
+	r->pfds = calloc((size_t)r->s.ncpus + 2, sizeof(*r->pfds));
 	if (!r->pfds)
 		return -ENOMEM;
 	for (int cpu = 0; cpu < r->s.ncpus; cpu++) {
 		if (r->s.ring_fd[cpu] < 0)
 			continue;
 		r->pfds[r->npfds].fd = r->s.ring_fd[cpu];
+		r->pfds[r->npfds++].events = POLLIN;
+	}
+	if (r->s.bpf) {
+		r->pfds[r->npfds].fd = nw_bpf_fd(r->s.bpf);
 		r->pfds[r->npfds++].events = POLLIN;
 	}
 	r->pfds[r->npfds].fd = -1;
@@ -484,7 +511,6 @@ int nw_recorder_begin(struct nw_recorder *r, char *err, size_t errlen)
 		nw_tracer_set_window(&r->tracer, r->o.flight_ns);
 	}
 	/* Symbolized as it goes: each write symbolizes the PCs new since the last. */
-	nw_cache_open(&r->cache, NULL, !r->o.cache);
 	ret = nw_measure_init(&r->ms, r->s.elf, &r->cache);
 	r->measure_ready = true;
 	/* Kernel frames will want the kernel's symbols: read them before anything runs. */
@@ -557,6 +583,7 @@ static int fill_run(const struct nw_recorder *r, struct nw_run *run, uint64_t cl
 	run->arch = strdup(s->arch->name);
 	run->call_graph = strdup(s->opts.callgraph == NW_CALLGRAPH_DWARF    ? "dwarf"
 				 : s->opts.callgraph == NW_CALLGRAPH_HYBRID ? "hybrid"
+				 : s->opts.callgraph == NW_CALLGRAPH_BPF    ? "bpf"
 									    : "fp");
 	run->stack_size = s->opts.callgraph != NW_CALLGRAPH_FP ? s->opts.stack_size : 0;
 	run->max_stack = max_stack(s->opts.callgraph);
@@ -598,6 +625,14 @@ static int fill_run(const struct nw_recorder *r, struct nw_run *run, uint64_t cl
 	run->lost = s->stats.lost;
 	run->throttled = s->stats.throttled;
 	run->unwind_errors = s->stats.empty_stacks;
+	if (s->bpf) {
+		struct nw_bpf_stats st;
+
+		nw_bpf_get_stats(s->bpf, &st);
+		run->bpf_frames = st.v[NW_BPF_FRAMES];
+		run->bpf_fp_frames = st.v[NW_BPF_FP_FRAMES];
+		run->bpf_copies = s->unwinder.stats.bpf_copies;
+	}
 	return 0;
 }
 
@@ -873,4 +908,35 @@ int nw_recorder_fini(struct nw_recorder *r, char *err, size_t errlen)
 		nw_alloc_opts_fini(&r->alloc);
 	memset(r, 0, sizeof(*r));
 	return ret;
+}
+
+/* -v: the recorder's own costs. */
+void nw_recorder_tell_costs(const struct nw_recorder *rec, FILE *out)
+{
+	const struct nw_session *s = &rec->s;
+	const struct nw_unwind_stats *u = &s->unwinder.stats;
+	/* The sampling loop's own cost, without the writes it made while recording. */
+	double loop = rec->cpu_loop - rec->cpu_start - rec->cpu_writes;
+
+	fprintf(out,
+		"narwhal-record: recorder CPU: %.3f s set-up, %.3f s sampling (%.2f us per "
+		"sample), %.3f s writing while recording, %.3f s writing at the end\n",
+		rec->cpu_start, loop,
+		s->stats.samples ? loop * 1e6 / (double)s->stats.samples : 0.0, rec->cpu_writes,
+		rec->cpu_end - rec->cpu_loop);
+	if (s->bpf)
+		nw_session_tell_bpf(s, out);
+	if (s->opts.callgraph != NW_CALLGRAPH_FP)
+		fprintf(out,
+			"narwhal-record: unwinding: %llu samples by cached CFI rules, %llu by "
+			"libdwfl, %llu stopped on CFI errors, %llu truncated, %llu spliced "
+			"onto the fp chain\n",
+			(unsigned long long)u->fast, (unsigned long long)u->fallback,
+			(unsigned long long)u->cfi_failures, (unsigned long long)u->truncated,
+			(unsigned long long)u->spliced);
+	if (u->checked)
+		fprintf(out,
+			"narwhal-record: unwind check: %llu of %llu samples differ between "
+			"cached rules and libdwfl\n",
+			(unsigned long long)u->mismatches, (unsigned long long)u->checked);
 }

@@ -121,6 +121,7 @@ struct nw_recorder_notes {
 	bool no_kernel;                /* kernel samples refused: user space only */
 	bool no_offcpu;                /* off-CPU sampling refused: on-CPU only */
 	unsigned pages_asked;          /* ring pages asked for (s.opts.mmap_pages: used) */
+	char no_bpf[160];              /* why no mode was asked for and dwarf, not bpf, was used */
 };
 
 struct nw_recorder {
@@ -236,5 +237,8 @@ int nw_recorder_ask_snapshot(pid_t pid, char *err, size_t errlen);
 int nw_recorder_paranoid(void);
 /* Does /proc/kallsyms hide the kernel's addresses (kptr_restrict, its value in *@ret_restrict)? */
 bool nw_recorder_kernel_hidden(int *ret_restrict);
+
+/* What the recording cost, and how the unwinder fared (narwhal-record -v). */
+void nw_recorder_tell_costs(const struct nw_recorder *rec, FILE *out);
 
 #endif

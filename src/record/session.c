@@ -81,6 +81,25 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 	s->fmt.sample_id_all = true;
 	ret = nw_unwinder_init(&s->unwinder, opts->callgraph, s->arch, s->fmt.regs_mask);
 	s->unwinder.kernel = opts->kernel;
+	if (ret)
+		return ret;
+	if (opts->callgraph == NW_CALLGRAPH_BPF) {
+		/* The program's samples: the layout of bpf/abi.h (its pairs in the callchain). */
+		struct nw_bpf_opts bo = {
+			.max_frames = opts->max_frames ? opts->max_frames : NW_UNWIND_MAX_FRAMES,
+			.kernel = opts->kernel,
+			.ring_bytes = NW_BPF_DEFAULT_RING,
+			.max_rows = NW_BPF_DEFAULT_ROWS,
+			.nevents = s->nevents,
+			.check = s->unwinder.bpf_check != NULL,
+		};
+
+		ret = nw_bpf_open(&s->bpf, &bo, s->bpf_err, sizeof(s->bpf_err));
+		for (unsigned e = 0; !ret && e < s->nevents; e++)
+			ret = nw_session_file_id(s, NW_BPF_ID(e), e, false);
+		if (ret)
+			return ret;
+	}
 	if (!ret && opts->kernel) {
 		/* Kernel frames resolve in a mapping of every address space (record/tasks.h). */
 		int mod = nw_module_intern(&s->modules, NW_KERNEL_MODULE, NULL, 0);
@@ -106,7 +125,9 @@ static void fill_common(const struct nw_session *s, struct perf_event_attr *a, b
 	a->inherit = 1;
 	a->enable_on_exec = launch;
 	a->exclude_hv = 1;
-	a->exclude_callchain_user = s->opts.callgraph == NW_CALLGRAPH_DWARF;
+	/* dwarf and bpf: never the kernel's frame-pointer walk of the user stack. */
+	a->exclude_callchain_user = s->opts.callgraph == NW_CALLGRAPH_DWARF ||
+				    s->opts.callgraph == NW_CALLGRAPH_BPF;
 	a->sample_id_all = 1;
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
@@ -114,6 +135,13 @@ static void fill_common(const struct nw_session *s, struct perf_event_attr *a, b
 	/* A source's samples come in bursts a ring must absorb: the reader wakes sooner. */
 	a->wakeup_watermark = (uint32_t)(s->opts.mmap_pages * (uint64_t)getpagesize() /
 					 (src && src->bursty ? 8 : 4));
+	/*
+	 * -g bpf: the rings hold side-band records and the samples the program
+	 * hands back for want of a table; the first such sample (a stack copy)
+	 * wakes the reader, which loads the tables it lacked.
+	 */
+	if (s->bpf)
+		a->wakeup_watermark = 8192;
 	/* Side-band records come once per CPU and task, from the first event only. */
 	a->mmap = leader;
 	a->mmap2 = leader;
@@ -235,6 +263,13 @@ static int add_fd(struct nw_session *s, int fd, unsigned event, bool source)
 	/* The dummy event brings records, never samples. */
 	if (!source && event == NW_EVENT_DUMMY)
 		return 0;
+	/* -g bpf: the sampled events' samples are unwound in the kernel. */
+	if (s->bpf && !source) {
+		int ret = nw_bpf_attach(s->bpf, fd, event);
+
+		if (ret)
+			return ret;
+	}
 	return nw_session_file_id(s, id, event, source);
 }
 
@@ -438,6 +473,7 @@ void nw_session_fini(struct nw_session *s)
 	for (size_t i = 0; i < s->nkept; i++)
 		close(s->kept_fds[i]);
 	free(s->kept_fds);
+	nw_bpf_close(s->bpf);
 	nw_unwinder_fini(&s->unwinder);
 	nw_tasks_fini(&s->tasks);
 	nw_module_table_fini(&s->modules);
@@ -459,13 +495,33 @@ static void process(void *arg, const void *rec, size_t size)
 	nw_session_process(arg, rec, size); /* a malformed record is counted there */
 }
 
+/* Ring buffer callback: one of the in-kernel unwinder's samples, copied into the round. */
+static int copy_bpf(void *arg, const void *rec, size_t size)
+{
+	struct nw_session *s = arg;
+
+	return nw_ordered_copy(&s->order, &s->fmt, rec, size);
+}
+
+static int collect_bpf(void *arg, struct nw_ordered *o)
+{
+	struct nw_session *s = arg;
+	int ret = nw_bpf_consume(s->bpf, copy_bpf, s);
+
+	(void)o;
+	return ret < 0 ? ret : 0;
+}
+
 int nw_session_read(struct nw_session *s)
 {
 	uint64_t bad = 0;
 	int ret;
 
+	/* The in-kernel unwinder's samples, interleaved with the rings' records. */
+	struct nw_ordered_extra extra = { .collect = collect_bpf, .arg = s };
+
 	ret = nw_ordered_read(&s->order, s->rings, s->rings ? (size_t)s->ncpus : 0, &s->fmt,
-			      process, s);
+			      s->bpf ? &extra : NULL, process, s);
 	for (int cpu = 0; cpu < s->ncpus; cpu++)
 		if (s->maps[cpu])
 			bad += s->rings[cpu].bad_records;

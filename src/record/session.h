@@ -16,10 +16,12 @@
 #define NW_SESSION_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "arch/arch.h"
+#include "bpf/unwinder.h"
 #include "elf/facts.h"
 #include "model/epoch.h"
 #include "model/measurement.h"
@@ -36,7 +38,8 @@ struct nw_session_opts {
 	bool freq;                 /* sample_freq = value, else sample_period = value */
 	uint64_t value;
 	enum nw_callgraph callgraph;
-	uint32_t stack_size;       /* dwarf mode's stack copy */
+	uint32_t stack_size;       /* dwarf mode's stack copy (bpf: of the samples it hands back) */
+	uint32_t max_frames;       /* bpf: user frames per sample (0: NW_UNWIND_MAX_FRAMES) */
 	unsigned mmap_pages;       /* data pages per ring, a power of two */
 	bool shrink_rings;         /* halve mmap_pages (down to NW_SESSION_MIN_PAGES)
 				    * when the locked-memory limit refuses a ring */
@@ -184,6 +187,11 @@ struct nw_session {
 	bool system_wide;          /* nw_session_open_system() */
 	int *kept_fds;             /* files of modules read through an fd (containers, deleted) */
 	size_t nkept, cap_kept;
+	struct nw_bpf_unwinder *bpf;  /* -g bpf: the in-kernel unwinder */
+	char bpf_err[160];         /* why it could not be loaded */
+	struct nw_cache *cache;    /* where unwind tables are kept between runs (NULL: none) */
+	uint64_t bpf_table_ns;     /* time spent compiling unwind tables */
+	uint64_t bpf_tables_failed;
 };
 
 /* ---- session.c: the events and their rings ---- */
@@ -291,6 +299,19 @@ int nw_session_synthesize_all(struct nw_session *s);
 int nw_session_map_module(struct nw_session *s, struct nw_process *p, const char *path,
 			  const uint8_t *build_id, size_t build_id_size, uint64_t pgoff,
 			  uint64_t start, uint64_t end, uint64_t *ret_vaddr);
+/* ---- tables.c: -g bpf's unwind tables ---- */
+
+/* Loads the unwind table of module @module into s->bpf, once per file. */
+void nw_session_load_table(struct nw_session *s, uint32_t module);
+/*
+ * Loads, before the program @cmd starts (as execvp() finds it), the tables
+ * of what it maps first: itself, its interpreter, the libraries it names,
+ * the vdso; they are compiled once and then come from the cache.
+ */
+void nw_session_preload_tables(struct nw_session *s, const char *cmd);
+/* What the in-kernel unwinder did (narwhal-record -v). */
+void nw_session_tell_bpf(const struct nw_session *s, FILE *out);
+
 /* Notes @p's pid in its own PID namespace when it differs (a container); @p may be NULL. */
 void nw_session_read_nspid(struct nw_process *p);
 

@@ -148,7 +148,7 @@ static enum nw_stop_cause stop_cause(const struct classify_ctx *c, uint64_t f, u
 	if (fn && anon_module(fn->module))
 		return NW_STOP_NO_CFI; /* JIT code a perf map names: no CFI there */
 	/* Within a frame or so of the copy's end: the unwinder ran off it. */
-	if (h->stack_size && leaf_sp && outer_sp > leaf_sp &&
+	if (!h->bpf && h->stack_size && leaf_sp && outer_sp > leaf_sp &&
 	    outer_sp - leaf_sp + 512 >= h->stack_size)
 		return NW_STOP_COPY;
 	if (!fn || !fn->module || module_has_cfi(c->m, fn->module) == 0)
@@ -382,7 +382,11 @@ int nw_health_classify(const struct nw_measurement *m, const struct nw_filter *f
 	if (!h)
 		return -ENOMEM;
 	nw_frames_init(&c.frames);
-	h->dwarf = r->call_graph && strcmp(r->call_graph, "dwarf") == 0;
+	h->bpf = r->call_graph && strcmp(r->call_graph, "bpf") == 0;
+	h->dwarf = h->bpf || (r->call_graph && strcmp(r->call_graph, "dwarf") == 0);
+	h->bpf_frames = r->bpf_frames;
+	h->bpf_fp_frames = r->bpf_fp_frames;
+	h->bpf_copies = r->bpf_copies;
 	h->stack_size = r->stack_size;
 	h->max_stack = r->max_stack ? r->max_stack
 		       : h->dwarf   ? NW_HEALTH_DWARF_MAX_STACK
@@ -506,7 +510,18 @@ int nw_health_print(FILE *out, const struct nw_health *h)
 {
 	char remedy[256];
 
-	if (h->dwarf)
+	if (h->bpf) {
+		fprintf(out, "Call graph: bpf (CFI unwinding in the kernel, depth limit %u frames)\n",
+			h->max_stack);
+		fprintf(out, "Frames by frame pointers: %llu of %llu (%.1f%%), in code without "
+			     "CFI tables (JIT code, gaps in the CFI)\n",
+			(unsigned long long)h->bpf_fp_frames, (unsigned long long)h->bpf_frames,
+			pct(h->bpf_fp_frames, h->bpf_frames));
+		if (h->bpf_copies)
+			fprintf(out, "From a stack copy: %llu samples (a module's table was not "
+				     "loaded yet; %u bytes)\n",
+				(unsigned long long)h->bpf_copies, h->stack_size);
+	} else if (h->dwarf)
 		fprintf(out, "Call graph: dwarf (stack copy %u bytes, depth limit %u frames)\n",
 			h->stack_size, h->max_stack);
 	else

@@ -64,7 +64,9 @@ struct nw_health_stop {
 };
 
 struct nw_health {
-	bool dwarf;	     /* recorded with --call-graph dwarf */
+	bool dwarf;	     /* recorded with --call-graph dwarf or bpf (CFI) */
+	bool bpf;	     /* ... bpf: unwound in the kernel, no stack copy */
+	uint64_t bpf_frames, bpf_fp_frames, bpf_copies;
 	uint32_t max_stack;  /* the depth limit applied */
 	uint32_t stack_size; /* dwarf mode's stack copy, bytes */
 	uint64_t samples, complete, truncated, stopped;

@@ -8,12 +8,13 @@
  * reported again unchanged, so dlopen costs one report, not one per sample.
  *
  * The fast path does not run libdwfl per sample: for each PC it asks
- * libdw once for the CFI row (dwarf_cfi_addrframe) and compiles it into a
- * small rule -- CFA = SP or FP + offset; return address and FP undefined,
+ * libdw once for the CFI row (dwarf_cfi_addrframe) and compiles it
+ * (cfirule.c, as the in-kernel unwinder's tables are) into a small
+ * rule -- CFA = SP or FP + offset; return address and FP undefined,
  * unchanged, or saved at CFA + offset -- kept in a cache shared by every
- * process (keyed by module and file offset).  A
- * frame then costs one hash lookup and one or two reads of the stack
- * copy.  A row the rule cannot express (CFA expressions, signal frames,
+ * process (keyed by module and file offset).  A frame then costs one
+ * hash lookup and one or two reads of the stack copy.  A row the rule
+ * cannot express (CFA expressions such as the PLT's, signal frames,
  * registers saved in other registers) sends the whole sample to
  * dwfl_getthread_frames, which handles everything libdw knows.
  */
@@ -33,21 +34,10 @@
 #include <gelf.h>
 
 #include "elf/vdso.h"
+#include "unwind/cfirule.h"
 #include "util/hash.h"
 #include "util/log.h"
 #include "util/strbuf.h"
-
-enum rule_kind {
-	RULE_NONE,       /* no CFI covers the PC: unwinding stops */
-	RULE_COMPLEX,    /* CFI the rule cannot express: use libdwfl */
-	RULE_OK,
-};
-
-enum reg_rule {
-	REG_UNDEFINED,   /* caller's value unknown (for the RA: outermost frame) */
-	REG_SAME,        /* unchanged in this frame */
-	REG_AT_CFA,      /* saved at CFA + off */
-};
 
 /*
  * One compiled CFI row, cached by (module, file offset of the PC): the same
@@ -56,10 +46,11 @@ enum reg_rule {
  */
 struct rule {
 	uint64_t key;    /* module << 40 | file offset, + 1; 0: empty slot */
-	uint8_t kind;
-	uint8_t cfa_from_fp;
-	uint8_t ra, fp;  /* enum reg_rule */
-	int32_t cfa_off, ra_off, fp_off;
+	/*
+	 * NONE: no CFI covers the PC, unwinding stops; OK: followed here;
+	 * anything else (COMPLEX, PLT) sends the sample to libdwfl.
+	 */
+	struct nw_cfi_rule c;
 };
 
 /* A module reported to a process's Dwfl, and where. */
@@ -432,60 +423,6 @@ static struct proc_dwfl *proc_ready(struct nw_dwarf *d, const struct nw_unwind_c
 	return p && p->dwfl ? p : NULL;
 }
 
-/* The CFA rule: a single DW_OP_bregx (or DW_OP_bregN) on SP or FP. */
-static bool compile_cfa(const struct nw_arch_ops *arch, Dwarf_Op *ops, size_t nops,
-			struct rule *r)
-{
-	int reg;
-
-	if (nops != 1)
-		return false;
-	if (ops[0].atom == DW_OP_bregx)
-		reg = (int)ops[0].number;
-	else if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31)
-		reg = ops[0].atom - DW_OP_breg0;
-	else
-		return false;
-	if (reg != arch->dwarf_sp && reg != arch->dwarf_fp)
-		return false;
-	r->cfa_from_fp = reg == arch->dwarf_fp;
-	r->cfa_off = (int32_t)(ops[0].atom == DW_OP_bregx ? ops[0].number2 : ops[0].number);
-	return true;
-}
-
-/* A register rule: undefined, same value, or saved at CFA + constant. */
-static bool compile_reg(Dwarf_Frame *frame, int regno, uint8_t *kind, int32_t *off)
-{
-	Dwarf_Op mem[3], *ops;
-	size_t nops;
-
-	if (dwarf_frame_register(frame, regno, mem, &ops, &nops) != 0)
-		return false;
-	if (nops == 0) {
-		*kind = ops ? REG_UNDEFINED : REG_SAME;
-		*off = 0;
-		return true;
-	}
-	if (ops[0].atom != DW_OP_call_frame_cfa)
-		return false;
-	if (nops == 1) {
-		*kind = REG_AT_CFA;
-		*off = 0;
-		return true;
-	}
-	if (nops == 2 && ops[1].atom == DW_OP_plus_uconst) {
-		*kind = REG_AT_CFA;
-		*off = (int32_t)ops[1].number;
-		return true;
-	}
-	if (nops == 3 && ops[1].atom == DW_OP_consts && ops[2].atom == DW_OP_plus) {
-		*kind = REG_AT_CFA;
-		*off = (int32_t)(int64_t)ops[1].number;
-		return true;
-	}
-	return false;
-}
-
 /*
  * Module @index of @ctx (mapped as @m) in the offline Dwfl, reported at
  * its first use.  NULL when it cannot be: anonymous memory, a file gone.
@@ -531,15 +468,13 @@ static Dwfl_Module *offline_module(struct nw_dwarf *d, const struct nw_unwind_ct
 }
 
 /* Looks up the CFI row for ELF address @addr of @mod in .eh_frame, then .debug_frame, and compiles it. */
-static void compile_rule(struct nw_dwarf *d, Dwfl_Module *mod, uint64_t addr, struct rule *r)
+static void compile_rule(struct nw_dwarf *d, Dwfl_Module *mod, uint64_t addr,
+			 struct nw_cfi_rule *r)
 {
 	uint64_t pc = addr;
 	Dwarf_Frame *frame = NULL;
-	Dwarf_Op *ops;
-	size_t nops;
-	bool signal = false;
 
-	r->kind = RULE_NONE;
+	r->kind = NW_CFI_RULE_NONE;
 	if (!mod)
 		return;
 	/*
@@ -562,12 +497,7 @@ static void compile_rule(struct nw_dwarf *d, Dwfl_Module *mod, uint64_t addr, st
 	}
 	if (!frame)
 		return;
-	r->kind = RULE_COMPLEX;
-	if (dwarf_frame_info(frame, NULL, NULL, &signal) == d->arch->dwarf_ra && !signal &&
-	    dwarf_frame_cfa(frame, &ops, &nops) == 0 && compile_cfa(d->arch, ops, nops, r) &&
-	    compile_reg(frame, d->arch->dwarf_ra, &r->ra, &r->ra_off) &&
-	    compile_reg(frame, d->arch->dwarf_fp, &r->fp, &r->fp_off))
-		r->kind = RULE_OK;
+	nw_cfi_rule_compile(d->arch, frame, r);
 	free(frame);
 }
 
@@ -575,7 +505,7 @@ static void compile_rule(struct nw_dwarf *d, Dwfl_Module *mod, uint64_t addr, st
  * The rule for @pc, which the process maps through @map.  The process's
  * Dwfl is made (or brought to @ctx's epoch) only on a cache miss.
  */
-static const struct rule *rule_get(struct nw_dwarf *d, const struct nw_unwind_ctx *ctx,
+static const struct nw_cfi_rule *rule_get(struct nw_dwarf *d, const struct nw_unwind_ctx *ctx,
 				   const struct nw_map *map, uint64_t pc)
 {
 	uint64_t key = (((uint64_t)map->module << 40) | (pc - map->start + map->pgoff)) + 1;
@@ -605,7 +535,7 @@ static const struct rule *rule_get(struct nw_dwarf *d, const struct nw_unwind_ct
 	while (d->rules[h].key && d->rules[h].key != key)
 		h = (h + 1) & mask;
 	if (d->rules[h].key)
-		return &d->rules[h];
+		return &d->rules[h].c;
 	/* The vdso's first PT_LOAD sits at vaddr 0 and offset 0. */
 	mod = offline_module(d, ctx, map);
 	if (mod)
@@ -613,12 +543,12 @@ static const struct rule *rule_get(struct nw_dwarf *d, const struct nw_unwind_ct
 			     pc - map->start +
 				     (!strcmp(ctx->modules->v[map->module].path, "[vdso]") ? map->pgoff
 											   : map->vaddr),
-			     &d->rules[h]);
+			     &d->rules[h].c);
 	else
-		d->rules[h].kind = RULE_NONE;
+		d->rules[h].c.kind = NW_CFI_RULE_NONE;
 	d->rules[h].key = key;
 	d->nrules++;
-	return &d->rules[h];
+	return &d->rules[h].c;
 }
 
 static bool stack_word(const struct nw_sample *s, uint64_t sp0, uint64_t addr, uint64_t *ret)
@@ -650,7 +580,7 @@ static enum fast_result unwind_fast(struct nw_dwarf *d, const struct nw_unwind_c
 		fp = reg(s, d->fp_index);
 	*ended_cleanly = false;
 	for (;;) {
-		const struct rule *r = NULL;
+		const struct nw_cfi_rule *r = NULL;
 		const struct nw_map *map;
 		uint64_t cfa, ra, nfp = 0, lookup;
 
@@ -669,7 +599,7 @@ static enum fast_result unwind_fast(struct nw_dwarf *d, const struct nw_unwind_c
 			if (!r)
 				return FAST_DONE;
 		}
-		if (!r || r->kind == RULE_NONE) {
+		if (!r || r->kind == NW_CFI_RULE_NONE) {
 			/*
 			 * No CFI here (hand-written or generated code): try the frame
 			 * pointer chain, laid out alike on x86-64 and aarch64 --
@@ -683,22 +613,22 @@ static enum fast_result unwind_fast(struct nw_dwarf *d, const struct nw_unwind_c
 			fp = nfp;
 			continue;
 		}
-		if (r->kind == RULE_COMPLEX) {
+		if (r->kind != NW_CFI_RULE_OK) {
 			w->n = 0;
 			return FAST_FALLBACK;
 		}
 		if (r->cfa_from_fp && !fp_ok)
 			return FAST_DONE;
 		cfa = (r->cfa_from_fp ? fp : sp) + (int64_t)r->cfa_off;
-		if (r->ra == REG_UNDEFINED) {
+		if (r->ra == NW_CFI_REG_UNDEFINED) {
 			*ended_cleanly = true; /* the ABI's mark of the outermost frame */
 			return FAST_DONE;
 		}
-		if (r->ra != REG_AT_CFA || !stack_word(s, sp0, cfa + (int64_t)r->ra_off, &ra))
+		if (r->ra != NW_CFI_REG_AT_CFA || !stack_word(s, sp0, cfa + (int64_t)r->ra_off, &ra))
 			return FAST_DONE;
-		if (r->fp == REG_AT_CFA)
+		if (r->fp == NW_CFI_REG_AT_CFA)
 			fp_ok = stack_word(s, sp0, cfa + (int64_t)r->fp_off, &nfp);
-		else if (r->fp == REG_SAME)
+		else if (r->fp == NW_CFI_REG_SAME)
 			nfp = fp;
 		else
 			fp_ok = false;

@@ -3,11 +3,34 @@
 
 #include "unwind/dwarf.h"
 
+#include "bpf/abi.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/log.h"
+
+/*
+ * NARWHAL_UNWIND=check in bpf mode: the program's frames of a thread's
+ * last sample, until perf's twin of it (the same sample with a stack copy)
+ * is unwound from the copy and compared.  Slots by thread id.
+ */
+#define CHECK_SLOTS 64
+
+enum check_kind { CHECK_NONE, CHECK_BPF, CHECK_COPY };
+
+struct nw_bpf_check {
+	struct check_slot {
+		uint32_t tid;
+		uint32_t kind;   /* enum check_kind: which of the two came first */
+		uint32_t end;    /* CHECK_BPF: how the walk ended (enum nw_bpf_end) */
+		uint32_t n;
+		struct nw_frame f[NW_UNWIND_MAX_FRAMES];
+	} slot[CHECK_SLOTS];
+};
 
 int nw_unwinder_init(struct nw_unwinder *u, enum nw_callgraph mode, const struct nw_arch_ops *arch,
 		     uint64_t regs_mask)
@@ -24,6 +47,12 @@ int nw_unwinder_init(struct nw_unwinder *u, enum nw_callgraph mode, const struct
 		if (!u->dwarf)
 			return -ENOMEM;
 	}
+	if (mode == NW_CALLGRAPH_BPF && getenv("NARWHAL_UNWIND") &&
+	    !strcmp(getenv("NARWHAL_UNWIND"), "check")) {
+		u->bpf_check = calloc(1, sizeof(*u->bpf_check));
+		if (!u->bpf_check)
+			return -ENOMEM;
+	}
 	if (mode == NW_CALLGRAPH_HYBRID) {
 		u->scratch = calloc(NW_UNWIND_MAX_FRAMES, sizeof(*u->scratch));
 		if (!u->scratch)
@@ -36,6 +65,8 @@ void nw_unwinder_fini(struct nw_unwinder *u)
 {
 	nw_dwarf_free(u->dwarf);
 	free(u->scratch);
+	free(u->bpf_check);
+	u->bpf_check = NULL;
 	u->dwarf = NULL;
 	u->scratch = NULL;
 }
@@ -116,6 +147,97 @@ static size_t unwind_hybrid(struct nw_unwinder *u, const struct nw_unwind_ctx *c
 	return n;
 }
 
+/*
+ * Compares the copy's unwinding @d (@nd frames) with the program's @b
+ * (@nb): they agree when one is a prefix of the other by PCs and the
+ * copy's is not the longer (it stops where the copy ends; the program
+ * reads on).
+ */
+static void check_pair(struct nw_unwinder *u, uint32_t tid, const struct nw_frame *b, size_t nb,
+		       uint32_t end, const struct nw_frame *d, size_t nd)
+{
+	size_t common = nd < nb ? nd : nb, i;
+
+	u->stats.bpf_checked++;
+	/* Outside check mode the program hands such a sample to perf: the copy's is the one. */
+	if (end == NW_BPF_END_NO_TABLE || end == NW_BPF_END_UNSEEN) {
+		u->stats.bpf_unknown++;
+		return;
+	}
+	for (i = 0; i < common; i++)
+		if (nw_ip_pc(d[i].ip) != nw_ip_pc(b[i].ip))
+			break;
+	if (i == common && nd <= nb) {
+		u->stats.bpf_agree++;
+		u->stats.bpf_deeper += nd < nb;
+		return;
+	}
+	u->stats.bpf_mismatch++;
+	if (i < common)
+		nw_debug("bpf check: tid %u frame %zu: %#llx in the kernel, %#llx from the copy "
+			 "(%zu and %zu frames)", tid, i, (unsigned long long)b[i].ip,
+			 (unsigned long long)d[i].ip, nb, nd);
+	else
+		nw_debug("bpf check: tid %u: the kernel's walk ends after %zu frames, the copy's "
+			 "after %zu (next %#llx)", tid, nb, nd, (unsigned long long)d[nb].ip);
+}
+
+/*
+ * One of a check pair (@kind, frames @f[0..@n)) of thread @tid: compared
+ * with the other when it came first, else kept until it comes.
+ */
+static void check_twin(struct nw_unwinder *u, uint32_t tid, enum check_kind kind, uint32_t end,
+		       const struct nw_frame *f, size_t n)
+{
+	struct check_slot *c = &u->bpf_check->slot[tid % CHECK_SLOTS];
+
+	if (c->tid == tid && c->kind != CHECK_NONE && c->kind != kind) {
+		if (kind == CHECK_BPF)
+			check_pair(u, tid, f, n, end, c->f, c->n);
+		else
+			check_pair(u, tid, c->f, c->n, c->end, f, n);
+		c->kind = CHECK_NONE;
+		return;
+	}
+	c->tid = tid;
+	c->kind = kind;
+	c->end = end;
+	c->n = (uint32_t)n;
+	memcpy(c->f, f, n * sizeof(*f));
+}
+
+/*
+ * bpf: the pairs after NW_BPF_CONTEXT and its status word.  A user frame
+ * right below kernel frames keeps the exact PC the kernel was entered at.
+ */
+static size_t unwind_bpf(struct nw_unwinder *u, const struct nw_sample *s, struct nw_frame *out,
+			 size_t max)
+{
+	uint64_t i = 0, status, n = 0;
+
+	while (i < s->nr && nw_rd64(s->ips, i) != NW_BPF_CONTEXT)
+		i++;
+	if (i + 1 >= s->nr)
+		return 0;
+	status = nw_rd64(s->ips, i + 1);
+	u->stats.bpf_ends[NW_BPF_STATUS_END(status) & 7]++;
+	u->stats.bpf_fp_frames += NW_BPF_STATUS_FP(status);
+	for (i += 2; i + 1 < s->nr; i += 2) {
+		if (n == max) {
+			u->stats.truncated++;
+			break;
+		}
+		out[n].ip = nw_rd64(s->ips, i);
+		out[n].sp = nw_rd64(s->ips, i + 1);
+		n++;
+	}
+	if (NW_BPF_STATUS_END(status) == NW_BPF_END_DEPTH)
+		u->stats.truncated++;
+	if ((status & NW_BPF_TWIN) && u->bpf_check)
+		check_twin(u, s->sid.tid, CHECK_BPF, (uint32_t)NW_BPF_STATUS_END(status), out, n);
+	return n;
+}
+
 /* The kernel's part of the callchain (below PERF_CONTEXT_KERNEL), leaf first: the count. */
 static size_t kernel_frames(struct nw_unwinder *u, const struct nw_sample *s,
 			    struct nw_frame *out, size_t max)
@@ -155,6 +277,22 @@ size_t nw_unwind(struct nw_unwinder *u, const struct nw_unwind_ctx *ctx, const s
 		return k + nw_dwarf_unwind(u->dwarf, ctx, s, out, max, &u->stats, &complete);
 	case NW_CALLGRAPH_HYBRID:
 		return k + unwind_hybrid(u, ctx, s, out, max);
+	case NW_CALLGRAPH_BPF: {
+		size_t n;
+
+		u->twin = false;
+		if (!s->stack_size)
+			return k + unwind_bpf(u, s, out, max);
+		n = nw_dwarf_unwind(u->dwarf, ctx, s, out, max, &u->stats, &complete);
+		if (u->bpf_check) {
+			/* The twin of a sample the program unwound: compared, not counted again. */
+			check_twin(u, s->sid.tid, CHECK_COPY, 0, out, n);
+			u->twin = true;
+			return 0;
+		}
+		u->stats.bpf_copies++;
+		return k + n;
+	}
 	default:
 		return k + unwind_fp(u, s, out, max);
 	}

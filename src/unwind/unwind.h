@@ -6,7 +6,10 @@
  * - fp: the kernel's user callchain (frame pointers); the leaf's sp from
  *   PERF_SAMPLE_REGS_USER.
  * - dwarf: CFI (.eh_frame, .debug_frame) through libdwfl over the sample's
- *   user registers and stack copy, at record time.  One Dwfl per process,
+ *   user registers and stack copy, at record time.
+ * - bpf: the (PC, SP) pairs the in-kernel unwinder wrote into the sample's
+ *   callchain after NW_BPF_CONTEXT; a sample with a stack copy (one it
+ *   handed back to perf) as in dwarf mode.  One Dwfl per process,
  *   kept across samples; its modules follow the process's epochs.  Every
  *   frame carries its CFA-derived stack pointer as sp.
  */
@@ -25,6 +28,9 @@ enum nw_callgraph {
 	NW_CALLGRAPH_FP,
 	NW_CALLGRAPH_DWARF,
 	NW_CALLGRAPH_HYBRID,     /* small stack copy by CFI, spliced onto the fp chain */
+	NW_CALLGRAPH_BPF,        /* CFI tables walked in the kernel (bpf/abi.h); samples
+				  * it hands back carry a stack copy, unwound as dwarf */
+	NW_CALLGRAPH_AUTO,       /* not asked for: the recorder picks bpf where it can, else dwarf */
 };
 
 #define NW_UNWIND_MAX_FRAMES 512
@@ -46,6 +52,12 @@ struct nw_unwind_stats {
 	uint64_t checked;        /* NARWHAL_UNWIND=check: samples unwound both ways */
 	uint64_t mismatches;     /* ... where the two disagree */
 	uint64_t spliced;        /* hybrid: samples joined onto the kernel chain */
+	uint64_t bpf_fp_frames;  /* bpf: frames the kernel found by frame pointers */
+	uint64_t bpf_ends[8];    /* bpf: samples by how the walk ended (enum nw_bpf_end) */
+	uint64_t bpf_copies;     /* bpf: samples handed back, unwound from a copy */
+	/* NARWHAL_UNWIND=check in bpf mode: each sample unwound in the kernel and from a copy */
+	uint64_t bpf_checked, bpf_agree, bpf_deeper, bpf_mismatch;
+	uint64_t bpf_unknown;    /* ... the kernel's walk met what outside check mode goes to perf */
 };
 
 struct nw_dwarf;
@@ -58,6 +70,8 @@ struct nw_unwinder {
 	struct nw_dwarf *dwarf;  /* dwarf and hybrid modes' per-process state */
 	struct nw_frame *scratch; /* hybrid: the kernel chain */
 	bool kernel;             /* samples carry the kernel's callchain: its frames come first */
+	struct nw_bpf_check *bpf_check; /* bpf, NARWHAL_UNWIND=check: frames awaiting their twin */
+	bool twin;               /* the last sample was a check twin: compared, not to be folded */
 	struct nw_unwind_stats stats;
 };
 

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The contract between the in-kernel unwinder (bpf/unwind.bpf.c) and the
+ * recorder: the unwind table rows the recorder compiles from a module's
+ * CFI and loads into the program's maps, and the keys it loads them by.
+ * Included by BPF C (compiled with clang -target bpf) and by the recorder,
+ * so it uses only fixed-width types.
+ *
+ * A module's table is its rows sorted by file offset; a row holds from
+ * its offset up to the next row's.  The program turns a PC into a file
+ * offset through the VMA that maps it (pc - vm_start + vm_pgoff * page),
+ * finds the module by the file's (device, inode), and bisects its rows.
+ * x86-64 only: the return address is at CFA - 8 in every row (a row where
+ * it is not is NW_CFA_COMPLEX).
+ */
+#ifndef NW_BPF_ABI_H
+#define NW_BPF_ABI_H
+
+#ifdef __bpf__
+typedef unsigned int nw_u32;
+typedef int nw_s32;
+typedef short nw_s16;
+typedef unsigned char nw_u8;
+typedef unsigned long long nw_u64;
+#else
+#include <stdint.h>
+typedef uint32_t nw_u32;
+typedef int32_t nw_s32;
+typedef int16_t nw_s16;
+typedef uint8_t nw_u8;
+typedef uint64_t nw_u64;
+#endif
+
+/* How the CFA of a row is found. */
+enum nw_cfi_cfa {
+	NW_CFA_SP = 0,        /* SP + cfa_off */
+	NW_CFA_FP = 1,        /* FP (rbp) + cfa_off */
+	NW_CFA_PLT = 2,       /* a PLT entry: SP + 8, + 8 more when (pc & 15) >= 11 */
+	NW_CFA_END = 3,       /* the return address is undefined: the outermost frame */
+	NW_CFA_GAP = 4,       /* no CFI covers these offsets: frame pointers, counted */
+	NW_CFA_COMPLEX = 5,   /* CFI the row cannot express: frame pointers, counted */
+};
+
+/* Where the caller's FP (rbp) is. */
+enum nw_cfi_fp {
+	NW_FP_SAME = 0,       /* unchanged in this frame */
+	NW_FP_AT_CFA = 1,     /* saved at CFA + fp_off */
+	NW_FP_UNDEF = 2,      /* unknown */
+};
+
+struct nw_cfi_row {
+	nw_u32 off;           /* file offset of the first PC the row covers */
+	nw_s32 cfa_off;
+	nw_s16 fp_off;
+	nw_u8 cfa;            /* enum nw_cfi_cfa */
+	nw_u8 fp;             /* enum nw_cfi_fp */
+};
+
+/* The key of a module's table: the (device, inode) of the file its VMA maps. */
+struct nw_bpf_module_key {
+	nw_u64 dev;           /* the kernel's dev_t: major << 20 | minor */
+	nw_u64 ino;
+};
+
+/* The vdso, which no file backs. */
+#define NW_BPF_VDSO_DEV 0
+#define NW_BPF_VDSO_INO 1
+
+struct nw_bpf_module {
+	nw_u32 first;         /* its first row in the rows map */
+	nw_u32 nrows;
+};
+
+/*
+ * A sample the program unwound goes to the recorder in the layout of a
+ * PERF_RECORD_SAMPLE of the session's format (IDENTIFIER, IP, TID, TIME,
+ * PERIOD, CALLCHAIN, REGS_USER, STACK_USER; no registers, no stack).  Its
+ * callchain holds PERF_CONTEXT_KERNEL and the kernel's frames when asked
+ * for, then NW_BPF_CONTEXT, a status word, and (PC, SP) pairs of the user
+ * stack, leaf first.  A sample it cannot unwind (a module whose table is
+ * not loaded yet) it hands back to perf, which writes it with a stack copy.
+ */
+#define NW_BPF_CONTEXT ((nw_u64)-3000)
+
+/*
+ * The sample id the program writes for the session's event @e: a perf
+ * event inherited by a new thread keeps the program but not its attach
+ * cookie, so each event gets a program of its own that knows its number.
+ * Kernel-assigned ids are small counters: they never reach bit 62.
+ */
+#define NW_BPF_ID(e) ((nw_u64)1 << 62 | (nw_u64)(e))
+
+/* The status word: why the user walk ended, and frames found by frame pointers. */
+enum nw_bpf_end {
+	NW_BPF_END_ENTRY = 0,  /* the outermost frame: CFI says so, or a zero return address */
+	NW_BPF_END_DEPTH,      /* the frame limit */
+	NW_BPF_END_READ,       /* the stack could not be read (not resident, or a bad CFA) */
+	NW_BPF_END_NO_VMA,     /* a PC outside any mapping */
+	NW_BPF_END_FP,         /* the frame-pointer fallback found no frame pointer */
+	NW_BPF_END_KERNEL,     /* no user stack (a kernel thread) */
+	NW_BPF_END_NO_TABLE,   /* check mode: a module whose table is not loaded yet */
+	NW_BPF_END_UNSEEN,     /* check mode: a second mapping this sample could not look up */
+};
+#define NW_BPF_STATUS(end, fp_frames) ((nw_u64)(end) | (nw_u64)(fp_frames) << 8)
+#define NW_BPF_TWIN ((nw_u64)1 << 32)  /* check mode: perf writes the sample too, with a copy */
+#define NW_BPF_STATUS_END(w) ((w) & 0xff)
+#define NW_BPF_STATUS_FP(w) ((w) >> 8 & 0xffff)
+
+/* Counters, per CPU (the stats map). */
+enum nw_bpf_stat {
+	NW_BPF_SAMPLES,        /* samples unwound and written */
+	NW_BPF_LOST,           /* ... dropped: the ring buffer was full */
+	NW_BPF_HANDED_BACK,    /* samples handed back to perf (a table missing) */
+	NW_BPF_FRAMES,         /* user frames written */
+	NW_BPF_FP_FRAMES,      /* ... of which found by frame pointers */
+	NW_BPF_NSTATS,
+};
+
+#endif

@@ -1,0 +1,480 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The in-kernel unwinder (narwhal-record -g bpf; doc/UNWINDING.md): a
+ * BPF_PROG_TYPE_PERF_EVENT program on every sampling event.  At each
+ * sample it walks the user stack of the interrupted task where the stack
+ * really is (no copy: a stack switch is followed like any other frame),
+ * with the unwind tables the recorder compiled from each module's CFI
+ * (bpf/abi.h), and frame pointers where a module has none (JIT code, a
+ * gap in the CFI, a row the tables cannot express).  It writes the sample
+ * to a ring buffer in the layout of a PERF_RECORD_SAMPLE and tells perf
+ * not to write its own; a sample that reaches a module whose table is not
+ * loaded yet goes back to perf, which writes it with a stack copy for the
+ * recorder's own unwinder.
+ *
+ * The walk is a bpf_loop() over frames (5.17+), so the verifier checks
+ * one frame's code, whatever the depth; the VMA of each PC comes from
+ * bpf_find_vma() (5.17+), so no per-process map of mappings has to follow
+ * fork, exec and dlopen: a table is found by the file's (device, inode).
+ */
+#include "bpf/kernel.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <linux/perf_event.h>
+
+#include "bpf/abi.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#define BUF_WORDS 4096          /* the record being built: 32 KiB per CPU */
+#define BUF_MASK (BUF_WORDS - 1)
+#define MAX_KERNEL 127          /* perf_event_max_stack's default */
+#define MAX_USER 1024
+#define BISECT_STEPS 24         /* 16 Mi rows per module at most */
+#define PAGE_SHIFT 12
+
+/* Set by the recorder before loading. */
+const volatile __u64 pidns_dev = 0;
+const volatile __u64 pidns_ino = 0;
+const volatile __u32 max_user = 512;
+const volatile bool want_kernel = false;
+const volatile __u32 ring_bytes = 1;
+const volatile __u64 sample_id = 0;     /* NW_BPF_ID() of the event this copy serves */
+const volatile bool check = false;      /* perf writes every sample too (NARWHAL_UNWIND=check) */
+
+struct record {
+	__u64 w[BUF_WORDS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct nw_bpf_module_key);
+	__type(value, struct nw_bpf_module);
+} modules SEC(".maps");
+
+/* Every module's rows, one after the other; sized by the recorder. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nw_cfi_row);
+} rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct record);
+} bufs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22);
+} samples SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NW_BPF_NSTATS);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+static __always_inline void count(__u32 which, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &which);
+
+	if (v)
+		*v += n;
+}
+
+enum vma_kind { VMA_NONE, VMA_FILE, VMA_ANON };
+
+/* A mapping of code, as the walk needs it. */
+struct vma_info {
+	__u64 start, end;
+	__u64 bias;             /* file offset = pc + bias */
+	__u64 mm;               /* the address space it belongs to */
+	struct nw_bpf_module_key key;
+	__u32 kind;             /* enum vma_kind */
+	__u32 pad;
+};
+
+/*
+ * The mappings of code each process was seen running, by 2 MiB of address
+ * space: bpf_find_vma() works once per run of the program (in interrupt
+ * context it leaves the mmap lock to an irq_work that has not run yet), so
+ * a sample finds at most one mapping it has not met before.  An entry is
+ * valid for its mm only (an exec makes another); the recorder drops the
+ * buckets a new mapping covers (nw_bpf_forget_range()).
+ */
+#define VMA_BUCKET_SHIFT 21
+#define VMA_WAYS 4
+
+struct vma_key {
+	__u32 tgid;
+	__u32 bucket;
+};
+
+struct vma_slot {
+	struct vma_info v[VMA_WAYS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct vma_key);
+	__type(value, struct vma_slot);
+} vmas SEC(".maps");
+
+/* A slot being rewritten (too large for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct vma_slot);
+} scratch SEC(".maps");
+
+struct walk {
+	__u64 pc, sp, fp;
+	__u64 mm;
+	__u32 tgid;
+	__u32 base;             /* word of the first (PC, SP) pair */
+	__u32 n;                /* pairs written */
+	__u32 fp_frames;
+	__u32 end;              /* enum nw_bpf_end */
+	__u32 handback;
+	__u32 found;            /* bpf_find_vma() was called */
+	struct vma_info vma;    /* the mapping of the last PC */
+	__u32 first, nrows;     /* its module's table; nrows 0 and kind FILE: no table */
+	__u32 has_table;
+	__u64 lookup;           /* find_vma(): the PC, and whether it was found */
+	__u32 resolved;
+};
+
+/*
+ * The walk's state lives in a map, not on the stack: the verifier then
+ * knows none of its values, so one frame's code is verified for all
+ * frames instead of once per depth.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct walk);
+} walks SEC(".maps");
+
+static __always_inline struct walk *walk_state(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&walks, &zero);
+}
+
+/* bpf_find_vma()'s callback: the mapping into @arg, a struct vma_info whose mm is set. */
+static long vma_found(struct task_struct *task, struct vm_area_struct *vma, void *arg)
+{
+	struct vma_info *v = arg;
+	struct file *file = BPF_CORE_READ(vma, vm_file);
+
+	v->start = BPF_CORE_READ(vma, vm_start);
+	v->end = BPF_CORE_READ(vma, vm_end);
+	v->bias = (BPF_CORE_READ(vma, vm_pgoff) << PAGE_SHIFT) - v->start;
+	v->kind = VMA_FILE;
+	if (file) {
+		v->key.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
+		v->key.ino = BPF_CORE_READ(file, f_inode, i_ino);
+	} else if ((__u64)BPF_CORE_READ(task, mm, context.vdso) == v->start) {
+		v->key.dev = NW_BPF_VDSO_DEV;
+		v->key.ino = NW_BPF_VDSO_INO;
+		v->bias = -v->start;
+	} else {
+		v->kind = VMA_ANON;  /* JIT code, or code written at run time */
+	}
+	return 0;
+}
+
+/*
+ * The mapping of @pc into w->vma, and its module's table: from the cache,
+ * else (once per sample) from bpf_find_vma(), then cached.  False when it
+ * cannot be known now.
+ */
+static __always_inline bool find_vma_inline(struct walk *w, __u64 pc)
+{
+	struct vma_key key = { .tgid = w->tgid, .bucket = (__u32)(pc >> VMA_BUCKET_SHIFT) };
+	struct vma_slot *slot = bpf_map_lookup_elem(&vmas, &key), *fresh;
+	struct nw_bpf_module *mod;
+	bool hit = false;
+	__u32 zero = 0;
+
+	for (int i = 0; slot && i < VMA_WAYS; i++) {
+		struct vma_info *v = &slot->v[i];
+
+		if (v->mm == w->mm && v->kind != VMA_NONE && pc >= v->start && pc < v->end) {
+			w->vma = *v;
+			hit = true;
+			break;
+		}
+	}
+	if (!hit) {
+		if (w->found)
+			return false;
+		struct vma_info found = { .mm = w->mm };
+
+		w->found = 1;
+		if (bpf_find_vma(bpf_get_current_task_btf(), pc, vma_found, &found, 0) ||
+		    found.kind == VMA_NONE)
+			return false;
+		w->vma = found;
+		/* Into the slot: a free or stale way, else the one the PC picks. */
+		fresh = bpf_map_lookup_elem(&scratch, &zero);
+		if (fresh) {
+			int way = (pc >> 12) % VMA_WAYS;
+
+			if (slot)
+				*fresh = *slot;
+			else
+				__builtin_memset(fresh, 0, sizeof(*fresh));
+			for (int i = 0; i < VMA_WAYS; i++)
+				if (fresh->v[i].kind == VMA_NONE || fresh->v[i].mm != w->mm) {
+					way = i;
+					break;
+				}
+			fresh->v[way & (VMA_WAYS - 1)] = w->vma;
+			bpf_map_update_elem(&vmas, &key, fresh, BPF_ANY);
+		}
+	}
+	w->has_table = 0;
+	if (w->vma.kind == VMA_FILE) {
+		mod = bpf_map_lookup_elem(&modules, &w->vma.key);
+		if (mod) {
+			w->first = mod->first;
+			w->nrows = mod->nrows;
+			w->has_table = 1;
+		}
+	}
+	return true;
+}
+
+/*
+ * find_vma_inline() as a callback of a one-round bpf_loop(): the verifier
+ * checks it once, apart from the frame's other paths.  w->lookup is the PC.
+ */
+static long find_vma_cb(__u32 i, void *arg)
+{
+	struct walk *w = walk_state();
+
+	if (!w)
+		return 1;
+	w->resolved = find_vma_inline(w, w->lookup);
+	return 1;
+}
+
+static __always_inline bool find_vma(struct walk *w, __u64 pc)
+{
+	w->lookup = pc;
+	w->resolved = 0;
+	bpf_loop(1, find_vma_cb, NULL, 0);
+	return w->resolved;
+}
+
+/* A bisection of one module's rows, one step per bpf_loop() round. */
+struct bisect {
+	__u32 first;
+	__u32 lo, hi;           /* the row sought is below hi, at or above lo - 1 */
+	__u32 off;
+};
+
+static long bisect_step(__u32 i, void *arg)
+{
+	struct bisect *b = arg;
+	__u32 mid = b->lo + (b->hi - b->lo) / 2, idx = b->first + mid;
+	struct nw_cfi_row *r;
+
+	if (b->lo >= b->hi)
+		return 1;
+	r = bpf_map_lookup_elem(&rows, &idx);
+	if (!r)
+		return 1;
+	if (r->off <= b->off)
+		b->lo = mid + 1;
+	else
+		b->hi = mid;
+	return 0;
+}
+
+/* The row of file offset @off among @nrows rows from @first: the last at or below it. */
+static __always_inline int find_row(__u32 first, __u32 nrows, __u32 off, struct nw_cfi_row *out)
+{
+	struct bisect b = { .first = first, .lo = 0, .hi = nrows, .off = off };
+	struct nw_cfi_row *r;
+	__u32 idx;
+
+	bpf_loop(BISECT_STEPS + 1, bisect_step, &b, 0);
+	if (!b.lo || b.lo < b.hi)
+		return -1;
+	idx = first + b.lo - 1;
+	r = bpf_map_lookup_elem(&rows, &idx);
+	if (!r)
+		return -1;
+	*out = *r;
+	return 0;
+}
+
+static __always_inline long stop(struct walk *w, __u32 end)
+{
+	w->end = end;
+	return 1;
+}
+
+/* One frame: writes (PC, SP), then finds the caller's PC, SP and FP. */
+static long step(__u32 i, void *arg)
+{
+	struct walk *w = walk_state();
+	__u32 zero = 0, k;
+	struct record *rec = bpf_map_lookup_elem(&bufs, &zero);
+	struct nw_cfi_row row = { .cfa = NW_CFA_GAP };
+	__u64 pc, cfa, ra, fp;
+
+	if (!w)
+		return 1;
+	k = w->base + 2 * w->n;
+	if (!rec || k + 4 >= BUF_WORDS)
+		return stop(w, NW_BPF_END_DEPTH);
+	rec->w[k & BUF_MASK] = w->pc;
+	rec->w[(k + 1) & BUF_MASK] = w->sp;
+	w->n++;
+	if (w->n >= max_user)
+		return stop(w, NW_BPF_END_DEPTH);
+	/* A return address: the call is the instruction before it. */
+	pc = w->n == 1 ? w->pc : w->pc - 1;
+	if ((pc < w->vma.start || pc >= w->vma.end) && !find_vma(w, pc)) {
+		/* A mapping it cannot know in this sample: perf's copy, or where it ends. */
+		if (w->found && !check) {
+			w->handback = 1;
+			return 1;
+		}
+		return stop(w, w->found ? NW_BPF_END_UNSEEN : NW_BPF_END_NO_VMA);
+	}
+	if (w->vma.kind == VMA_FILE && !w->has_table) {
+		/* Checking, perf writes every sample anyway: ours says where it stopped. */
+		if (check)
+			return stop(w, NW_BPF_END_NO_TABLE);
+		w->handback = 1;
+		return 1;
+	}
+	if (w->vma.kind == VMA_FILE &&
+	    find_row(w->first, w->nrows, (__u32)(pc + w->vma.bias), &row))
+		row.cfa = NW_CFA_GAP;
+	switch (row.cfa) {
+	case NW_CFA_END:
+		return stop(w, NW_BPF_END_ENTRY);
+	case NW_CFA_SP:
+		cfa = w->sp + (__s64)row.cfa_off;
+		break;
+	case NW_CFA_FP:
+		cfa = w->fp + (__s64)row.cfa_off;
+		break;
+	case NW_CFA_PLT:
+		cfa = w->sp + 8 + ((w->pc & 15) >= 11 ? 8 : 0);
+		break;
+	default:
+		/* No usable CFI here: the frame-pointer chain, counted. */
+		if (!w->fp)
+			return stop(w, NW_BPF_END_FP);
+		cfa = w->fp + 16;
+		row.fp = NW_FP_AT_CFA;
+		row.fp_off = -16;
+		w->fp_frames++;
+		break;
+	}
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
+		return stop(w, NW_BPF_END_READ);
+	fp = w->fp;
+	if (row.fp == NW_FP_AT_CFA) {
+		if (bpf_probe_read_user(&fp, sizeof(fp), (void *)(cfa + (__s64)row.fp_off)))
+			return stop(w, NW_BPF_END_READ);
+	} else if (row.fp == NW_FP_UNDEF) {
+		fp = 0;
+	}
+	if (!ra)
+		return stop(w, NW_BPF_END_ENTRY);
+	w->pc = ra;
+	w->sp = cfa;
+	w->fp = fp;
+	return 0;
+}
+
+SEC("perf_event")
+int nw_unwind(struct nw_perf_ctx *ctx)
+{
+	__u32 zero = 0, k = 7, size;
+	struct record *rec = bpf_map_lookup_elem(&bufs, &zero);
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct bpf_pidns_info ns = {};
+	struct walk *w = walk_state();
+	bool kernel = (ctx->regs.cs & 3) == 0;
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (!rec || !w)
+		return 1;
+	__builtin_memset(w, 0, sizeof(*w));
+	w->end = NW_BPF_END_KERNEL;
+	/* A task outside the recorder's PID namespace: perf knows how to say its pid. */
+	if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, &ns, sizeof(ns)))
+		return 1;
+	rec->w[1] = sample_id;
+	rec->w[2] = ctx->regs.ip;
+	rec->w[3] = (__u64)ns.tgid | (__u64)ns.pid << 32;
+	rec->w[4] = bpf_ktime_get_ns();
+	rec->w[5] = ctx->sample_period;
+	if (want_kernel && kernel) {
+		long got;
+
+		rec->w[7] = PERF_CONTEXT_KERNEL;
+		got = bpf_get_stack(ctx, &rec->w[8], MAX_KERNEL * 8, 0);
+		k = got > 0 ? 8 + (__u32)got / 8 : 7;
+	}
+	if (k > 8 + MAX_KERNEL)
+		return 1;
+	rec->w[k & BUF_MASK] = NW_BPF_CONTEXT;
+	w->base = k + 2;
+	w->mm = (__u64)BPF_CORE_READ(task, mm);
+	w->tgid = ns.tgid;
+	if (w->mm) {
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+
+		w->pc = BPF_CORE_READ(regs, ip);
+		w->sp = BPF_CORE_READ(regs, sp);
+		w->fp = BPF_CORE_READ(regs, bp);
+		w->end = NW_BPF_END_ENTRY;
+		bpf_loop(MAX_USER, step, NULL, 0);
+	}
+	if (w->handback) {
+		count(NW_BPF_HANDED_BACK, 1);
+		return 1;
+	}
+	rec->w[(k + 1) & BUF_MASK] = NW_BPF_STATUS(w->end, w->fp_frames) | (check ? NW_BPF_TWIN : 0);
+	k = w->base + 2 * w->n;
+	if (k + 2 >= BUF_WORDS)
+		return 1;
+	rec->w[6] = k - 7;                  /* callchain entries */
+	rec->w[k & BUF_MASK] = 0;           /* no user registers */
+	rec->w[(k + 1) & BUF_MASK] = 0;     /* no stack copy */
+	size = ((k + 2) * 8) & (sizeof(*rec) - 1);   /* (the verifier's bound) */
+	rec->w[0] = PERF_RECORD_SAMPLE |
+		    (__u64)(kernel ? PERF_RECORD_MISC_KERNEL : PERF_RECORD_MISC_USER) << 32 |
+		    (__u64)size << 48;
+	/* Wake the recorder once the buffer is a quarter full, not at every sample. */
+	if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > ring_bytes / 4)
+		flags = BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_output(&samples, rec, size, flags)) {
+		count(NW_BPF_LOST, 1);
+		return 0;
+	}
+	count(NW_BPF_SAMPLES, 1);
+	count(NW_BPF_FRAMES, w->n);
+	count(NW_BPF_FP_FRAMES, w->fp_frames);
+	return check;
+}

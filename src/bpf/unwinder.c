@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/* The in-kernel unwinder's loader; see unwinder.h and doc/UNWINDING.md. */
+#include "bpf/unwinder.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "unwind.skel.h"
+#include "util/log.h"
+#include "util/strbuf.h"
+
+struct loaded {
+	uint64_t dev, ino;     /* ino 0: empty slot (no file has inode 0) */
+};
+
+struct nw_bpf_unwinder {
+	struct nw_unwind_bpf *skel;     /* event 0's copy, whose maps every copy shares */
+	struct nw_unwind_bpf **copies;  /* per event; copies[0] == skel */
+	unsigned ncopies;
+	struct ring_buffer *ring;
+	struct bpf_link **links;
+	size_t nlinks, cap_links;
+	struct loaded *set;    /* open addressing: the modules whose tables are loaded */
+	uint32_t nset, cap_set;
+	uint32_t rows, max_rows;
+	/* nw_bpf_consume()'s callback, for the ring buffer's. */
+	int (*fn)(void *arg, const void *rec, size_t size);
+	void *arg;
+};
+
+/* libbpf's messages (the verifier's log among them) only with NARWHAL_BPF_LOG set. */
+static int silent(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	return getenv("NARWHAL_BPF_LOG") ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+/* Has the caller CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN, before 5.8)? */
+static bool capable_bpf(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data))
+		return false;
+	if (data[1].effective & (1u << (CAP_BPF - 32)) &&
+	    data[1].effective & (1u << (CAP_PERFMON - 32)))
+		return true;
+	return data[0].effective & (1u << CAP_SYS_ADMIN);
+}
+
+bool nw_bpf_usable(char *why, size_t len)
+{
+#if !defined(__x86_64__)
+	nw_set_err(why, len, "-g bpf unwinds x86-64 only");
+	return false;
+#else
+	if (!capable_bpf()) {
+		nw_set_err(why, len, "-g bpf needs root, or CAP_BPF and CAP_PERFMON");
+		return false;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		nw_set_err(why, len, "-g bpf needs the kernel's BTF (/sys/kernel/btf/vmlinux: "
+				     "CONFIG_DEBUG_INFO_BTF)");
+		return false;
+	}
+	libbpf_set_print(silent);
+	if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_find_vma, NULL) <= 0 ||
+	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) <= 0) {
+		nw_set_err(why, len, "-g bpf needs Linux 5.17 or later (bpf_loop, bpf_find_vma)");
+		return false;
+	}
+	return true;
+#endif
+}
+
+static int handle(void *ctx, void *data, size_t size)
+{
+	struct nw_bpf_unwinder *u = ctx;
+
+	return u->fn ? u->fn(u->arg, data, size) : 0;
+}
+
+/* Loads the copy of the program for event @e, on the maps of u->skel when there is one. */
+static int load_copy(struct nw_bpf_unwinder *u, const struct nw_bpf_opts *o, unsigned e,
+		     const struct stat *ns)
+{
+	struct nw_unwind_bpf *sk = nw_unwind_bpf__open();
+	int r;
+
+	if (!sk)
+		return -errno;
+	u->copies[u->ncopies++] = sk;
+	/* Pids as the recorder sees them: its own PID namespace's. */
+	sk->rodata->pidns_dev = ns->st_dev;
+	sk->rodata->pidns_ino = ns->st_ino;
+	sk->rodata->max_user = o->max_frames ? o->max_frames : 512;
+	sk->rodata->want_kernel = o->kernel;
+	sk->rodata->ring_bytes = o->ring_bytes;
+	sk->rodata->sample_id = NW_BPF_ID(e);
+	sk->rodata->check = o->check;
+	if (u->skel) {
+		struct bpf_map *mine[] = { sk->maps.modules, sk->maps.rows, sk->maps.bufs,
+					   sk->maps.samples, sk->maps.stats };
+		struct bpf_map *first[] = { u->skel->maps.modules, u->skel->maps.rows,
+					    u->skel->maps.bufs, u->skel->maps.samples,
+					    u->skel->maps.stats };
+
+		for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++)
+			if ((r = bpf_map__reuse_fd(mine[i], bpf_map__fd(first[i]))))
+				return r;
+	} else if (bpf_map__set_max_entries(sk->maps.rows, u->max_rows) ||
+		   bpf_map__set_max_entries(sk->maps.samples, o->ring_bytes)) {
+		return -EINVAL;
+	}
+	r = nw_unwind_bpf__load(sk);
+	if (!r && !u->skel)
+		u->skel = sk;
+	return r;
+}
+
+int nw_bpf_open(struct nw_bpf_unwinder **ret, const struct nw_bpf_opts *o, char *err, size_t len)
+{
+	struct nw_bpf_unwinder *u = calloc(1, sizeof(*u));
+	unsigned n = o->nevents ? o->nevents : 1;
+	struct stat ns = { 0 };
+	int r = 0;
+
+	*ret = NULL;
+	if (!u || !(u->copies = calloc(n, sizeof(*u->copies)))) {
+		free(u);
+		return -ENOMEM;
+	}
+	libbpf_set_print(silent);
+	stat("/proc/self/ns/pid", &ns);
+	u->max_rows = o->max_rows ? o->max_rows : NW_BPF_DEFAULT_ROWS;
+	for (unsigned e = 0; e < n && !r; e++)
+		r = load_copy(u, o, e, &ns);
+	if (r) {
+		nw_set_err(err, len, "the kernel refused the BPF unwinder: %s (NARWHAL_BPF_LOG=1 "
+				     "shows why)", strerror(-r));
+		goto fail;
+	}
+	u->ring = ring_buffer__new(bpf_map__fd(u->skel->maps.samples), handle, u, NULL);
+	if (!u->ring) {
+		r = -errno;
+		nw_set_err(err, len, "cannot map the BPF unwinder's ring buffer: %s", strerror(-r));
+		goto fail;
+	}
+	*ret = u;
+	return 0;
+fail:
+	nw_bpf_close(u);
+	return r;
+}
+
+int nw_bpf_attach(struct nw_bpf_unwinder *u, int fd, unsigned event)
+{
+	struct bpf_link *link;
+
+	if (event >= u->ncopies)
+		return -EINVAL;
+	if (nw_grow(&u->links, &u->cap_links, u->nlinks + 1, sizeof(*u->links)))
+		return -ENOMEM;
+	link = bpf_program__attach_perf_event(u->copies[event]->progs.nw_unwind, fd);
+	if (!link)
+		return -errno;
+	u->links[u->nlinks++] = link;
+	return 0;
+}
+
+static uint32_t slot(const struct nw_bpf_unwinder *u, uint64_t dev, uint64_t ino)
+{
+	uint32_t mask = u->cap_set - 1;
+	uint32_t h = (uint32_t)(((ino ^ dev << 40) * 0x9e3779b97f4a7c15ULL) >> 32) & mask;
+
+	while (u->set[h].ino && (u->set[h].ino != ino || u->set[h].dev != dev))
+		h = (h + 1) & mask;
+	return h;
+}
+
+bool nw_bpf_has_module(const struct nw_bpf_unwinder *u, uint64_t dev, uint64_t ino)
+{
+	return u->cap_set && u->set[slot(u, dev, ino)].ino;
+}
+
+/* Notes (@dev, @ino) as loaded.  -ENOMEM. */
+static int remember(struct nw_bpf_unwinder *u, uint64_t dev, uint64_t ino)
+{
+	if ((u->nset + 1) * 2 > u->cap_set) {
+		struct loaded *old = u->set;
+		uint32_t had = u->cap_set;
+
+		u->cap_set = had ? had * 2 : 256;
+		u->set = calloc(u->cap_set, sizeof(*u->set));
+		if (!u->set) {
+			u->set = old;
+			u->cap_set = had;
+			return -ENOMEM;
+		}
+		for (uint32_t i = 0; i < had; i++)
+			if (old[i].ino)
+				u->set[slot(u, old[i].dev, old[i].ino)] = old[i];
+		free(old);
+	}
+	u->set[slot(u, dev, ino)] = (struct loaded){ dev, ino };
+	u->nset++;
+	return 0;
+}
+
+int nw_bpf_add_module(struct nw_bpf_unwinder *u, uint64_t dev, uint64_t ino,
+		      const struct nw_cfi_row *rows, uint32_t n)
+{
+	struct nw_bpf_module_key key = { .dev = dev, .ino = ino };
+	struct nw_bpf_module mod = { .first = u->rows, .nrows = n };
+	int rows_fd = bpf_map__fd(u->skel->maps.rows), r;
+
+	if (nw_bpf_has_module(u, dev, ino))
+		return 0;
+	if (n > u->max_rows - u->rows)
+		return -ENOSPC;
+	if (n) {
+		/* One batch: the rows map is an array, its keys the row numbers. */
+		uint32_t *keys = malloc((size_t)n * sizeof(*keys));
+		LIBBPF_OPTS(bpf_map_batch_opts, bo);
+		uint32_t count = n;
+
+		if (!keys)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < n; i++)
+			keys[i] = u->rows + i;
+		r = bpf_map_update_batch(rows_fd, keys, rows, &count, &bo);
+		free(keys);
+		if (r)
+			return r;
+	}
+	/* The module after its rows: the program never sees a half-loaded table. */
+	r = bpf_map_update_elem(bpf_map__fd(u->skel->maps.modules), &key, &mod, BPF_ANY);
+	if (r)
+		return r;
+	u->rows += n;
+	return remember(u, dev, ino);
+}
+
+int nw_bpf_fd(const struct nw_bpf_unwinder *u)
+{
+	return u->ring ? ring_buffer__epoll_fd(u->ring) : -1;
+}
+
+int nw_bpf_consume(struct nw_bpf_unwinder *u, int (*fn)(void *arg, const void *rec, size_t size),
+		   void *arg)
+{
+	u->fn = fn;
+	u->arg = arg;
+	return ring_buffer__consume(u->ring);
+}
+
+void nw_bpf_get_stats(const struct nw_bpf_unwinder *u, struct nw_bpf_stats *st)
+{
+	int ncpus = libbpf_num_possible_cpus(), fd = bpf_map__fd(u->skel->maps.stats);
+	struct bpf_prog_info info = { 0 };
+	uint32_t info_len = sizeof(info);
+	uint64_t *v = ncpus > 0 ? calloc((size_t)ncpus, sizeof(*v)) : NULL;
+
+	memset(st, 0, sizeof(*st));
+	for (uint32_t k = 0; v && k < NW_BPF_NSTATS; k++)
+		if (!bpf_map_lookup_elem(fd, &k, v))
+			for (int c = 0; c < ncpus; c++)
+				st->v[k] += v[c];
+	free(v);
+	st->rows = u->rows;
+	st->max_rows = u->max_rows;
+	st->modules = u->nset;
+	if (!bpf_obj_get_info_by_fd(bpf_program__fd(u->skel->progs.nw_unwind), &info, &info_len)) {
+		st->run_ns = info.run_time_ns;
+		st->runs = info.run_cnt;
+		st->insns = info.verified_insns;
+	}
+}
+
+void nw_bpf_close(struct nw_bpf_unwinder *u)
+{
+	if (!u)
+		return;
+	for (size_t i = 0; i < u->nlinks; i++)
+		bpf_link__destroy(u->links[i]);
+	ring_buffer__free(u->ring);
+	for (unsigned i = u->ncopies; i-- > 0;)
+		nw_unwind_bpf__destroy(u->copies[i]);
+	free(u->copies);
+	free(u->links);
+	free(u->set);
+	free(u);
+}

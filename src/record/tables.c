@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * -g bpf: the unwind table of each module a process maps, compiled from
+ * its CFI (unwind/cfitable.h, kept between runs in the cache by build-id)
+ * and loaded into the in-kernel unwinder when the module is first seen,
+ * keyed by the (device, inode) the kernel sees in the mapping's VMA.  A
+ * module without CFI, or whose file cannot be read, gets an empty table:
+ * the program then walks its frames by frame pointers, and counts them.
+ */
+#include "record/session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gelf.h>
+
+#include "elf/vdso.h"
+#include "unwind/cfitable.h"
+#include "util/log.h"
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Loads the table of the file at @path (the vdso's image when @vdso),
+ * with build-id @id (@idlen bytes; 0: unknown), unless the file's is
+ * loaded already.
+ */
+static void load_file(struct nw_session *s, const char *path, bool vdso, const uint8_t *id,
+		      unsigned idlen)
+{
+	struct nw_cfi_table t = { 0 };
+	uint64_t dev, ino, start;
+	struct nw_vdso v;
+	struct stat st;
+	int fd = -1, ret;
+
+	if (vdso) {
+		dev = NW_BPF_VDSO_DEV;
+		ino = NW_BPF_VDSO_INO;
+	} else if (path[0] == '/' && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+		/* The kernel's dev_t, as the VMA's inode's super block holds it. */
+		dev = (uint64_t)major(st.st_dev) << 20 | minor(st.st_dev);
+		ino = st.st_ino;
+	} else {
+		return; /* anonymous memory: frame pointers */
+	}
+	if (nw_bpf_has_module(s->bpf, dev, ino))
+		return;
+	start = mono_ns();
+	if (vdso) {
+		nw_vdso_init(&v);
+		fd = nw_vdso_dup_fd(&v);
+		nw_vdso_fini(&v);
+	}
+	ret = nw_cfi_table_get(s->cache, fd, path, id, idlen, &t);
+	if (fd >= 0)
+		close(fd);
+	if (ret) {
+		nw_debug("bpf: no unwind table for %s: %s", path, strerror(-ret));
+		s->bpf_tables_failed++;
+	}
+	ret = nw_bpf_add_module(s->bpf, dev, ino, t.rows, t.nrows);
+	if (ret) {
+		nw_debug("bpf: cannot load the unwind table of %s: %s", path, strerror(-ret));
+		s->bpf_tables_failed++;
+	}
+	nw_cfi_table_free(&t);
+	s->bpf_table_ns += mono_ns() - start;
+}
+
+void nw_session_load_table(struct nw_session *s, uint32_t module)
+{
+	const struct nw_module *mod = &s->modules.v[module];
+
+	load_file(s, nw_module_source(mod), !strcmp(mod->path, "[vdso]"), mod->build_id,
+		  mod->build_id_size);
+}
+
+/* The directories the loader searches by default (no ld.so.cache read here). */
+static const char *const lib_dirs[] = {
+	"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib",
+	"/usr/lib",
+};
+
+/* Loads the tables of @path's interpreter and the libraries it needs (not theirs). */
+static void preload_needs(struct nw_session *s, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	size_t nphdr = 0;
+
+	if (!elf || elf_getphdrnum(elf, &nphdr))
+		goto out;
+	for (size_t i = 0; i < nphdr; i++) {
+		GElf_Phdr ph;
+		Elf_Scn *scn;
+		Elf_Data *data;
+		GElf_Shdr sh;
+
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			continue;
+		if (ph.p_type == PT_INTERP) {
+			char interp[PATH_MAX];
+
+			if (ph.p_filesz < sizeof(interp) &&
+			    pread(fd, interp, ph.p_filesz, (off_t)ph.p_offset) == (ssize_t)ph.p_filesz) {
+				interp[ph.p_filesz ? ph.p_filesz - 1 : 0] = 0;
+				load_file(s, interp, false, NULL, 0);
+			}
+		}
+		if (ph.p_type != PT_DYNAMIC)
+			continue;
+		/* DT_NEEDED names are in the dynamic section's string table. */
+		scn = gelf_offscn(elf, ph.p_offset);
+		data = scn && gelf_getshdr(scn, &sh) ? elf_getdata(scn, NULL) : NULL;
+		for (size_t k = 0; data && k < sh.sh_size / sizeof(GElf_Dyn); k++) {
+			GElf_Dyn dyn;
+			const char *name;
+
+			if (!gelf_getdyn(data, (int)k, &dyn) || dyn.d_tag != DT_NEEDED)
+				continue;
+			name = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
+			for (size_t j = 0; name && !strchr(name, '/') && j < sizeof(lib_dirs) /
+							sizeof(lib_dirs[0]); j++) {
+				char lib[PATH_MAX];
+
+				snprintf(lib, sizeof(lib), "%s/%s", lib_dirs[j], name);
+				if (access(lib, R_OK) == 0) {
+					load_file(s, lib, false, NULL, 0);
+					break;
+				}
+			}
+		}
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+}
+
+void nw_session_preload_tables(struct nw_session *s, const char *cmd)
+{
+	char path[PATH_MAX];
+	const char *dirs = getenv("PATH");
+
+	if (!s->bpf || !cmd)
+		return;
+	load_file(s, "[vdso]", true, NULL, 0);
+	if (strchr(cmd, '/')) {
+		snprintf(path, sizeof(path), "%s", cmd);
+	} else {
+		/* As execvp() finds it. */
+		path[0] = 0;
+		for (const char *d = dirs ? dirs : "/usr/bin:/bin"; *d;) {
+			size_t len = strcspn(d, ":");
+
+			snprintf(path, sizeof(path), "%.*s/%s", (int)len, len ? d : ".", cmd);
+			if (access(path, X_OK) == 0)
+				break;
+			path[0] = 0;
+			d += len + (d[len] == ':');
+		}
+	}
+	if (!path[0])
+		return;
+	load_file(s, path, false, NULL, 0);
+	preload_needs(s, path);
+}
+
+void nw_session_tell_bpf(const struct nw_session *s, FILE *out)
+{
+	const struct nw_unwind_stats *u = &s->unwinder.stats;
+	struct nw_bpf_stats st;
+
+	nw_bpf_get_stats(s->bpf, &st);
+	fprintf(out,
+		"narwhal-record: bpf: %llu samples unwound in the kernel (%llu lost: ring buffer "
+		"full), %llu handed back for a table not loaded yet; %llu user frames, %llu by "
+		"frame pointers; walks ended: %llu at the entry, %llu at the depth limit, %llu "
+		"on unreadable stack, %llu outside mappings, %llu without frame pointer\n",
+		(unsigned long long)st.v[NW_BPF_SAMPLES], (unsigned long long)st.v[NW_BPF_LOST],
+		(unsigned long long)st.v[NW_BPF_HANDED_BACK], (unsigned long long)st.v[NW_BPF_FRAMES],
+		(unsigned long long)st.v[NW_BPF_FP_FRAMES],
+		(unsigned long long)u->bpf_ends[NW_BPF_END_ENTRY],
+		(unsigned long long)u->bpf_ends[NW_BPF_END_DEPTH],
+		(unsigned long long)u->bpf_ends[NW_BPF_END_READ],
+		(unsigned long long)u->bpf_ends[NW_BPF_END_NO_VMA],
+		(unsigned long long)u->bpf_ends[NW_BPF_END_FP]);
+	if (u->bpf_checked)
+		fprintf(out,
+			"narwhal-record: bpf check: %llu samples unwound both in the kernel and from "
+			"a stack copy: %llu agree (%llu of them deeper in the kernel), %llu differ, "
+			"%llu met a mapping or table not known yet (perf's copy outside check "
+			"mode)\n",
+			(unsigned long long)u->bpf_checked, (unsigned long long)u->bpf_agree,
+			(unsigned long long)u->bpf_deeper, (unsigned long long)u->bpf_mismatch,
+			(unsigned long long)u->bpf_unknown);
+	fprintf(out,
+		"narwhal-record: bpf: tables of %llu modules, %llu rows (%.1f MiB of %.1f), built "
+		"in %.1f ms (%llu failed); program: %u instructions verified, %.0f ns per run "
+		"(%llu runs; kernel.bpf_stats_enabled=1 to measure)\n",
+		(unsigned long long)st.modules, (unsigned long long)st.rows,
+		(double)st.rows * sizeof(struct nw_cfi_row) / (1 << 20),
+		(double)st.max_rows * sizeof(struct nw_cfi_row) / (1 << 20),
+		(double)s->bpf_table_ns / 1e6, (unsigned long long)s->bpf_tables_failed, st.insns,
+		st.runs ? (double)st.run_ns / (double)st.runs : 0.0, (unsigned long long)st.runs);
+}

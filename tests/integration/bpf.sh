@@ -1,0 +1,177 @@
+#!/bin/bash
+# -g bpf (issue 26): user stacks unwound inside the kernel from CFI tables,
+# with no stack copy.  As root: 300 frames of 512 bytes without frame
+# pointers (deepframes), all present; a hand-written stack switch with CFI
+# (stackswitch) followed to main; code without unwind tables (nocfi)
+# walked by frame pointers and counted in stack health; a library loaded
+# with dlopen after the start; an attached process; off-CPU samples;
+# NARWHAL_UNWIND=check, which unwinds each sample both in the kernel and
+# from a stack copy, agrees on the unwinding test programs.  As nobody: the
+# default falls back to dwarf, with one notice saying why.
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+[[ $(id -u) -eq 0 ]] || fail "bpf.sh runs as root (the BPF program, and a run as nobody)"
+
+# share FOLDED PATTERN : percent of the samples in stacks matching the ERE PATTERN.
+share() {
+	awk -v re="$2" '{ t += $NF } $1 ~ re { s += $NF }
+		END { printf "%.1f", t ? 100 * s / t : 0 }' "$1"
+}
+
+# manifest_get DIR KEY : the manifest's value of KEY.
+manifest_get() {
+	python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2]))' \
+		"$1/manifest.json" "$2"
+}
+
+NW_RECORD_OPTS=(-g bpf)
+
+d=$NW_TMP/deep.data
+check "deepframes (300 frames of 512 bytes, no frame pointers): every frame, 99% complete"
+nw_record_ok "$d" "$P/deepframes"
+nw_check_measurement "$d"
+[[ $(manifest_get "$d" call_graph) == bpf ]] || fail "the manifest does not say call_graph bpf"
+nw_report "$NW_TMP/deep.folded" "$d" --folded
+# The stacks through deep(0): main, then 301 deep frames (deep(300) .. deep(0)).
+got=$(awk '{ t += $NF; n = gsub(/;deep/, "&", $1) } n == 301 && index($1, "main;deep") { s += $NF }
+	END { printf "%.1f", t ? 100 * s / t : 0 }' "$NW_TMP/deep.folded")
+nw_near "$got" 100 1 || {
+	nw_show "--folded (first lines)" <(head -c 3000 "$NW_TMP/deep.folded")
+	fail "stacks main;deep x301 hold $got%, expected 99% or more"
+}
+nw_report "$NW_TMP/deep.health" "$d" --stack-health
+grep -q '^Call graph: bpf' "$NW_TMP/deep.health" || {
+	nw_show "--stack-health" "$NW_TMP/deep.health"
+	fail "stack health does not name the bpf call graph"
+}
+complete=$(awk '/^Complete:/ { sub(/%/, "", $3); print $3 }' "$NW_TMP/deep.health")
+nw_near "${complete:-0}" 100 1 || fail "stack health says ${complete:-?}% complete"
+ok "$got% main;deep x301, $complete% complete"
+
+d=$NW_TMP/switch.data
+check "stackswitch: the walk follows the switch to the old stack, up to main"
+nw_record_ok "$d" "$P/stackswitch"
+nw_report "$NW_TMP/switch.folded" "$d" --folded
+got=$(share "$NW_TMP/switch.folded" '(^|;)main;run_switched;on_stack;on_new_stack;work(;|$)')
+nw_near "$got" 100 5 || {
+	nw_show "--folded" "$NW_TMP/switch.folded"
+	fail "stacks main;...;on_stack;on_new_stack;work hold $got%, expected 95% or more"
+}
+ok "$got%"
+
+d=$NW_TMP/nocfi.data
+check "nocfi (no unwind tables for its functions): frame pointers, counted in stack health"
+nw_record_ok "$d" "$P/nocfi"
+nw_report "$NW_TMP/nocfi.folded" "$d" --folded
+got=$(share "$NW_TMP/nocfi.folded" '(^|;)main;outer;middle;inner(;|$)')
+nw_near "$got" 100 10 || {
+	nw_show "--folded" "$NW_TMP/nocfi.folded"
+	fail "stacks main;outer;middle;inner hold $got%, expected 90% or more"
+}
+nw_report "$NW_TMP/nocfi.health" "$d" --stack-health
+fp=$(awk '/^Frames by frame pointers:/ { print $5 }' "$NW_TMP/nocfi.health")
+((${fp:-0} > 0)) || {
+	nw_show "--stack-health" "$NW_TMP/nocfi.health"
+	fail "stack health counts no frames by frame pointers"
+}
+ok "$got%, $fp frames by frame pointers"
+
+d=$NW_TMP/dlopen.data
+check "a library loaded with dlopen after the start: its stacks complete"
+nw_record_ok "$d" "$P/dlopener" "$P/libplug.so"
+nw_report "$NW_TMP/dlopen.folded" "$d" --folded
+got=$(share "$NW_TMP/dlopen.folded" '(^|;)main;[^ ]*plug_work')
+plug=$(share "$NW_TMP/dlopen.folded" 'plug')
+awk -v g="$got" -v p="$plug" 'BEGIN { exit !(p >= 30 && g >= p - 2) }' || {
+	nw_show "--folded" "$NW_TMP/dlopen.folded"
+	fail "libplug's stacks: $plug% of samples, $got% of them from main"
+}
+ok "$plug% in libplug, $got% up to main"
+
+check "an attached process (-p): unwound in the kernel too"
+"$P/attachee" "$P/libplug.so" 3 >"$NW_TMP/attachee.out" &
+pid=$!
+for _ in $(seq 100); do
+	grep -q ready "$NW_TMP/attachee.out" 2>/dev/null && break
+	sleep 0.05
+done
+d=$NW_TMP/attach.data
+nw_record_ok "$d" -p "$pid" --duration 1
+wait "$pid" || true
+[[ $(manifest_get "$d" call_graph) == bpf ]] || fail "the attach was not recorded in bpf mode"
+nw_report "$NW_TMP/attach.health" "$d" --stack-health
+complete=$(awk '/^Complete:/ { sub(/%/, "", $3); print $3 }' "$NW_TMP/attach.health")
+nw_near "${complete:-0}" 100 2 || {
+	nw_show "--stack-health" "$NW_TMP/attach.health"
+	fail "the attached process's stacks are ${complete:-?}% complete"
+}
+ok "$complete% complete"
+
+d=$NW_TMP/off.data
+check "--off-cpu: the blocked stacks, unwound in the kernel, reach main"
+nw_record_ok "$d" --off-cpu "$P/sleepwork"
+nw_report "$NW_TMP/off.folded" "$d" --folded --metric off-cpu:nanoseconds
+# 2 x 0.5 s asleep in sleep_part, from thread entries (clone3 or _start) down.
+slept=$(awk '$1 ~ /^(clone3;start_thread|_start;.*main);cycle;sleep_part;/ { s += $NF }
+	END { printf "%.3f", s / 1e9 }' "$NW_TMP/off.folded")
+awk -v g="$slept" 'BEGIN { exit !(g >= 0.9 && g <= 1.2) }' || {
+	nw_show "--folded --metric off-cpu:nanoseconds" "$NW_TMP/off.folded"
+	fail "complete stacks through sleep_part hold $slept s off the CPU, expected 1 s"
+}
+ok "$slept s off the CPU under thread entry;...;cycle;sleep_part"
+
+check "NARWHAL_UNWIND=check: the kernel's walk and the stack copy's agree on 99.9%"
+total=0 bad=0
+for prog in "chain-nofp" "qsortcb" "recurse" "deepframes 20" "inline"; do
+	read -ra cmd <<<"$prog"
+	d=$NW_TMP/check-${cmd[0]}.data
+	NARWHAL_UNWIND=check nw_record_ok "$d" -v "$P/${cmd[0]}" "${cmd[@]:1}"
+	line=$(grep 'bpf check:' "$d.err" | grep -v debug || true)
+	[[ -n $line ]] || {
+		nw_show "narwhal-record -v" "$d.err"
+		fail "no check summary for ${cmd[0]}"
+	}
+	n=$(sed -E 's/.*check: ([0-9]+) samples.*/\1/' <<<"$line")
+	m=$(sed -E 's/.* ([0-9]+) differ.*/\1/' <<<"$line")
+	total=$((total + n)) bad=$((bad + m))
+done
+((total >= 1000)) || fail "only $total samples checked"
+((bad * 1000 <= total)) || {
+	grep -h 'bpf check: tid' "$NW_TMP"/check-*.data.err | head -20 >&2
+	fail "$bad of $total samples differ"
+}
+ok "$bad of $total samples differ"
+
+check "as nobody: dwarf, with one notice saying why"
+mkdir -p "$NW_TMP/nobody" && chmod 777 "$NW_TMP/nobody" && chmod 755 "$NW_TMP"
+rc=0
+setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
+	"$NW_RECORD" -e cpu-clock -o "$NW_TMP/nobody/n.data" "$P/burn" alpha \
+	>"$NW_TMP/nobody.out" 2>"$NW_TMP/nobody.err" || rc=$?
+((rc == 0)) || {
+	nw_show "stderr" "$NW_TMP/nobody.err"
+	fail "narwhal-record as nobody exited $rc"
+}
+n=$(grep -c 'call graph dwarf (stack copies): -g bpf needs root' "$NW_TMP/nobody.err" || true)
+((n == 1)) || {
+	nw_show "stderr" "$NW_TMP/nobody.err"
+	fail "$n notices about the fallback, expected one"
+}
+[[ $(manifest_get "$NW_TMP/nobody/n.data" call_graph) == dwarf ]] ||
+	fail "the run as nobody was not recorded in dwarf mode"
+ok "one notice, dwarf"
+
+check "-g bpf asked for as nobody: an error that says why"
+rc=0
+setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
+	"$NW_RECORD" -e cpu-clock -g bpf -o "$NW_TMP/nobody/b.data" "$P/burn" alpha \
+	>/dev/null 2>"$NW_TMP/nobody-b.err" || rc=$?
+((rc != 0 && rc < 126)) || fail "-g bpf as nobody exited $rc"
+grep -q 'bpf' "$NW_TMP/nobody-b.err" || {
+	nw_show "stderr" "$NW_TMP/nobody-b.err"
+	fail "the error does not say why -g bpf cannot run"
+}
+ok "refused"
+
+pass
