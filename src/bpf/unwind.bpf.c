@@ -279,46 +279,60 @@ static __always_inline bool find_vma(struct walk *w, __u64 pc)
 	return w->resolved;
 }
 
-/* A bisection of one module's rows, one step per bpf_loop() round. */
-struct bisect {
-	__u32 first;
-	__u32 lo, hi;           /* the row sought is below hi, at or above lo - 1 */
-	__u32 off;
+/*
+ * The rows last found, per CPU, by (module's first row, file offset): a
+ * direct-mapped cache in front of the bisection (hot code repeats).
+ */
+#define ROW_CACHE 4096
+
+struct row_hit {
+	__u32 first, off;
+	struct nw_cfi_row row;
 };
 
-static long bisect_step(__u32 i, void *arg)
-{
-	struct bisect *b = arg;
-	__u32 mid = b->lo + (b->hi - b->lo) / 2, idx = b->first + mid;
-	struct nw_cfi_row *r;
-
-	if (b->lo >= b->hi)
-		return 1;
-	r = bpf_map_lookup_elem(&rows, &idx);
-	if (!r)
-		return 1;
-	if (r->off <= b->off)
-		b->lo = mid + 1;
-	else
-		b->hi = mid;
-	return 0;
-}
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, ROW_CACHE);
+	__type(key, __u32);
+	__type(value, struct row_hit);
+} row_cache SEC(".maps");
 
 /* The row of file offset @off among @nrows rows from @first: the last at or below it. */
 static __always_inline int find_row(__u32 first, __u32 nrows, __u32 off, struct nw_cfi_row *out)
 {
-	struct bisect b = { .first = first, .lo = 0, .hi = nrows, .off = off };
+	__u32 lo = 0, hi = nrows, idx, slot = ((off ^ first * 0x9e3779b1u) * 0x85ebca6bu) >> 20;
+	struct row_hit *hit = bpf_map_lookup_elem(&row_cache, &slot);
 	struct nw_cfi_row *r;
-	__u32 idx;
 
-	bpf_loop(BISECT_STEPS + 1, bisect_step, &b, 0);
-	if (!b.lo || b.lo < b.hi)
+	if (hit && hit->first == first && hit->off == off && nrows) {
+		*out = hit->row;
+		return 0;
+	}
+
+	for (int i = 0; i < BISECT_STEPS && lo < hi; i++) {
+		__u32 mid = lo + (hi - lo) / 2;
+
+		idx = first + mid;
+		r = bpf_map_lookup_elem(&rows, &idx);
+		if (!r)
+			return -1;
+		if (r->off <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || lo < hi)
 		return -1;
-	idx = first + b.lo - 1;
+	idx = first + lo - 1;
 	r = bpf_map_lookup_elem(&rows, &idx);
 	if (!r)
 		return -1;
 	*out = *r;
+	if (hit) {
+		hit->first = first;
+		hit->off = off;
+		hit->row = *r;
+	}
 	return 0;
 }
 
@@ -389,14 +403,23 @@ static long step(__u32 i, void *arg)
 		w->fp_frames++;
 		break;
 	}
-	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
-		return stop(w, NW_BPF_END_READ);
 	fp = w->fp;
-	if (row.fp == NW_FP_AT_CFA) {
-		if (bpf_probe_read_user(&fp, sizeof(fp), (void *)(cfa + (__s64)row.fp_off)))
+	if (row.fp == NW_FP_AT_CFA && row.fp_off == -16) {
+		/* The usual frame: the caller's FP right below the return address, one read. */
+		__u64 pair[2];
+
+		if (bpf_probe_read_user(pair, sizeof(pair), (void *)(cfa - 16)))
 			return stop(w, NW_BPF_END_READ);
-	} else if (row.fp == NW_FP_UNDEF) {
-		fp = 0;
+		fp = pair[0];
+		ra = pair[1];
+	} else {
+		if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
+			return stop(w, NW_BPF_END_READ);
+		if (row.fp == NW_FP_AT_CFA &&
+		    bpf_probe_read_user(&fp, sizeof(fp), (void *)(cfa + (__s64)row.fp_off)))
+			return stop(w, NW_BPF_END_READ);
+		if (row.fp == NW_FP_UNDEF)
+			fp = 0;
 	}
 	if (!ra)
 		return stop(w, NW_BPF_END_ENTRY);
@@ -440,14 +463,15 @@ int nw_unwind(struct nw_perf_ctx *ctx)
 		return 1;
 	rec->w[k & BUF_MASK] = NW_BPF_CONTEXT;
 	w->base = k + 2;
-	w->mm = (__u64)BPF_CORE_READ(task, mm);
+	/* Trusted BTF pointers: plain loads, no helper calls. */
+	w->mm = (__u64)task->mm;
 	w->tgid = ns.tgid;
 	if (w->mm) {
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 
-		w->pc = BPF_CORE_READ(regs, ip);
-		w->sp = BPF_CORE_READ(regs, sp);
-		w->fp = BPF_CORE_READ(regs, bp);
+		w->pc = regs->ip;
+		w->sp = regs->sp;
+		w->fp = regs->bp;
 		w->end = NW_BPF_END_ENTRY;
 		bpf_loop(MAX_USER, step, NULL, 0);
 	}
