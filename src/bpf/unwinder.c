@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -18,6 +19,9 @@
 #include "unwind.skel.h"
 #include "util/log.h"
 #include "util/strbuf.h"
+
+/* Where row i is in the mapped rows map: value sizes round up to 8 bytes. */
+#define ROW_STRIDE ((sizeof(struct nw_cfi_row) + 7) & ~(size_t)7)
 
 struct loaded {
 	uint64_t dev, ino;     /* ino 0: empty slot (no file has inode 0) */
@@ -33,6 +37,8 @@ struct nw_bpf_unwinder {
 	struct loaded *set;    /* open addressing: the modules whose tables are loaded */
 	uint32_t nset, cap_set;
 	uint32_t rows, max_rows;
+	unsigned char *rows_map;        /* the rows map, mapped: 16 bytes per row (8-aligned) */
+	size_t rows_len;
 	/* nw_bpf_consume()'s callback, for the ring buffer's. */
 	int (*fn)(void *arg, const void *rec, size_t size);
 	void *arg;
@@ -151,6 +157,16 @@ int nw_bpf_open(struct nw_bpf_unwinder **ret, const struct nw_bpf_opts *o, char 
 				     "shows why)", strerror(-r));
 		goto fail;
 	}
+	u->rows_len = (size_t)u->max_rows * ROW_STRIDE;
+	u->rows_len = (u->rows_len + 4095) & ~(size_t)4095;
+	u->rows_map = mmap(NULL, u->rows_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			   bpf_map__fd(u->skel->maps.rows), 0);
+	if (u->rows_map == MAP_FAILED) {
+		r = -errno;
+		u->rows_map = NULL;
+		nw_set_err(err, len, "cannot map the BPF unwinder's tables: %s", strerror(-r));
+		goto fail;
+	}
 	u->ring = ring_buffer__new(bpf_map__fd(u->skel->maps.samples), handle, u, NULL);
 	if (!u->ring) {
 		r = -errno;
@@ -223,27 +239,15 @@ int nw_bpf_add_module(struct nw_bpf_unwinder *u, uint64_t dev, uint64_t ino,
 {
 	struct nw_bpf_module_key key = { .dev = dev, .ino = ino };
 	struct nw_bpf_module mod = { .first = u->rows, .nrows = n };
-	int rows_fd = bpf_map__fd(u->skel->maps.rows), r;
+	int r;
 
 	if (nw_bpf_has_module(u, dev, ino))
 		return 0;
 	if (n > u->max_rows - u->rows)
 		return -ENOSPC;
-	if (n) {
-		/* One batch: the rows map is an array, its keys the row numbers. */
-		uint32_t *keys = malloc((size_t)n * sizeof(*keys));
-		LIBBPF_OPTS(bpf_map_batch_opts, bo);
-		uint32_t count = n;
-
-		if (!keys)
-			return -ENOMEM;
-		for (uint32_t i = 0; i < n; i++)
-			keys[i] = u->rows + i;
-		r = bpf_map_update_batch(rows_fd, keys, rows, &count, &bo);
-		free(keys);
-		if (r)
-			return r;
-	}
+	/* Written in place: an mmapable array keeps its elements 8-aligned, 16 bytes apart. */
+	for (uint32_t i = 0; i < n; i++)
+		memcpy(u->rows_map + (size_t)(u->rows + i) * ROW_STRIDE, &rows[i], sizeof(rows[i]));
 	/* The module after its rows: the program never sees a half-loaded table. */
 	r = bpf_map_update_elem(bpf_map__fd(u->skel->maps.modules), &key, &mod, BPF_ANY);
 	if (r)
@@ -295,6 +299,8 @@ void nw_bpf_close(struct nw_bpf_unwinder *u)
 	for (size_t i = 0; i < u->nlinks; i++)
 		bpf_link__destroy(u->links[i]);
 	ring_buffer__free(u->ring);
+	if (u->rows_map)
+		munmap(u->rows_map, u->rows_len);
 	for (unsigned i = u->ncopies; i-- > 0;)
 		nw_unwind_bpf__destroy(u->copies[i]);
 	free(u->copies);
