@@ -78,6 +78,8 @@ static void load_file(struct nw_session *s, const char *path, bool vdso, const u
 		nw_debug("bpf: cannot load the unwind table of %s: %s", path, strerror(-ret));
 		s->bpf_tables_failed++;
 	}
+	nw_debug("bpf: table of %s: %u rows%s in %.1f ms", path, t.nrows,
+		 t.from_cache ? " from the cache" : "", (double)(mono_ns() - start) / 1e6);
 	nw_cfi_table_free(&t);
 	s->bpf_table_ns += mono_ns() - start;
 }
