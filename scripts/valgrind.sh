@@ -92,5 +92,12 @@ run diff --diff "$b" "$a"
 run diff-folded --diff "$b" "$a" --folded
 run diff-flamegraph --diff "$b" "$a" --flamegraph "$tmp/diff.svg"
 run diff-html --diff "$b" "$a" --html "$tmp/diff.html"
+run diff-tree --diff "$b" "$a" --tree --all
+run diff-callers --diff "$b" "$a" --callers . --all
+run diff-lines --diff "$b" "$a" --lines . --all
+run diff-modules --diff "$b" "$a" --by module
+# Two runs a side: each run kept apart, Welch's test.
+run diff-runs --diff "$b" --diff "$a" "$a" "$b" --all
+run diff-runs-lines --diff "$b" --diff "$a" "$a" "$b" --lines . --all
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "fixture.h"
+#include "report/diff.h"
 #include "report/lines.h"
 
 static const char hot_c[] = "#include <stdio.h>\n"
@@ -368,6 +369,68 @@ static void test_addresses(void **state)
 	fx_free(fx);
 }
 
+/* The rows --lines prints, as data: per line of hot (and helper inlined at 12), self and total. */
+static void test_weights(void **state)
+{
+	struct lines_state *ls = *state;
+	struct fx *fx = hot_model(ls->path);
+	struct nw_addr_weights w;
+	regex_t re;
+	bool seen = false;
+
+	assert_int_equal(regcomp(&re, "^hot$", REG_EXTENDED | REG_NOSUB), 0);
+	assert_int_equal(nw_lines_weights(fx->m, NULL, &re, 0, &w), 0);
+	assert_int_equal(w.whole, 200);
+	for (size_t i = 0; i < w.n; i++) {
+		const struct nw_addr_weight *r = &w.v[i];
+
+		assert_string_equal(r->func, "hot");
+		assert_string_equal(r->file, ls->path);
+		if (r->line == 13)
+			assert_true(r->self == 0 && r->total == 30);
+		if (r->callee) {
+			assert_string_equal(r->callee, "helper");
+			assert_true(r->line == 5 && r->self == 40 && r->total == 40);
+			seen = true;
+		}
+	}
+	assert_true(seen);
+	nw_addr_weights_fini(&w);
+	regfree(&re);
+	fx_free(fx);
+}
+
+/*
+ * --diff --lines: line 11 of hot 20 -> 120 samples (10 % of 200 -> 40 % of
+ * 300: +30 points, SE sqrt(.1 * .9 / 200 + .4 * .6 / 300) = 3.5, z +8.5);
+ * the other lines within noise, listed with --all, helper's as inlined.
+ */
+static void test_diff(void **state)
+{
+	struct lines_state *ls = *state;
+	struct fx *base = hot_model(ls->path), *new = hot_model(ls->path);
+	struct nw_diff_opts o = { .base_label = "A", .new_label = "B" };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	regex_t re;
+
+	fx_add(new, &new->m->threads[0], "main;hot#11", 100, 0);
+	assert_int_equal(regcomp(&re, "^hot$", REG_EXTENDED | REG_NOSUB), 0);
+	assert_int_equal(nw_diff_lines(out, base->m, 0, new->m, 0, NULL, &re, &o), 0);
+	o.all = true;
+	assert_int_equal(nw_diff_lines(out, base->m, 0, new->m, 0, NULL, &re, &o), 0);
+	fclose(out);
+	assert_non_null(strstr(buf, "  +30.0    3.5   +8.5   10.0%   40.0%   10.0%   40.0%  +30.0  "
+				    "hot (hot.c:11)\n"));
+	assert_non_null(strstr(buf, "(4 lines changed within sampling noise; --all lists them)\n"));
+	assert_non_null(strstr(buf, "  hot (hot.c:5), inlined helper\n"));
+	free(buf);
+	regfree(&re);
+	fx_free(base);
+	fx_free(new);
+}
+
 /* A sample with hot at two lines counts at both, and hot once; a line on the path twice once. */
 static void test_once_per_sample(void **state)
 {
@@ -585,6 +648,8 @@ int main(void)
 		cmocka_unit_test(test_unreadable),
 		cmocka_unit_test(test_sort_and_metric),
 		cmocka_unit_test(test_addresses),
+		cmocka_unit_test(test_weights),
+		cmocka_unit_test(test_diff),
 		cmocka_unit_test(test_once_per_sample),
 		cmocka_unit_test(test_filter),
 		cmocka_unit_test(test_names),

@@ -693,8 +693,21 @@ static void test_merge(void **state)
 
 	(void)state;
 	assert_stacks(b->m, 0, "main@0;b@0 5\nmain@0;b@0;deflate@1 2\nmain@0;memcpy@2 4\n");
+	assert_int_equal(nw_measurement_runs(m), 1);
 	assert_int_equal(nw_measurement_merge(m, b->m, err, sizeof(err)), 0);
 	assert_string_equal(err, "");
+	/* Two runs now, each with its threads: A's first, then B's. */
+	{
+		uint32_t first, end;
+
+		assert_int_equal(nw_measurement_runs(m), 2);
+		nw_measurement_run(m, 0, &first, &end);
+		assert_int_equal(first, 0);
+		assert_int_equal(end, 1);
+		nw_measurement_run(m, 1, &first, &end);
+		assert_int_equal(first, 1);
+		assert_int_equal(end, 2);
+	}
 
 	/* Modules by (path, build-id): app shared, libz new, B's libc another module. */
 	assert_int_equal(m->modules->n, 4);

@@ -163,10 +163,10 @@ static const struct opt opts[] = {
 	  "--flamegraph)", SETS_FLAG, FIELD(rpt.per_thread) },
 	{ NULL, 0, 0, NULL, "Comparing measurements:" },
 	{ "--diff", required_argument, 0, "BASE DIR", "what changed from BASE to DIR: per function "
-	  "(--flat,\nthe default), per calling context (--tree), each with\nits z-score; "
-	  "(--diff repeated: the bases merged); with\n--folded: \"stack BASE NEW\" lines "
-	  "(difffolded), with\n--flamegraph FILE: a differential flame graph, with\n--html FILE: "
-	  "a differential HTML report", SETS_DIFF, 0 },
+	  "(--flat,\nthe default), per calling context (--tree), --callers RE,\n--lines RE, --by "
+	  "module; each change with its z-score.\n--diff B1 --diff B2 D1 D2: runs on each side, "
+	  "the noise\nfrom their spread (Welch); with --folded: \"stack BASE NEW\"\nlines, with "
+	  "--flamegraph FILE or --html FILE: differential", SETS_DIFF, 0 },
 	{ "--all", no_argument, 0, NULL, "--diff: every change, also those within sampling noise",
 	  SETS_FLAG, FIELD(rpt.diff_all) },
 	{ "--diff-absolute", no_argument, 0, NULL, "--diff: samples or time, not shares (runs of "
@@ -459,11 +459,11 @@ static int check_opts(const struct report_opts *o)
 		return tell(2, "--lines, --addresses and --disasm read the recorded stacks: "
 			    "--focus, --hide, --inverted and --by-section do not apply");
 	if (o->nbases && (e[NW_EXPORT_PPROF] || e[NW_EXPORT_SPEEDSCOPE] || o->rpt.per_thread ||
-			  (o->view != VIEW_NONE && o->view != NW_VIEW_FOLDED &&
-			   o->view != NW_VIEW_FLAT && o->view != NW_VIEW_TREE)))
+			  (o->view != VIEW_NONE && nw_view_diff(o->view) < 0)))
 		return tell(2, "--diff shows the change per function (--flat, the default), per "
-			    "calling context (--tree), as --folded, --flamegraph FILE or --html "
-			    "FILE; other views and exports do not apply");
+			    "calling context (--tree), --callers RE, --lines RE, --by module, as "
+			    "--folded, --flamegraph FILE or --html FILE; other views and exports "
+			    "do not apply");
 	if (!o->nbases && (o->rpt.diff_all || o->rpt.diff_absolute))
 		return tell(2, "--all and --diff-absolute apply to --diff");
 	return 0;
@@ -490,9 +490,7 @@ static struct nw_plan *make_plan(struct report_opts *o)
 	if (view == VIEW_NONE && !n)
 		view = o->nbases ? NW_VIEW_FLAT : NW_VIEW_TREE;
 	if (o->nbases && view != VIEW_NONE)
-		view = view == NW_VIEW_FOLDED ? NW_VIEW_DIFF_FOLDED
-		       : view == NW_VIEW_TREE ? NW_VIEW_DIFF_TREE
-					      : NW_VIEW_DIFF;
+		view = nw_view_diff(view);
 	if (!ret && view != VIEW_NONE)
 		ret = nw_plan_add(p, view == VIEW_SECTIONS ? &nw_sections_output : &nw_views[view],
 				  NULL);

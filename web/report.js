@@ -543,6 +543,55 @@
       return this.cache.flat;
     }
 
+    // Differential mode: narwhal-report's flat diff (src/export/htmldiff.h),
+    // by function name: each function's change of self share with its
+    // standard error and z, and whether it is beyond noise.  Computed for
+    // every thread and the report's metric over the whole run: null when
+    // the page shows something else.
+    diffRows() {
+      const dd = this.data.diff;
+      const st = this.state;
+      if (!dd || st.metric !== (this.data.metric || 0) || st.range ||
+          st.threads.length !== this.prof.threads.length) return null;
+      if (!this.cache.diffRows) {
+        const m = new Map();
+        for (const [name, delta, se, z, beyond] of dd.rows) m.set(name, { delta, se, z, beyond: !!beyond });
+        this.cache.diffRows = m;
+      }
+      return this.cache.diffRows;
+    }
+
+    // Differential mode: narwhal-report's change of each node of the view
+    // (its calling context in the joined tree, matched by frame names along
+    // the path): its z, and whether it is beyond noise; null where the view
+    // is not what narwhal-report diffed (see diffRows(); not inverted).
+    diffNodes() {
+      const dd = this.data.diff;
+      if (!dd || !dd.contexts || this.state.inverted || !this.diffRows()) return null;
+      const t = this.view().tree;
+      if (this.cache.diffNodes && this.cache.diffNodesTree === t) return this.cache.diffNodes;
+      const key = new Map();
+      dd.contexts.forEach(([parent, name], i) => key.set(parent + "\u0001" + name, i));
+      const at = new Int32Array(t.n).fill(-1);
+      const z = new Float64Array(t.n);
+      const known = new Uint8Array(t.n);
+      const beyond = new Uint8Array(t.n);
+      for (let j = 1; j < t.n; j++) {
+        const i = t.pre[j];
+        const p = t.parent[i];
+        if (p !== 0 && at[p] < 0) continue;
+        const c = key.get((p === 0 ? -1 : at[p]) + "\u0001" + this.prof.frames.name[t.frame[i]]);
+        if (c === undefined) continue;
+        at[i] = c;
+        known[i] = 1;
+        z[i] = dd.contexts[c][3];
+        beyond[i] = dd.contexts[c][4];
+      }
+      this.cache.diffNodes = { z, known, beyond };
+      this.cache.diffNodesTree = t;
+      return this.cache.diffNodes;
+    }
+
     // Differential mode: the base measurement's share for each node of the
     // view and each function, matched by frame names along the path.
     baseShares() {
@@ -891,6 +940,7 @@
     const charW = ctx.measureText("m").width || fontPx * 0.6;
     const m = r.matches();
     const bs = r.baseShares();
+    const dn = bs ? r.diffNodes() : null;
     let maxAbs = 0;
     if (bs) {
       for (let i = 1; i < tree.n; i++) {
@@ -908,6 +958,7 @@
       const fi = tree.frame[node];
       let color;
       if (node === 0) color = "hsl(0,0%,85%)";
+      else if (dn && dn.known[node] && !dn.beyond[node]) color = "hsl(0,0%,88%)";
       else if (bs) color = diffColor(bs.delta[node], maxAbs);
       else color = frameColor(fr, fi);
       const hit = m && node !== 0 && m.hit[fi];
@@ -962,7 +1013,9 @@
     const legend = $("diff-legend");
     if (bs) {
       legend.hidden = false;
-      legend.textContent = `Differential: red grew, blue shrank since ${r.data.baseLabel || "the base"} (labels give the change in points; full colour = ${(100 * maxAbs).toFixed(2)} points)`;
+      legend.textContent = `Differential: red grew, blue shrank since ${r.data.baseLabel || "the base"} (labels give the change in points; full colour = ${(100 * maxAbs).toFixed(2)} points)` +
+        (r.data.diff ? `. Noise: ${r.data.diff.noise}; changes within it (|Z| < ${r.data.diff.z}) are grey` +
+          (dn ? "." : " in the Flat table (all threads, the report's metric, the whole run, not inverted).") : "");
     } else legend.hidden = true;
   }
 
@@ -1012,6 +1065,8 @@
       const d = 100 * bs.delta[node];
       s += `\nbase: ${(100 * bs.node[node]).toFixed(2)}%  new: ${(100 * (bs.node[node] + bs.delta[node])).toFixed(2)}%  change: ${d >= 0 ? "+" : ""}${d.toFixed(2)} points` +
         (bs.node[node] ? "" : " (not in the base)");
+      const dn = r.diffNodes();
+      if (dn && dn.known[node]) s += `\nZ: ${dn.z[node] >= 0 ? "+" : "−"}${isFinite(dn.z[node]) ? Math.abs(dn.z[node]).toFixed(1) : "inf"} (${dn.beyond[node] ? "beyond" : "within"} noise)`;
     }
     return s;
   }
@@ -1476,9 +1531,11 @@
     else if (key === "total") idx.sort((a, b) => fl.total[b] - fl.total[a] || fl.self[b] - fl.self[a]);
     else idx.sort((a, b) => fl.self[b] - fl.self[a] || fl.total[b] - fl.total[a]);
     const bs = r.baseShares();
+    const dr = bs ? r.diffRows() : null;
     const head = $("flat").tHead.rows[0];
     if (bs && head.cells.length === 5) {
-      head.insertAdjacentHTML("beforeend", '<th class="num">Base total</th><th class="num">New total</th><th class="num">Change</th>');
+      head.insertAdjacentHTML("beforeend", '<th class="num">Base total</th><th class="num">New total</th><th class="num">Change</th>' +
+        '<th class="num" title="the change of the self share, in points (narwhal-report --diff)">Self change</th><th class="num" title="its standard error">SE</th><th class="num" title="the change over its standard error: beyond noise at |Z| &ge; 3">Z</th>');
     }
     const shown = idx.slice(0, 500);
     const html = [];
@@ -1491,7 +1548,13 @@
         const d = Math.round(10000 * (n - b.total)) / 100;
         extra = `<td class="num">${(100 * b.total).toFixed(2)}%</td><td class="num">${(100 * n).toFixed(2)}%</td><td class="num ${d > 0 ? "up" : d < 0 ? "down" : ""}">${d >= 0 ? "+" : "−"}${Math.abs(d).toFixed(2)}</td>`;
       }
-      html.push(`<tr data-frame="${f}" class="${f === r.state.selected ? "sel" : ""}">` +
+      let noise = "";
+      if (dr) {
+        const c = dr.get(fr.name[f]);
+        extra += c ? diffCells(c) : '<td class="num"></td><td class="num"></td><td class="num"></td>';
+        if (!c || !c.beyond) noise = " noise";
+      }
+      html.push(`<tr data-frame="${f}" class="${f === r.state.selected ? "sel" : ""}${noise}">` +
         `<td class="num" data-value="${fl.self[f]}" title="${esc(fmtValue(fl.self[f], metric))}">${pct(fl.self[f], total)}</td>` +
         `<td class="num" data-value="${fl.total[f]}" title="${esc(fmtValue(fl.total[f], metric))}">${pct(fl.total[f], total)}</td>` +
         `${fnCell(r, f)}<td class="mod">${esc(where)}</td>${extra}</tr>`);
@@ -1499,6 +1562,13 @@
     $("flat").tBodies[0].innerHTML = html.join("");
     $("flat-more").textContent = idx.length > shown.length ? `${idx.length - shown.length} more functions; filter to find them` : `${idx.length} functions`;
     sortHeaders($("flat"), key);
+  }
+
+  // A change of narwhal-report's diff: points, its standard error, its z.
+  function diffCells(c) {
+    const sign = (v, digits) => (v >= 0 ? "+" : "−") + (isFinite(v) ? Math.abs(v).toFixed(digits) : "inf");
+    const cls = !c.beyond ? "" : c.delta > 0 ? "up" : "down";
+    return `<td class="num ${cls}">${sign(c.delta, 1)}</td><td class="num">${c.se.toFixed(1)}</td><td class="num ${cls}">${sign(c.z, 1)}</td>`;
   }
 
   function renderSandwich(r) {

@@ -25,6 +25,7 @@
 
 #include "export/export.h"
 #include "export/htmlasm.h"
+#include "export/htmldiff.h"
 #include "export/webpage.h"
 #include "model/places.h"
 #include "util/file.h"
@@ -823,6 +824,8 @@ static int write_json(FILE *out, const struct nw_measurement *m, const struct nw
 		ctx_reset(&b);
 		free(b.file_weight);
 	}
+	if (!ret && o->diff)
+		ret = nw_html_write_diff(out, o->diff);
 	if (!ret)
 		ret = write_sources(&c, o->source_cap ? o->source_cap : NW_HTML_SOURCE_CAP);
 	/* The Disassembly panel's code (export/htmlasm.h), where the model holds code. */

@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "model/measurement.h"
+#include "report/diff.h"
 #include "report/stacks.h"
 
 /* Source text embedded at most by default: the hottest files first. */
@@ -38,6 +39,8 @@ struct nw_html_opts {
 	/* A differential report: the change from @base (every thread of it); NULL: none. */
 	const struct nw_measurement *base;
 	const char *base_label;
+	/* The base and @m joined (report/diff.h): their changes and noise shown; NULL: none. */
+	const struct nw_diff *diff;
 };
 
 /*

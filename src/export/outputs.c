@@ -14,13 +14,13 @@
 #include "export/speedscope.h"
 #include "util/strbuf.h"
 
-/* ---- --html: the model's trees and traces (and the base's, with --diff) ---- */
+/* ---- --html: the model's trees and traces (and the base's and the diff, with --diff) ---- */
 
 static void reads_html(const struct nw_plan *p, const struct nw_measurement *m,
 		       struct nw_reads *r)
 {
 	r->what = NW_READS_TREES | NW_READS_TRACES | NW_READS_CODE |
-		  (nw_plan_opts(p)->diff ? NW_READS_BASE : 0);
+		  (nw_plan_opts(p)->diff ? NW_READS_BASE | NW_READS_DIFF : 0);
 }
 
 static int run_html(struct nw_output_in *in)
@@ -28,7 +28,8 @@ static int run_html(struct nw_output_in *in)
 	struct nw_html_opts ho = { .filter = in->o->filter, .metric = in->model->metric,
 				   .label = in->model->label,
 				   .base = in->base ? in->base->m : NULL,
-				   .base_label = in->base ? in->base->label : NULL };
+				   .base_label = in->base ? in->base->label : NULL,
+				   .diff = in->diff };
 
 	return nw_html_write(in->out, in->model->m, &ho);
 }

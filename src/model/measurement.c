@@ -86,6 +86,7 @@ void nw_measurement_free(struct nw_measurement *m)
 		}
 	}
 	free(m->threads);
+	free(m->run_first);
 	for (uint32_t i = 0; !m->borrowed && i < m->nepochs; i++)
 		free((void *)m->epochs[i]);
 	free(m->epochs);
@@ -370,6 +371,34 @@ static void metric_list(const struct nw_measurement *m, char *buf, size_t len)
 	nw_sb_fini(&b);
 }
 
+uint32_t nw_measurement_runs(const struct nw_measurement *m)
+{
+	return m->nruns ? m->nruns : 1;
+}
+
+void nw_measurement_run(const struct nw_measurement *m, uint32_t r, uint32_t *first, uint32_t *end)
+{
+	*first = m->nruns ? m->run_first[r] : 0;
+	*end = r + 1 < m->nruns ? m->run_first[r + 1] : m->nthreads;
+}
+
+/* @src's runs after @dst's, their threads numbered from @dst's next thread.  -ENOMEM. */
+static int add_runs(struct nw_measurement *dst, const struct nw_measurement *src)
+{
+	uint32_t nd = nw_measurement_runs(dst), ns = nw_measurement_runs(src);
+	uint32_t *v = realloc(dst->run_first, (size_t)(nd + ns) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	if (!dst->nruns)
+		v[0] = 0;
+	for (uint32_t r = 0; r < ns; r++)
+		v[nd + r] = dst->nthreads + (src->nruns ? src->run_first[r] : 0);
+	dst->run_first = v;
+	dst->nruns = nd + ns;
+	return 0;
+}
+
 int nw_measurement_merge(struct nw_measurement *dst, struct nw_measurement *src, char *err,
 			 size_t errlen)
 {
@@ -427,6 +456,8 @@ int nw_measurement_merge(struct nw_measurement *dst, struct nw_measurement *src,
 			goto out;
 		dst->procs[pi].nspid = src->procs[i].nspid;
 	}
+	if (add_runs(dst, src))
+		goto out;
 	for (uint32_t i = 0; i < src->nthreads; i++) {
 		struct nw_mthread *sth = &src->threads[i];
 		struct nw_mthread *dth = nw_measurement_add_thread(dst, sth->pid, sth->tid,

@@ -168,6 +168,12 @@ struct nw_measurement {
 	bool trees_dropped;  /* nw_measurement_drop_trees() ran: no tree is left */
 	/* nw_measurement_restrict_time(): the CLOCK_MONOTONIC range kept; both 0: all */
 	uint64_t time_lo, time_hi;
+	/*
+	 * The measurements merged into this one (nw_measurement_merge()):
+	 * run r's threads start at run_first[r]; nruns 0: one, not merged.
+	 */
+	uint32_t nruns;
+	uint32_t *run_first;
 };
 
 /* An empty model that owns what is added to it; NULL on ENOMEM. */
@@ -306,12 +312,18 @@ void nw_measurement_borrow(struct nw_measurement *m, struct nw_module_table *mod
  * Adds the measurement @src to @dst (both read from disk, not borrowed):
  * modules interned by path and build-id, epochs, processes, threads with
  * their trees (moved: @src keeps its thread list but no trees), symbols;
- * sample counts add up, the time span covers both.  -EINVAL with a
+ * sample counts add up, the time span covers both; @src's threads are
+ * @dst's last run (nw_measurement_run()).  -EINVAL with a
  * message in @err when they recorded different metrics (it lists @src's,
  * then @dst's), -ENOMEM.
  */
 int nw_measurement_merge(struct nw_measurement *dst, struct nw_measurement *src, char *err,
 			 size_t errlen);
+
+/* How many measurements @m was merged from (1 when not merged). */
+uint32_t nw_measurement_runs(const struct nw_measurement *m);
+/* The threads of the @r-th of them: [*first, *end) of m->threads. */
+void nw_measurement_run(const struct nw_measurement *m, uint32_t r, uint32_t *first, uint32_t *end);
 
 /* Frees what nw_run holds (not @r itself). */
 void nw_run_fini(struct nw_run *r);

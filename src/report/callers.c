@@ -58,103 +58,150 @@ static bool below(const struct nw_cct *t, uint32_t node, uint64_t f)
 	return false;
 }
 
-struct child_sort {
+static void add_metrics(struct nw_cct *t, uint32_t node, const uint64_t *w, unsigned nm)
+{
+	uint64_t *v = nw_cct_metrics(t, node);
+
+	for (unsigned m = 0; m < nm; m++)
+		v[m] += w[m];
+}
+
+int nw_callers_walk(const struct nw_cct *t, uint32_t top,
+		    int (*cmp)(const void *, const void *, void *),
+		    int (*visit)(void *arg, uint32_t node, uint32_t depth), void *arg)
+{
+	uint32_t *stack = malloc((size_t)t->n * sizeof(*stack));
+	uint32_t *depth = malloc((size_t)t->n * sizeof(*depth));
+	uint32_t *kids = malloc((size_t)t->n * sizeof(*kids));
+	size_t sp = 0;
+	int ret = 0;
+
+	if (!stack || !depth || !kids) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	stack[sp] = top;
+	depth[sp++] = 0;
+	while (sp && ret >= 0) {
+		uint32_t node = stack[--sp], d = depth[sp], nk = 0;
+
+		ret = visit(arg, node, d);
+		if (ret <= 0)
+			continue;
+		for (uint32_t k = t->nodes[node].first_child; k != NW_CCT_NONE;
+		     k = t->nodes[k].next_sibling)
+			kids[nk++] = k;
+		qsort_r(kids, nk, sizeof(*kids), cmp, arg);
+		/* Pushed in reverse: the first in @cmp's order comes out first. */
+		while (nk) {
+			stack[sp] = kids[--nk];
+			depth[sp++] = d + 1;
+		}
+	}
+out:
+	free(stack);
+	free(depth);
+	free(kids);
+	return ret < 0 ? ret : 0;
+}
+
+/* A tree printed: @t's weights (metric 0) of everything and of @of, below @top. */
+struct print {
 	const struct ctx *c;
 	const struct nw_cct *t;
+	uint32_t top;
+	uint64_t of;
 };
 
 static int cmp_weight(const void *a, const void *b, void *arg)
 {
-	const struct child_sort *cs = arg;
+	const struct print *pr = arg;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	uint64_t wx = nw_cct_metrics(cs->t, x)[0], wy = nw_cct_metrics(cs->t, y)[0];
+	uint64_t wx = nw_cct_metrics(pr->t, x)[0], wy = nw_cct_metrics(pr->t, y)[0];
 
 	if (wx != wy)
 		return wx > wy ? -1 : 1;
-	return strcmp(name_of(cs->c, (uint32_t)cs->t->nodes[x].ip),
-		      name_of(cs->c, (uint32_t)cs->t->nodes[y].ip));
+	return strcmp(name_of(pr->c, (uint32_t)pr->t->nodes[x].ip),
+		      name_of(pr->c, (uint32_t)pr->t->nodes[y].ip));
+}
+
+static int print_node(void *arg, uint32_t node, uint32_t d)
+{
+	const struct print *pr = arg;
+	const struct ctx *c = pr->c;
+	uint64_t w = nw_cct_metrics(pr->t, node)[0];
+
+	if (node != pr->top && pct(w, c->whole) < c->o->percent_limit)
+		return 0;
+	fprintf(c->out, "%6.1f%%  %6.1f%%  %*s%s\n", pct(w, c->whole), pct(w, pr->of),
+		(int)(2 * (d < 1000000 ? d : 1000000)), "",
+		name_of(c, (uint32_t)pr->t->nodes[node].ip));
+	return 1;
 }
 
 /* Prints tree @t (weights in metric 0) from @top, children heaviest first. */
 static int print_tree(const struct ctx *c, const struct nw_cct *t, uint32_t top, uint64_t of)
 {
-	struct child_sort cs = { c, t };
-	uint32_t *stack = malloc((size_t)t->n * sizeof(*stack));
-	uint32_t *depth = malloc((size_t)t->n * sizeof(*depth));
-	uint32_t sp = 0;
+	struct print pr = { c, t, top, of };
 
-	if (!stack || !depth) {
-		free(stack);
-		free(depth);
-		return -ENOMEM;
-	}
-	stack[sp] = top;
-	depth[sp++] = 0;
-	while (sp) {
-		uint32_t node = stack[--sp], d = depth[sp], first = sp;
-		uint64_t w = nw_cct_metrics(t, node)[0];
-
-		if (node != top && pct(w, c->whole) < c->o->percent_limit)
-			continue;
-		fprintf(c->out, "%6.1f%%  %6.1f%%  %*s%s\n", pct(w, c->whole), pct(w, of),
-			(int)(2 * (d < 1000000 ? d : 1000000)), "", name_of(c, (uint32_t)t->nodes[node].ip));
-		for (uint32_t k = t->nodes[node].first_child; k != NW_CCT_NONE;
-		     k = t->nodes[k].next_sibling) {
-			stack[sp] = k;
-			depth[sp++] = d + 1;
-		}
-		/* Pushed reversed: the heaviest comes out first. */
-		qsort_r(stack + first, sp - first, sizeof(*stack), cmp_weight, &cs);
-		for (uint32_t a = first, b = sp; a + 1 < b; a++, b--) {
-			uint32_t tmp = stack[a], td = depth[a];
-
-			stack[a] = stack[b - 1];
-			depth[a] = depth[b - 1];
-			stack[b - 1] = tmp;
-			depth[b - 1] = td;
-		}
-	}
-	free(stack);
-	free(depth);
-	return 0;
+	return nw_callers_walk(t, top, cmp_weight, print_node, &pr);
 }
 
-/* The callers of @f (its outermost occurrences' paths, reversed) and its callees. */
-static int peek(const struct ctx *c, const struct fn_total *ft)
+int nw_callers_trees(const struct nw_stacks *s, const uint32_t *order, const uint64_t *incl,
+		     unsigned nm, uint32_t frame, struct nw_cct **ret_callers,
+		     struct nw_cct **ret_callees)
 {
-	const struct nw_cct *t = c->s->tree;
-	struct nw_cct *callers = nw_cct_new(1), *callees = nw_cct_new(1);
-	const struct nw_func *fn = &c->s->frames.v[ft->frame];
+	const struct nw_cct *t = s->tree;
+	struct nw_cct *callers = nw_cct_new(nm), *callees = nw_cct_new(nm);
 	uint32_t top;
-	int ret = -ENOMEM;
 
 	if (!callers || !callees)
-		goto out;
-	top = nw_cct_child(callers, NW_CCT_ROOT, ft->frame, 0);
-	if (top == NW_CCT_NONE || nw_cct_child(callees, NW_CCT_ROOT, ft->frame, 0) == NW_CCT_NONE)
-		goto out;
+		goto fail;
+	top = nw_cct_child(callers, NW_CCT_ROOT, frame, 0);
+	if (top == NW_CCT_NONE || nw_cct_child(callees, NW_CCT_ROOT, frame, 0) == NW_CCT_NONE)
+		goto fail;
 	for (uint32_t k = 0; k < t->n; k++) {
-		uint32_t i = c->order[k], at = top;
+		uint32_t i = order[k], at = top;
+		const uint64_t *w = &incl[(size_t)i * nm];
 
-		if (i == NW_CCT_ROOT || t->nodes[i].ip != ft->frame || below(t, i, ft->frame))
+		if (i == NW_CCT_ROOT || t->nodes[i].ip != frame || below(t, i, frame))
 			continue;
-		nw_cct_metrics(callers, top)[0] += c->incl[i];
+		add_metrics(callers, top, w, nm);
 		for (uint32_t p = t->nodes[i].parent; p != NW_CCT_ROOT; p = t->nodes[p].parent) {
 			at = nw_cct_child(callers, at, t->nodes[p].ip, 0);
 			if (at == NW_CCT_NONE)
-				goto out;
-			nw_cct_metrics(callers, at)[0] += c->incl[i];
+				goto fail;
+			add_metrics(callers, at, w, nm);
 		}
 		for (uint32_t ch = t->nodes[i].first_child; ch != NW_CCT_NONE;
 		     ch = t->nodes[ch].next_sibling) {
 			uint32_t n = nw_cct_child(callees, 1, t->nodes[ch].ip, 0);
 
 			if (n == NW_CCT_NONE)
-				goto out;
-			nw_cct_metrics(callees, n)[0] += c->incl[ch];
+				goto fail;
+			add_metrics(callees, n, &incl[(size_t)ch * nm], nm);
 		}
 	}
-	nw_cct_metrics(callees, 1)[0] = ft->total;
+	/* The function's total, as among its callers (once per path). */
+	add_metrics(callees, 1, nw_cct_metrics(callers, top), nm);
+	*ret_callers = callers;
+	*ret_callees = callees;
+	return 0;
+fail:
+	nw_cct_free(callers);
+	nw_cct_free(callees);
+	return -ENOMEM;
+}
+
+/* The callers of @f (its outermost occurrences' paths, reversed) and its callees. */
+static int peek(const struct ctx *c, const struct fn_total *ft)
+{
+	struct nw_cct *callers = NULL, *callees = NULL;
+	const struct nw_func *fn = &c->s->frames.v[ft->frame];
+	int ret = nw_callers_trees(c->s, c->order, c->incl, 1, ft->frame, &callers, &callees);
+
+	if (ret)
+		return ret;
 	fprintf(c->out, "Function: %s", name_of(c, ft->frame));
 	if (fn->file && fn->line)
 		fprintf(c->out, " (%s:%u)", nw_basename(fn->file), fn->line);
@@ -164,15 +211,13 @@ static int peek(const struct ctx *c, const struct fn_total *ft)
 		(unsigned long long)ft->self, pct(ft->total, c->whole),
 		(unsigned long long)ft->total);
 	fputs("Callers:\n   ALL%    FUNC%  CALLER\n", c->out);
-	ret = print_tree(c, callers, top, ft->total);
-	if (ret)
-		goto out;
-	if (callees->nodes[1].first_child != NW_CCT_NONE) {
+	ret = print_tree(c, callers, 1, ft->total);
+	if (!ret && callees->nodes[1].first_child != NW_CCT_NONE) {
 		fputs("\nCallees:\n   ALL%    FUNC%  CALLEE\n", c->out);
 		ret = print_tree(c, callees, 1, ft->total);
 	}
-	fputc('\n', c->out);
-out:
+	if (!ret)
+		fputc('\n', c->out);
 	nw_cct_free(callers);
 	nw_cct_free(callees);
 	return ret;

@@ -7,15 +7,26 @@
 #include <string.h>
 
 #include "report/folded.h"
+#include "util/strbuf.h"
+
+/* The frame of the joined tree that frame @f of a run stands for. */
+static int64_t joined_frame(struct nw_diff *d, const struct nw_func *f)
+{
+	if (d->modules)
+		return nw_frames_intern(&d->stacks->frames, NW_FRAME_FUNCTION,
+					f->module ? nw_basename(f->module) : "[unknown]", NULL, 0,
+					NULL);
+	return nw_frames_intern(&d->stacks->frames, f->kind, f->name, f->file, f->line, NULL);
+}
 
 /*
- * Adds @p's weights (metric @m) and samples (metric @sm) into the joined
- * tree's metrics @slot and @slot + 2, frames by name.
+ * Adds run @r's weights and samples into the joined tree's metrics of
+ * side @side (NW_DIFF_BASE or NW_DIFF_NEW, its samples 2 further), and
+ * with runs into metric @slot, frames by name.
  */
-static int join(struct nw_diff *d, const struct nw_stacks *p, unsigned m, unsigned sm,
-		unsigned slot)
+static int join(struct nw_diff *d, const struct nw_diff_run *r, unsigned side, unsigned slot)
 {
-	const struct nw_cct *t = p->tree;
+	const struct nw_cct *t = r->s->tree;
 	uint32_t *order = malloc((size_t)t->n * sizeof(*order));
 	uint32_t *to = malloc((size_t)t->n * sizeof(*to));
 	uint32_t n;
@@ -28,12 +39,11 @@ static int join(struct nw_diff *d, const struct nw_stacks *p, unsigned m, unsign
 	n = nw_cct_preorder(t, order);
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t i = order[k], node = NW_CCT_ROOT;
-		uint64_t w = nw_cct_metrics(t, i)[m], n = nw_cct_metrics(t, i)[sm];
+		uint64_t w = nw_cct_metrics(t, i)[r->metric], c = nw_cct_metrics(t, i)[r->samples];
+		uint64_t *v;
 
 		if (i != NW_CCT_ROOT) {
-			const struct nw_func *f = &p->frames.v[t->nodes[i].ip];
-			int64_t fi = nw_frames_intern(&d->stacks->frames, f->kind, f->name, f->file,
-						      f->line, NULL);
+			int64_t fi = joined_frame(d, &r->s->frames.v[t->nodes[i].ip]);
 
 			node = fi < 0 ? NW_CCT_NONE
 				      : nw_cct_child(d->stacks->tree, to[t->nodes[i].parent],
@@ -44,10 +54,15 @@ static int join(struct nw_diff *d, const struct nw_stacks *p, unsigned m, unsign
 			}
 		}
 		to[i] = node;
-		nw_cct_metrics(d->stacks->tree, node)[slot] += w;
-		nw_cct_metrics(d->stacks->tree, node)[slot + 2] += n;
-		d->total[slot] += w;
-		d->total[slot + 2] += n;
+		v = nw_cct_metrics(d->stacks->tree, node);
+		v[side] += w;
+		v[side + 2] += c;
+		d->total[side] += w;
+		d->total[side + 2] += c;
+		if (d->runs) {
+			v[slot] += w;
+			d->total[slot] += w;
+		}
 	}
 out:
 	free(order);
@@ -67,28 +82,46 @@ static int check_tree(const struct nw_stacks *p, unsigned m)
 	return 0;
 }
 
-int nw_diff_new(const struct nw_stacks *base, unsigned bm, unsigned bsm,
-		const struct nw_stacks *new, unsigned nm, unsigned nsm, struct nw_diff **ret)
+static int check_runs(const struct nw_diff_run *r, unsigned n)
 {
-	struct nw_diff *d;
-	int err;
+	if (!n || n > NW_DIFF_MAX_RUNS)
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++)
+		if (check_tree(r[i].s, r[i].metric) || check_tree(r[i].s, r[i].samples))
+			return -EINVAL;
+	return 0;
+}
 
-	if (check_tree(base, bm) || check_tree(new, nm) || check_tree(base, bsm) ||
-	    check_tree(new, nsm))
+int nw_diff_join(const struct nw_diff_run *base, unsigned nbase, const struct nw_diff_run *new,
+		 unsigned nnew, unsigned flags, struct nw_diff **ret)
+{
+	const struct nw_stacks *last;
+	struct nw_diff *d;
+	int err = 0;
+
+	if (check_runs(base, nbase) || check_runs(new, nnew))
 		return -EINVAL;
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	d->stacks = nw_stacks_new(NULL, NW_DIFF_METRICS);
-	if (!d->stacks) {
+	d->nbase = nbase;
+	d->nnew = nnew;
+	d->runs = nbase >= 2 && nnew >= 2;
+	d->modules = flags & NW_DIFF_BY_MODULE;
+	d->nmetrics = NW_DIFF_METRICS + (d->runs ? nbase + nnew : 0);
+	d->total = calloc(d->nmetrics, sizeof(*d->total));
+	d->stacks = nw_stacks_new(NULL, d->nmetrics);
+	if (!d->total || !d->stacks) {
 		nw_diff_free(d);
 		return -ENOMEM;
 	}
-	err = join(d, base, bm, bsm, NW_DIFF_BASE);
-	if (!err)
-		err = join(d, new, nm, nsm, NW_DIFF_NEW);
-	if (!err && new->m && nm < new->m->nmetrics)
-		d->time = new->m->metrics[nm].unit == NW_UNIT_NANOSECONDS;
+	for (unsigned i = 0; i < nbase && !err; i++)
+		err = join(d, &base[i], NW_DIFF_BASE, NW_DIFF_RUN + i);
+	for (unsigned i = 0; i < nnew && !err; i++)
+		err = join(d, &new[i], NW_DIFF_NEW, NW_DIFF_RUN + nbase + i);
+	last = new[nnew - 1].s;
+	if (!err && last->m && new[nnew - 1].metric < last->m->nmetrics)
+		d->time = last->m->metrics[new[nnew - 1].metric].unit == NW_UNIT_NANOSECONDS;
 	if (err) {
 		nw_diff_free(d);
 		return err;
@@ -97,11 +130,28 @@ int nw_diff_new(const struct nw_stacks *base, unsigned bm, unsigned bsm,
 	return 0;
 }
 
+int nw_diff_new(const struct nw_stacks *base, unsigned bm, unsigned bsm,
+		const struct nw_stacks *new, unsigned nm, unsigned nsm, struct nw_diff **ret)
+{
+	struct nw_diff_run b = { base, bm, bsm }, n = { new, nm, nsm };
+
+	return nw_diff_join(&b, 1, &n, 1, 0, ret);
+}
+
+void nw_diff_count_runs(struct nw_diff *d, unsigned nbase, unsigned nnew)
+{
+	if (!d->runs) {
+		d->nbase = nbase;
+		d->nnew = nnew;
+	}
+}
+
 void nw_diff_free(struct nw_diff *d)
 {
 	if (!d)
 		return;
 	nw_stacks_free(d->stacks);
+	free(d->total);
 	free(d);
 }
 

@@ -548,10 +548,10 @@ static void ctx_fini(struct ctx *c)
 	free(c->fns);
 }
 
-int nw_lines_addresses(const struct nw_measurement *m, const struct nw_filter *f,
-		       const regex_t *func, unsigned metric, struct nw_addr_weights *ret)
+static int weights(const struct nw_measurement *m, const struct nw_filter *f, const regex_t *func,
+		   unsigned metric, bool addresses, struct nw_addr_weights *ret)
 {
-	struct nw_lines_opts o = { .func = func, .metric = metric, .addresses = true };
+	struct nw_lines_opts o = { .func = func, .metric = metric, .addresses = addresses };
 	struct ctx c = { .m = m, .o = &o };
 	int rc;
 
@@ -568,8 +568,9 @@ int nw_lines_addresses(const struct nw_measurement *m, const struct nw_filter *f
 		const struct row *r = &c.rows[i];
 
 		if (r->total || r->self)
-			ret->v[ret->n++] = (struct nw_addr_weight){ r->func, r->module, r->addr,
-								    r->ret, r->self, r->total };
+			ret->v[ret->n++] = (struct nw_addr_weight){ r->func,  r->module, r->addr,
+								    r->ret,   r->self,   r->total,
+								    r->callee, r->file,  r->line };
 	}
 	for (size_t i = 0; !rc && i < c.nfns; i++)
 		ret->fns[ret->nfns++] = (struct nw_fn_weight){ c.fns[i].name, c.fns[i].self,
@@ -579,6 +580,18 @@ int nw_lines_addresses(const struct nw_measurement *m, const struct nw_filter *f
 	if (rc)
 		nw_addr_weights_fini(ret);
 	return rc;
+}
+
+int nw_lines_addresses(const struct nw_measurement *m, const struct nw_filter *f,
+		       const regex_t *func, unsigned metric, struct nw_addr_weights *ret)
+{
+	return weights(m, f, func, metric, true, ret);
+}
+
+int nw_lines_weights(const struct nw_measurement *m, const struct nw_filter *f,
+		     const regex_t *func, unsigned metric, struct nw_addr_weights *ret)
+{
+	return weights(m, f, func, metric, false, ret);
 }
 
 void nw_addr_weights_fini(struct nw_addr_weights *w)

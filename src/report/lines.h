@@ -43,13 +43,20 @@ struct nw_lines_opts {
 int nw_view_lines(FILE *out, const struct nw_measurement *m, const struct nw_filter *f,
 		  const struct nw_lines_opts *o);
 
-/* One sampled instruction of a function asked about: a row of --addresses. */
+/*
+ * One sampled instruction of a function asked about: a row of --addresses;
+ * or one of its source lines: a row of --lines (nw_lines_weights()).
+ */
 struct nw_addr_weight {
 	const char *func;       /* the function (the symbol table's string) */
 	uint32_t module;
 	uint64_t addr;          /* the ELF address looked up: a return address - 1 where ret */
 	bool ret;               /* reached as a return address (a call site), not as a PC */
-	uint64_t self, total;   /* as --addresses counts them */
+	uint64_t self, total;   /* as --addresses (--lines) counts them */
+	/* --lines: the line, of the function or of a callee inlined into it there */
+	const char *callee;     /* NULL: the function's own line */
+	const char *file;       /* NULL when unknown */
+	uint32_t line;
 };
 
 /* A function asked about: its weight once per sample (--addresses' header line). */
@@ -74,6 +81,9 @@ struct nw_addr_weights {
  */
 int nw_lines_addresses(const struct nw_measurement *m, const struct nw_filter *f,
 		       const regex_t *func, unsigned metric, struct nw_addr_weights *ret);
+/* The same per source line, the rows --lines prints (no address, module 0). */
+int nw_lines_weights(const struct nw_measurement *m, const struct nw_filter *f,
+		     const regex_t *func, unsigned metric, struct nw_addr_weights *ret);
 void nw_addr_weights_fini(struct nw_addr_weights *w);
 
 /* The lines of a source file, read whole (what --lines shows beside its rows). */

@@ -76,6 +76,19 @@ static void reads_diff(const struct nw_plan *p, const struct nw_measurement *m,
 	r->what = NW_READS_DIFF;
 }
 
+static void reads_diff_modules(const struct nw_plan *p, const struct nw_measurement *m,
+			       struct nw_reads *r)
+{
+	*r = (struct nw_reads){ .what = NW_READS_DIFF, .modules = true };
+}
+
+/* Both models' stacks as the recorder unwound them. */
+static void reads_physical_both(const struct nw_plan *p, const struct nw_measurement *m,
+				struct nw_reads *r)
+{
+	r->what = NW_READS_TREES | NW_READS_BASE;
+}
+
 /* ---- how each runs ---- */
 
 /* A failure of a view that reads no tree of its own names the measurement, not the file. */
@@ -225,6 +238,49 @@ static int run_diff_folded(struct nw_output_in *in)
 	return nw_diff_folded(in->out, in->diff);
 }
 
+static int run_diff_callers(struct nw_output_in *in)
+{
+	struct nw_diff_opts o = diff_opts(in);
+	int ret = nw_diff_callers(in->out, in->diff, in->o->re, &o);
+
+	if (ret == -ENOENT)
+		nw_set_err(in->err, in->errlen, "%s, %s: no function matches %s", in->base->name,
+			   in->model->name, in->o->re_text);
+	return ret;
+}
+
+static int run_diff_lines(struct nw_output_in *in)
+{
+	struct nw_diff_opts o = diff_opts(in);
+	int ret = nw_diff_lines(in->out, in->base->m, in->base->metric, in->model->m,
+				in->model->metric, in->o->filter, in->o->re, &o);
+
+	if (ret == -ENOENT)
+		nw_set_err(in->err, in->errlen, "%s, %s: no sampled function matches %s",
+			   in->base->name, in->model->name, in->o->re_text);
+	return ret;
+}
+
+int nw_view_diff(int view)
+{
+	switch (view) {
+	case NW_VIEW_FLAT:
+		return NW_VIEW_DIFF;
+	case NW_VIEW_TREE:
+		return NW_VIEW_DIFF_TREE;
+	case NW_VIEW_FOLDED:
+		return NW_VIEW_DIFF_FOLDED;
+	case NW_VIEW_MODULES:
+		return NW_VIEW_DIFF_MODULES;
+	case NW_VIEW_CALLERS:
+		return NW_VIEW_DIFF_CALLERS;
+	case NW_VIEW_LINES:
+		return NW_VIEW_DIFF_LINES;
+	default:
+		return -1;
+	}
+}
+
 const struct nw_output_kind nw_views[NW_VIEWS] = {
 	[NW_VIEW_TREE] = { "--tree", reads_pruned, run_tree },
 	[NW_VIEW_FLAT] = { "--flat", reads_visits, run_flat },
@@ -241,4 +297,7 @@ const struct nw_output_kind nw_views[NW_VIEWS] = {
 	[NW_VIEW_DIFF] = { "--diff", reads_diff, run_diff },
 	[NW_VIEW_DIFF_TREE] = { "--diff --tree", reads_diff, run_diff_tree },
 	[NW_VIEW_DIFF_FOLDED] = { "--diff --folded", reads_diff, run_diff_folded },
+	[NW_VIEW_DIFF_MODULES] = { "--diff --by module", reads_diff_modules, run_diff },
+	[NW_VIEW_DIFF_CALLERS] = { "--diff --callers", reads_diff, run_diff_callers },
+	[NW_VIEW_DIFF_LINES] = { "--diff --lines", reads_physical_both, run_diff_lines },
 };

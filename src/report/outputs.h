@@ -26,9 +26,15 @@ enum nw_view {
 	NW_VIEW_DIFF,              /* --diff (--flat): the change per function */
 	NW_VIEW_DIFF_TREE,         /* --diff --tree: the change per calling context, as a tree */
 	NW_VIEW_DIFF_FOLDED,       /* --diff --folded: "stack BASE NEW" lines */
+	NW_VIEW_DIFF_MODULES,      /* --diff --by module: the change per module */
+	NW_VIEW_DIFF_CALLERS,      /* --diff --callers RE: the change through each caller */
+	NW_VIEW_DIFF_LINES,        /* --diff --lines RE: the change per source line */
 	NW_VIEWS,
 };
 
 extern const struct nw_output_kind nw_views[NW_VIEWS];
+
+/* What view @view (enum nw_view) shows with --diff: one of NW_VIEW_DIFF*, -1 for none. */
+int nw_view_diff(int view);
 
 #endif

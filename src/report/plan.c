@@ -42,6 +42,7 @@ struct nw_plan {
 struct input {
 	int kind;
 	bool per_thread, inverted;
+	bool modules;              /* IN_DIFF: joined by module */
 	double prune_share;
 	unsigned prune_metric;
 	size_t first, last;
@@ -128,6 +129,7 @@ static bool input_for(const struct run *r, size_t i, struct input *x)
 			     .inverted = rd->inverted };
 	if (rd->what & NW_READS_DIFF) {
 		x->kind = IN_DIFF;
+		x->modules = rd->modules;
 	} else if (rd->what & NW_READS_NODE_MAP) {
 		x->kind = IN_NODE_MAP;
 	} else if ((rd->what & NW_READS_VISITS) && !reshaped && !rd->inverted &&
@@ -151,6 +153,8 @@ static bool same_input(const struct input *a, const struct input *b)
 {
 	if (a->kind != b->kind || a->kind == IN_DEFERRED)
 		return false;
+	if (a->kind == IN_DIFF)
+		return a->modules == b->modules;
 	if (a->kind != IN_TREE)
 		return true;
 	return a->per_thread == b->per_thread && a->inverted == b->inverted &&
@@ -226,17 +230,18 @@ static void drop_trees(struct run *r, int k, size_t i)
 }
 
 /*
- * The symbolic tree @x of model @pm, for output @i: merged or per thread,
- * split by section, then folded, filtered and inverted (each a tree from
- * a tree).  Model @k's trees are freed once it is made when nothing later
+ * The symbolic tree @x of model @k, of the threads @f selects, for output
+ * @i: merged or per thread, split by section, then folded, filtered and
+ * inverted (each a tree from a tree).  Unless @more trees are to be made
+ * of them, the model's trees are freed once it is made when nothing later
  * needs them, before the transformations add trees of their own.
  */
 static int make_tree(struct run *r, const struct input *x, int k, size_t i,
-		     struct nw_stacks **ret_s)
+		     const struct nw_filter *f, bool more, struct nw_stacks **ret_s)
 {
 	const struct nw_report_opts *o = r->p->o;
 	const struct nw_plan_model *pm = r->model[k];
-	struct nw_stacks_opts so = { .filter = o->filter, .per_thread = x->per_thread,
+	struct nw_stacks_opts so = { .filter = f, .per_thread = x->per_thread,
 				     .prune_share = x->prune_share,
 				     .prune_metric = x->prune_metric };
 	struct nw_stacks *s = nw_stacks_new(pm->m, pm->m->nmetrics);
@@ -249,7 +254,7 @@ static int make_tree(struct run *r, const struct input *x, int k, size_t i,
 	if (!ret)
 		ret = nw_stacks_build(s, &so);
 	nw_split_free(split);
-	if (!ret && !reads_trees_itself(r, i, k))
+	if (!ret && !more && !reads_trees_itself(r, i, k))
 		drop_trees(r, k, i);
 	if (!ret && o->fold_recursion) {
 		struct nw_cct *folded = nw_frames_fold_recursion(&s->frames, s->tree);
@@ -272,31 +277,76 @@ static int make_tree(struct run *r, const struct input *x, int k, size_t i,
 	return 0;
 }
 
-/* --diff: both models' merged trees, joined by frame names. */
+/*
+ * The runs of side @k of a diff (model @k), each its merged tree, into
+ * @runs: the model's runs apart (@apart: a tree of each run's threads) or
+ * merged.  -errno with a message.
+ */
+static int diff_side(struct run *r, int k, size_t i, bool apart, struct nw_diff_run *runs,
+		     struct nw_stacks **trees)
+{
+	const struct nw_plan_model *pm = r->model[k];
+	const struct nw_filter *of = r->p->o->filter;
+	struct input merged = { .kind = IN_TREE };
+	uint32_t n = apart ? nw_measurement_runs(pm->m) : 1;
+	int sm = nw_measurement_samples_metric(pm->m, pm->metric), ret = 0;
+
+	for (uint32_t j = 0; j < n && !ret; j++) {
+		struct nw_filter f = of ? *of : NW_FILTER_ALL;
+		uint32_t first, end;
+
+		if (apart) {
+			nw_measurement_run(pm->m, j, &first, &end);
+			f.first = pm->m->threads + first;
+			f.end = pm->m->threads + end;
+		}
+		/* The noise of a change is that of the samples behind it. */
+		runs[j] = (struct nw_diff_run){ .metric = pm->metric,
+						.samples = sm >= 0 ? (unsigned)sm : pm->metric };
+		ret = make_tree(r, &merged, k, i, &f, j + 1 < n, &trees[j]);
+		runs[j].s = trees[j];
+	}
+	return ret;
+}
+
+/*
+ * --diff: both models' merged trees, joined by frame names (or modules);
+ * with two or more runs on each side, a tree of each run.
+ */
 static int make_diff(struct run *r, struct input *x, size_t i)
 {
-	struct input merged = { .kind = IN_TREE };
-	struct nw_stacks *bs = NULL, *ns = NULL;
-	int ret;
+	const struct nw_plan_model *b = r->model[BASE], *n = r->model[MODEL];
+	uint32_t nb = b ? nw_measurement_runs(b->m) : 0, nn = nw_measurement_runs(n->m);
+	bool apart = nb >= 2 && nn >= 2 && nb <= NW_DIFF_MAX_RUNS && nn <= NW_DIFF_MAX_RUNS;
+	struct nw_diff_run *runs;
+	struct nw_stacks **trees;
+	int ret = 0;
 
-	if (!r->model[BASE])
+	if (!b)
 		return -EINVAL;
-	ret = make_tree(r, &merged, BASE, i, &bs);
+	nb = apart ? nb : 1;
+	nn = apart ? nn : 1;
+	runs = calloc(nb + nn, sizeof(*runs));
+	trees = calloc(nb + nn, sizeof(*trees));
+	if (!runs || !trees)
+		ret = -ENOMEM;
 	if (!ret)
-		ret = make_tree(r, &merged, MODEL, i, &ns);
+		ret = diff_side(r, BASE, i, apart, runs, trees);
+	if (!ret)
+		ret = diff_side(r, MODEL, i, apart, runs + nb, trees + nb);
 	if (!ret) {
-		const struct nw_plan_model *b = r->model[BASE], *n = r->model[MODEL];
-		int bsm = nw_measurement_samples_metric(b->m, b->metric);
-		int nsm = nw_measurement_samples_metric(n->m, n->metric);
-
-		/* The noise of a change is that of the samples behind it. */
-		ret = nw_diff_new(bs, b->metric, bsm >= 0 ? (unsigned)bsm : b->metric, ns,
-				  n->metric, nsm >= 0 ? (unsigned)nsm : n->metric, &x->diff);
+		ret = nw_diff_join(runs, nb, runs + nb, nn, x->modules ? NW_DIFF_BY_MODULE : 0,
+				   &x->diff);
 		if (ret)
 			nw_set_err(r->err, r->errlen, "--diff: %s", strerror(-ret));
+		else
+			nw_diff_count_runs(x->diff, nw_measurement_runs(b->m),
+					   nw_measurement_runs(n->m));
 	}
-	nw_stacks_free(bs);
-	nw_stacks_free(ns);
+	for (uint32_t j = 0; trees && j < nb + nn; j++)
+		nw_stacks_free(trees[j]);
+	free(runs);
+	free(trees);
 	return ret;
 }
 
@@ -316,7 +366,7 @@ static int make_input(struct run *r, struct input *x, size_t i)
 			ret = -ENOMEM;
 		break;
 	case IN_TREE:
-		return make_tree(r, x, MODEL, i, &x->stacks);
+		return make_tree(r, x, MODEL, i, r->p->o->filter, false, &x->stacks);
 	case IN_NODE_MAP:
 		x->stacks = nw_stacks_new(pm->m, pm->m->nmetrics);
 		ret = x->stacks ? nw_stacks_build(x->stacks, &so) : -ENOMEM;

@@ -26,7 +26,9 @@
  *    from physical nodes, and the timeline of the selected threads made
  *    from them and the traces for the output (its events read, or with
  *    @events unset only opened: nw_timeline_open()).
- *  - DIFF: the base and the measurement joined (--diff).
+ *  - DIFF: the base and the measurement joined (--diff); each run of
+ *    them apart too when both were merged from several
+ *    (nw_measurement_runs()).
  *  - BASE: the base's physical trees (--diff --html).
  *  - CODE: the machine code of the sampled functions, read with the model
  *    (--disasm, the HTML report's disassembly).
@@ -72,6 +74,7 @@ struct nw_reads {
 	bool inverted;             /* bottom up */
 	bool names;                /* VISITS: siblings of one name as one (folded stacks) */
 	bool events;               /* NODE_MAP: the timeline's events read, not just opened */
+	bool modules;              /* DIFF: frames joined by module (--diff --by module) */
 	double prune_share;        /* PRUNED: the share of the total below which nothing shows */
 	unsigned prune_metric;     /* PRUNED: of this metric */
 };

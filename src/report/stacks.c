@@ -19,6 +19,8 @@ bool nw_filter_thread(const struct nw_filter *f, const struct nw_mthread *th)
 {
 	if (!f)
 		return true;
+	if (f->end && (th < f->first || th >= f->end))
+		return false;
 	if (f->tid >= 0 && (uint64_t)f->tid != th->tid)
 		return false;
 	if (f->pid >= 0 && (uint64_t)f->pid != th->pid)

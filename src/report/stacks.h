@@ -25,6 +25,11 @@ struct nw_filter {
 	int64_t tid;
 	int64_t pid;
 	const char *comm;
+	/*
+	 * Only the model's threads from @first up to @end (one of the runs of
+	 * a merged model: nw_measurement_run()); NULL: any.
+	 */
+	const struct nw_mthread *first, *end;
 };
 
 #define NW_FILTER_ALL ((struct nw_filter){ .tid = -1, .pid = -1 })

@@ -7,7 +7,8 @@
 # caller's share (--callers), a line's share (--lines), a thread alone
 # (--tid), another metric (--metric), a time range's top function
 # (--time), the search's matched share; zoom, Esc, "/", the arrows,
-# inversion and the icicle work; --diff BASE gives base and new shares;
+# inversion and the icicle work; --diff BASE gives base and new shares,
+# narwhal-report --diff's changes with their noise, greyed within it;
 # narwhal-record --html writes the same page at the end of a run; the
 # profile is no more than twice the pprof export.  Screenshots of every
 # view are kept in meson-logs/html/.
@@ -299,6 +300,60 @@ b, n = cumul(sys.argv[2], "hot"), cumul(sys.argv[3], "hot")
 assert abs(row["base"] - b) <= 0.051 and abs(row["now"] - n) <= 0.051, f"{row} vs base {b} new {n}"
 assert abs(row["change"] - (row["now"] - row["base"])) <= 0.011, row
 print(f"  ok: hot base {row['base']}% new {row['now']}% change {row['change']} (text: {b}%, {n}%)")
+PY
+
+check "--diff BASE: the Flat table and flame graph show narwhal-report --diff's changes and Z; within noise grey"
+# Another program as the base: its functions gone, callers' new, both beyond
+# noise; what the two share (libc, the kernel) moves within it.
+nw_report "$NW_TMP/out" "$NW_TMP/callers.data" --html "$NW_TMP/diff2.html" --diff "$NW_TMP/phases.data"
+nw_report "$NW_TMP/difftext" "$NW_TMP/callers.data" --diff "$NW_TMP/phases.data" --all --full-names
+nw_report "$NW_TMP/difftree" "$NW_TMP/callers.data" --diff "$NW_TMP/phases.data" --all --full-names \
+	--tree --percent-limit 0
+page "$NW_TMP/diff2.html" '{"diff":true,"shots":"diff-noise"}'
+py "$NW_TMP/diff2.html.chromium.json" "$NW_TMP/difftext" "$NW_TMP/difftree" <<'PY'
+import json, re, sys
+pg = json.load(open(sys.argv[1]))
+# The flame graph: each calling context's z as --diff --tree gives it; those
+# within noise grey (r = g = b), those beyond red or blue.
+tree, path = {}, []
+for l in open(sys.argv[3]):
+    m = re.match(r"\s*[-+][\d.]+\s+[\d.]+\s+([-+](?:[\d.]+|inf))\s+[\d.]+%\s+[\d.]+%  ( *)(.*)$", l)
+    if m:
+        depth = len(m.group(2)) // 2
+        path = path[:depth] + [m.group(3)]
+        tree[";".join(path)] = float(m.group(1))
+boxes = pg["diffFlame"]
+assert boxes, "no box of the flame graph has narwhal-report's change"
+for b in boxes:
+    want = tree.get(b["path"])
+    assert want is not None, f"{b['path']}: not a context of --diff --tree"
+    assert abs(b["z"] - want) <= 0.051 or b["z"] == want, f"{b['path']}: page z {b['z']}, text {want}"
+    assert b["beyond"] == (abs(want) >= 3), b
+    r_, g_, b_ = b["rgb"]
+    grey = max(r_, g_, b_) - min(r_, g_, b_) < 8
+    assert grey == (not b["beyond"]), f"{b['path']} (z {want}) drawn rgb{tuple(b['rgb'])}"
+print(f"  ok: {len(boxes)} flame graph boxes with --diff --tree's z, "
+      f"{sum(not b['beyond'] for b in boxes)} grey within noise, {sum(b['beyond'] for b in boxes)} coloured")
+text = {}
+for l in open(sys.argv[2]):
+    m = re.match(r"\s*([-+][\d.]+)\s+([\d.]+)\s+([-+](?:[\d.]+|inf))\s+(?:[\d.]+%\s+){4}[-+][\d.]+\s+(.*?)(?: \((?:new|gone)\))?$", l)
+    if m:
+        text[m.group(4)] = tuple(float(m.group(k)) for k in (1, 2, 3))
+assert "Noise: sampling (binomial" in pg["diffLegend"], pg["diffLegend"]
+rows = [r for r in pg["diffNoise"] if r["self"]]
+assert rows, "the Flat table has no column of the diff's changes"
+for r in rows:
+    want = text.get(r["name"])
+    assert want, f"{r['name']} is in the page's diff, not in narwhal-report --diff --all"
+    got = (float(r["self"]), float(r["se"]), float(r["z"]))
+    assert all(abs(a - b) <= 0.051 or a == b for a, b in zip(got, want)), f"{r['name']}: page {got}, text {want}"
+    assert r["grey"] == (abs(want[2]) < 3), f"{r['name']} (z {want[2]}) grey: {r['grey']}"
+grey = [r for r in rows if r["grey"]]
+clear = [r for r in rows if not r["grey"]]
+assert grey and clear, f"{len(grey)} rows within noise, {len(clear)} beyond: both expected"
+assert {r["color"] for r in grey}.isdisjoint({r["color"] for r in clear}), "grey rows look like the others"
+print(f"  ok: {len(rows)} rows as narwhal-report --diff says them; {len(clear)} beyond noise "
+      f"(e.g. {clear[0]['name']} {clear[0]['self']}, z {clear[0]['z']}), {len(grey)} grey")
 PY
 
 check "a C++ compile (g++ -O2): the first 1400x1000 screen shows the flame graph"

@@ -276,18 +276,18 @@ grep -q "cpu-clock" "$NW_TMP/mixed.err" && grep -q "task-clock" "$NW_TMP/mixed.e
 ok "$(head -1 "$NW_TMP/mixed.err")"
 
 check "--diff --tree against a merged base (the same program twice): caller_a and caller_b change little"
-nw_report "$NW_TMP/diff" --diff "$d" --diff "$d2" "$d" --tree --percent-limit 0
+nw_report "$NW_TMP/diff" --diff "$d" --diff "$d2" "$d" --tree --percent-limit 0 --all
 grep -q "^Base: $d,$d2 (" "$NW_TMP/diff" || {
 	nw_show "--diff" "$NW_TMP/diff"
 	fail "the base is not the two recordings merged"
 }
-# Rows: DELTA Z BASE% NEW% FUNCTION (indented); the base holds caller_b at 70%.
-bb=$(awk '$NF == "caller_b" { sub(/%/, "", $3); print $3; exit }' "$NW_TMP/diff")
+# Rows: DELTA SE Z BASE% NEW% FUNCTION (indented); the base holds caller_b at 70%.
+bb=$(awk '$NF == "caller_b" { sub(/%/, "", $4); print $4; exit }' "$NW_TMP/diff")
 nw_near "${bb:-0}" 70 8 || {
 	nw_show "--diff" "$NW_TMP/diff"
 	fail "the merged base holds main;caller_b at ${bb:-no}%"
 }
-awk '$1 ~ /^[-+][0-9.]+$/ && $2 ~ /^[-+]/ { d = $1 + 0; if (d < -8 || d > 8) bad = 1 }
+awk '$1 ~ /^[-+][0-9.]+$/ && $3 ~ /^[-+]/ { d = $1 + 0; if (d < -8 || d > 8) bad = 1 }
 	END { exit bad }' "$NW_TMP/diff" || fail "a context changed by more than 8 points"
 ok "caller_b $bb% in the base"
 

@@ -529,8 +529,37 @@ async function main() {
 
   if (opts.diff) {
     out.diffLegend = await textOf(page, "#diff-legend");
+    // The flame graph's boxes with narwhal-report's z of their calling
+    // context, and the colour drawn in the middle of each (on the canvas).
+    out.diffFlame = await page.evaluate(() => {
+      const r = window.narwhal.report;
+      const dn = r.diffNodes();
+      const t = r.view().tree;
+      const fr = r.prof.frames;
+      const canvas = document.getElementById("flame");
+      const ctx = canvas.getContext("2d");
+      const dpr = canvas.width / canvas.clientWidth;
+      const pathOf = (n) => {
+        const p = [];
+        for (let u = n; u > 0; u = t.parent[u]) p.unshift(fr.name[t.frame[u]]);
+        return p.join(";");
+      };
+      return r.layout.filter((b) => b.node > 0 && b.w >= 8 && dn && dn.known[b.node]).map((b) => {
+        const px = ctx.getImageData(Math.round((b.x + 4) * dpr), Math.round((b.y + 2) * dpr), 1, 1).data;
+        return { path: pathOf(b.node), z: dn.z[b.node], beyond: !!dn.beyond[b.node], rgb: [px[0], px[1], px[2]] };
+      });
+    });
     await tab(page, "flat");
     out.diffFlat = (await rows(page, "#flat")).slice(0, 10).map((x) => ({ name: x.cells[2], base: num(x.cells[5]), now: num(x.cells[6]), change: num(x.cells[7].replace("−", "-")) }));
+    // narwhal-report's numbers (self change, SE, Z) and the rows greyed as within noise.
+    out.diffNoise = await page.$$eval("#flat tbody tr", (trs) => trs.map((tr) => ({
+      name: tr.cells[2].textContent.trim(),
+      self: tr.cells[8] ? tr.cells[8].textContent.trim().replace("−", "-") : null,
+      se: tr.cells[9] ? tr.cells[9].textContent.trim() : null,
+      z: tr.cells[10] ? tr.cells[10].textContent.trim().replace("−", "-") : null,
+      grey: tr.classList.contains("noise"),
+      color: getComputedStyle(tr.cells[2]).color,
+    })));
     await page.screenshot({ path: path.join(outdir, `${shots}-diff.png`) });
   }
 
