@@ -58,7 +58,11 @@ static inline size_t unwind(struct nw_session *s, const struct nw_thread *th,
 size_t nw_session_unwind(struct nw_session *s, const struct nw_thread *th,
 			 const struct nw_epoch *epoch, const struct nw_sample *smp)
 {
-	return unwind(s, th, epoch, smp);
+	struct nw_unwind_ctx ctx = { .pid = th->pid, .proc = th->proc, .epoch = epoch,
+				     .modules = &s->modules };
+
+	/* A source's sample: the in-kernel unwinder is on the sampled events only. */
+	return nw_unwind_copy(&s->unwinder, &ctx, smp, s->frames, NW_UNWIND_MAX_FRAMES);
 }
 
 /*

@@ -263,6 +263,18 @@ static size_t kernel_frames(struct nw_unwinder *u, const struct nw_sample *s,
 	return n;
 }
 
+size_t nw_unwind_copy(struct nw_unwinder *u, const struct nw_unwind_ctx *ctx,
+		      const struct nw_sample *s, struct nw_frame *out, size_t max)
+{
+	size_t k;
+	bool complete;
+
+	if (u->mode != NW_CALLGRAPH_BPF)
+		return nw_unwind(u, ctx, s, out, max);
+	k = u->kernel ? kernel_frames(u, s, out, max) : 0;
+	return k + nw_dwarf_unwind(u->dwarf, ctx, s, out + k, max - k, &u->stats, &complete);
+}
+
 size_t nw_unwind(struct nw_unwinder *u, const struct nw_unwind_ctx *ctx, const struct nw_sample *s,
 		 struct nw_frame *out, size_t max)
 {

@@ -88,6 +88,14 @@ void nw_unwinder_fini(struct nw_unwinder *u);
 size_t nw_unwind(struct nw_unwinder *u, const struct nw_unwind_ctx *ctx, const struct nw_sample *s,
 		 struct nw_frame *out, size_t max);
 
+/*
+ * nw_unwind() for a sample the kernel's program never sees (a source's:
+ * allocation uprobes): in bpf mode its stack copy through the CFI
+ * unwinder, neither counted as handed back nor checked.
+ */
+size_t nw_unwind_copy(struct nw_unwinder *u, const struct nw_unwind_ctx *ctx,
+		      const struct nw_sample *s, struct nw_frame *out, size_t max);
+
 /* The process @pid is gone: drop what the unwinder keeps for it. */
 void nw_unwinder_forget(struct nw_unwinder *u, uint32_t pid);
 
