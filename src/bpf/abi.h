@@ -56,6 +56,16 @@ struct nw_cfi_row {
 	nw_u8 fp;             /* enum nw_cfi_fp */
 };
 
+/*
+ * The rows live in chunks of NW_BPF_CHUNK_ROWS, each an array map of its
+ * own made when the rows need it (a map of maps holds them): a short run
+ * allocates 4 MiB, rustc's 2.9 million rows twelve chunks.  Row r of all
+ * modules' rows is row r % NW_BPF_CHUNK_ROWS of chunk r / NW_BPF_CHUNK_ROWS.
+ */
+#define NW_BPF_CHUNK_SHIFT 18
+#define NW_BPF_CHUNK_ROWS (1u << NW_BPF_CHUNK_SHIFT)
+#define NW_BPF_MAX_CHUNKS 64
+
 /* The key of a module's table: the (device, inode) of the file its VMA maps. */
 struct nw_bpf_module_key {
 	nw_u64 dev;           /* the kernel's dev_t: major << 20 | minor */

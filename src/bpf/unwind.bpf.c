@@ -55,17 +55,34 @@ struct {
 } modules SEC(".maps");
 
 /*
- * Every module's rows, one after the other; sized by the recorder, which
- * writes them through a mapping of the array (a map update per row would
- * take 0.3 s for rustc's 2.9 million).
+ * Every module's rows, one after the other, in chunks (bpf/abi.h): array
+ * maps the recorder makes as the rows need them and writes through a
+ * mapping of each (a map update per row would take 0.3 s for rustc's 2.9
+ * million rows).
  */
-struct {
+struct row_chunk {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 1);
+	__uint(max_entries, NW_BPF_CHUNK_ROWS);
 	__type(key, __u32);
 	__type(value, struct nw_cfi_row);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, NW_BPF_MAX_CHUNKS);
+	__type(key, __u32);
+	__array(values, struct row_chunk);
 } rows SEC(".maps");
+
+/* Row @r of all modules' rows. */
+static __always_inline struct nw_cfi_row *row_at(__u32 r)
+{
+	__u32 chunk = r >> NW_BPF_CHUNK_SHIFT, idx = r & (NW_BPF_CHUNK_ROWS - 1);
+	void *m = bpf_map_lookup_elem(&rows, &chunk);
+
+	return m ? bpf_map_lookup_elem(m, &idx) : NULL;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -128,7 +145,7 @@ struct vma_slot {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, 16384);
 	__type(key, struct vma_key);
 	__type(value, struct vma_slot);
 } vmas SEC(".maps");
@@ -305,7 +322,7 @@ struct {
 /* The row of file offset @off among @nrows rows from @first: the last at or below it. */
 static __always_inline int find_row(__u32 first, __u32 nrows, __u32 off, struct nw_cfi_row *out)
 {
-	__u32 lo = 0, hi = nrows, idx, slot = ((off ^ first * 0x9e3779b1u) * 0x85ebca6bu) >> 20;
+	__u32 lo = 0, hi = nrows, slot = ((off ^ first * 0x9e3779b1u) * 0x85ebca6bu) >> 20;
 	struct row_hit *hit = bpf_map_lookup_elem(&row_cache, &slot);
 	struct nw_cfi_row *r;
 
@@ -317,8 +334,7 @@ static __always_inline int find_row(__u32 first, __u32 nrows, __u32 off, struct 
 	for (int i = 0; i < BISECT_STEPS && lo < hi; i++) {
 		__u32 mid = lo + (hi - lo) / 2;
 
-		idx = first + mid;
-		r = bpf_map_lookup_elem(&rows, &idx);
+		r = row_at(first + mid);
 		if (!r)
 			return -1;
 		if (r->off <= off)
@@ -328,8 +344,7 @@ static __always_inline int find_row(__u32 first, __u32 nrows, __u32 off, struct 
 	}
 	if (!lo || lo < hi)
 		return -1;
-	idx = first + lo - 1;
-	r = bpf_map_lookup_elem(&rows, &idx);
+	r = row_at(first + lo - 1);
 	if (!r)
 		return -1;
 	*out = *r;

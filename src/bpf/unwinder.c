@@ -37,8 +37,9 @@ struct nw_bpf_unwinder {
 	struct loaded *set;    /* open addressing: the modules whose tables are loaded */
 	uint32_t nset, cap_set;
 	uint32_t rows, max_rows;
-	unsigned char *rows_map;        /* the rows map, mapped: 16 bytes per row (8-aligned) */
-	size_t rows_len;
+	/* The row chunks made so far, mapped: 16 bytes per row (8-aligned). */
+	unsigned char *chunk[NW_BPF_MAX_CHUNKS];
+	unsigned nchunks;
 	/* nw_bpf_consume()'s callback, for the ring buffer's. */
 	int (*fn)(void *arg, const void *rec, size_t size);
 	void *arg;
@@ -117,16 +118,18 @@ static int load_copy(struct nw_bpf_unwinder *u, const struct nw_bpf_opts *o, uns
 	sk->rodata->check = o->check;
 	if (u->skel) {
 		struct bpf_map *mine[] = { sk->maps.modules, sk->maps.rows, sk->maps.bufs,
-					   sk->maps.samples, sk->maps.stats };
+					   sk->maps.samples, sk->maps.stats, sk->maps.vmas,
+					   sk->maps.walks, sk->maps.scratch, sk->maps.row_cache };
 		struct bpf_map *first[] = { u->skel->maps.modules, u->skel->maps.rows,
 					    u->skel->maps.bufs, u->skel->maps.samples,
-					    u->skel->maps.stats };
+					    u->skel->maps.stats, u->skel->maps.vmas,
+					    u->skel->maps.walks, u->skel->maps.scratch,
+					    u->skel->maps.row_cache };
 
 		for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++)
 			if ((r = bpf_map__reuse_fd(mine[i], bpf_map__fd(first[i]))))
 				return r;
-	} else if (bpf_map__set_max_entries(sk->maps.rows, u->max_rows) ||
-		   bpf_map__set_max_entries(sk->maps.samples, o->ring_bytes)) {
+	} else if (bpf_map__set_max_entries(sk->maps.samples, o->ring_bytes)) {
 		return -EINVAL;
 	}
 	r = nw_unwind_bpf__load(sk);
@@ -150,21 +153,13 @@ int nw_bpf_open(struct nw_bpf_unwinder **ret, const struct nw_bpf_opts *o, char 
 	libbpf_set_print(silent);
 	stat("/proc/self/ns/pid", &ns);
 	u->max_rows = o->max_rows ? o->max_rows : NW_BPF_DEFAULT_ROWS;
+	if (u->max_rows > NW_BPF_MAX_CHUNKS * NW_BPF_CHUNK_ROWS)
+		u->max_rows = NW_BPF_MAX_CHUNKS * NW_BPF_CHUNK_ROWS;
 	for (unsigned e = 0; e < n && !r; e++)
 		r = load_copy(u, o, e, &ns);
 	if (r) {
 		nw_set_err(err, len, "the kernel refused the BPF unwinder: %s (NARWHAL_BPF_LOG=1 "
 				     "shows why)", strerror(-r));
-		goto fail;
-	}
-	u->rows_len = (size_t)u->max_rows * ROW_STRIDE;
-	u->rows_len = (u->rows_len + 4095) & ~(size_t)4095;
-	u->rows_map = mmap(NULL, u->rows_len, PROT_READ | PROT_WRITE, MAP_SHARED,
-			   bpf_map__fd(u->skel->maps.rows), 0);
-	if (u->rows_map == MAP_FAILED) {
-		r = -errno;
-		u->rows_map = NULL;
-		nw_set_err(err, len, "cannot map the BPF unwinder's tables: %s", strerror(-r));
 		goto fail;
 	}
 	u->ring = ring_buffer__new(bpf_map__fd(u->skel->maps.samples), handle, u, NULL);
@@ -234,6 +229,36 @@ static int remember(struct nw_bpf_unwinder *u, uint64_t dev, uint64_t ino)
 	return 0;
 }
 
+/* One more chunk of rows: made, mapped, and put in the rows map.  -errno. */
+static int add_chunk(struct nw_bpf_unwinder *u)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
+	uint32_t key = u->nchunks;
+	size_t len = (size_t)NW_BPF_CHUNK_ROWS * ROW_STRIDE;
+	void *p;
+	int fd, r;
+
+	if (u->nchunks == NW_BPF_MAX_CHUNKS)
+		return -ENOSPC;
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "nw_rows", sizeof(uint32_t),
+			    sizeof(struct nw_cfi_row), NW_BPF_CHUNK_ROWS, &opts);
+	if (fd < 0)
+		return -errno;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	r = p == MAP_FAILED ? -errno : 0;
+	/* The rows map holds the chunk; the fd is not needed after. */
+	if (!r && bpf_map_update_elem(bpf_map__fd(u->skel->maps.rows), &key, &fd, BPF_ANY))
+		r = -errno;
+	close(fd);
+	if (r) {
+		if (p != MAP_FAILED)
+			munmap(p, len);
+		return r;
+	}
+	u->chunk[u->nchunks++] = p;
+	return 0;
+}
+
 int nw_bpf_add_module(struct nw_bpf_unwinder *u, uint64_t dev, uint64_t ino,
 		      const struct nw_cfi_row *rows, uint32_t n)
 {
@@ -245,9 +270,17 @@ int nw_bpf_add_module(struct nw_bpf_unwinder *u, uint64_t dev, uint64_t ino,
 		return 0;
 	if (n > u->max_rows - u->rows)
 		return -ENOSPC;
+	while ((u->rows + n + NW_BPF_CHUNK_ROWS - 1) / NW_BPF_CHUNK_ROWS > u->nchunks)
+		if ((r = add_chunk(u)))
+			return r;
 	/* Written in place: an mmapable array keeps its elements 8-aligned, 16 bytes apart. */
-	for (uint32_t i = 0; i < n; i++)
-		memcpy(u->rows_map + (size_t)(u->rows + i) * ROW_STRIDE, &rows[i], sizeof(rows[i]));
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t at = u->rows + i;
+
+		memcpy(u->chunk[at >> NW_BPF_CHUNK_SHIFT] +
+			       (size_t)(at & (NW_BPF_CHUNK_ROWS - 1)) * ROW_STRIDE,
+		       &rows[i], sizeof(rows[i]));
+	}
 	/* The module after its rows: the program never sees a half-loaded table. */
 	r = bpf_map_update_elem(bpf_map__fd(u->skel->maps.modules), &key, &mod, BPF_ANY);
 	if (r)
@@ -284,6 +317,7 @@ void nw_bpf_get_stats(const struct nw_bpf_unwinder *u, struct nw_bpf_stats *st)
 	free(v);
 	st->rows = u->rows;
 	st->max_rows = u->max_rows;
+	st->table_bytes = (uint64_t)u->nchunks * NW_BPF_CHUNK_ROWS * ROW_STRIDE;
 	st->modules = u->nset;
 	if (!bpf_obj_get_info_by_fd(bpf_program__fd(u->skel->progs.nw_unwind), &info, &info_len)) {
 		st->run_ns = info.run_time_ns;
@@ -299,8 +333,8 @@ void nw_bpf_close(struct nw_bpf_unwinder *u)
 	for (size_t i = 0; i < u->nlinks; i++)
 		bpf_link__destroy(u->links[i]);
 	ring_buffer__free(u->ring);
-	if (u->rows_map)
-		munmap(u->rows_map, u->rows_len);
+	for (unsigned i = 0; i < u->nchunks; i++)
+		munmap(u->chunk[i], (size_t)NW_BPF_CHUNK_ROWS * ROW_STRIDE);
 	for (unsigned i = u->ncopies; i-- > 0;)
 		nw_unwind_bpf__destroy(u->copies[i]);
 	free(u->copies);

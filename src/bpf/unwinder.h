@@ -25,11 +25,12 @@ struct nw_bpf_opts {
 };
 
 #define NW_BPF_DEFAULT_RING (8u << 20)
-#define NW_BPF_DEFAULT_ROWS (4u << 20)
+#define NW_BPF_DEFAULT_ROWS (16u << 20)   /* 256 MiB at most, in chunks of 4 MiB */
 
 struct nw_bpf_stats {
 	uint64_t v[NW_BPF_NSTATS];          /* the program's counters, all CPUs */
 	uint64_t rows, max_rows, modules;   /* what the tables hold */
+	uint64_t table_bytes;               /* the kernel memory of the rows' chunks */
 	uint64_t run_ns, runs;              /* the program's time (kernel.bpf_stats_enabled) */
 	uint32_t insns;                     /* instructions the verifier processed */
 };

@@ -213,12 +213,12 @@ void nw_session_tell_bpf(const struct nw_session *s, FILE *out)
 			(unsigned long long)u->bpf_deeper, (unsigned long long)u->bpf_mismatch,
 			(unsigned long long)u->bpf_unknown);
 	fprintf(out,
-		"narwhal-record: bpf: tables of %llu modules, %llu rows (%.1f MiB of %.1f), built "
-		"in %.1f ms (%llu failed); program: %u instructions verified, %.0f ns per run "
-		"(%llu runs; kernel.bpf_stats_enabled=1 to measure)\n",
+		"narwhal-record: bpf: tables of %llu modules, %llu rows (of %llu at most) in "
+		"%.1f MiB of kernel memory, built in %.1f ms (%llu failed); program: %u "
+		"instructions verified, %.0f ns per run (%llu runs; kernel.bpf_stats_enabled=1 "
+		"to measure)\n",
 		(unsigned long long)st.modules, (unsigned long long)st.rows,
-		(double)st.rows * sizeof(struct nw_cfi_row) / (1 << 20),
-		(double)st.max_rows * sizeof(struct nw_cfi_row) / (1 << 20),
+		(unsigned long long)st.max_rows, (double)st.table_bytes / (1 << 20),
 		(double)s->bpf_table_ns / 1e6, (unsigned long long)s->bpf_tables_failed, st.insns,
 		st.runs ? (double)st.run_ns / (double)st.runs : 0.0, (unsigned long long)st.runs);
 }
