@@ -842,6 +842,8 @@ int nw_recorder_finish(struct nw_recorder *r)
 
 	r->exit_status = launched(r) ? exit_status_of(r->status) : 0;
 	ret = write_now(r, NW_RUN_END, launched(r) ? r->exit_status : -1);
+	/* -g bpf: what the program mapped once started, for its next run. */
+	nw_session_save_preload(&r->s);
 	r->cpu_end = cpu_seconds();
 	return ret;
 }

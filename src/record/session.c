@@ -474,6 +474,7 @@ void nw_session_fini(struct nw_session *s)
 		close(s->kept_fds[i]);
 	free(s->kept_fds);
 	nw_bpf_close(s->bpf);
+	free(s->bpf_seen);
 	nw_unwinder_fini(&s->unwinder);
 	nw_tasks_fini(&s->tasks);
 	nw_module_table_fini(&s->modules);

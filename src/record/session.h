@@ -15,6 +15,7 @@
 #ifndef NW_SESSION_H
 #define NW_SESSION_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -192,6 +193,9 @@ struct nw_session {
 	struct nw_cache *cache;    /* where unwind tables are kept between runs (NULL: none) */
 	uint64_t bpf_table_ns;     /* time spent compiling unwind tables */
 	uint64_t bpf_tables_failed;
+	char bpf_cmd[PATH_MAX];    /* the launched program, as execvp() found it ("": none) */
+	uint32_t *bpf_seen;        /* the modules whose tables were loaded while recording */
+	size_t nseen, cap_seen;
 };
 
 /* ---- session.c: the events and their rings ---- */
@@ -309,6 +313,13 @@ void nw_session_load_table(struct nw_session *s, uint32_t module);
  * the vdso; they are compiled once and then come from the cache.
  */
 void nw_session_preload_tables(struct nw_session *s, const char *cmd);
+/*
+ * Keeps in the run cache the files whose tables the launched program's
+ * processes needed once it started, for nw_session_preload_tables() to
+ * load before the next run of the same program (rustc execs a compiler
+ * whose 2.6 million rows would otherwise take its first 50 ms).
+ */
+void nw_session_save_preload(struct nw_session *s);
 /* What the in-kernel unwinder did (narwhal-record -v). */
 void nw_session_tell_bpf(const struct nw_session *s, FILE *out);
 

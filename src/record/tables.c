@@ -24,7 +24,9 @@
 
 #include "elf/vdso.h"
 #include "unwind/cfitable.h"
+#include "util/hash.h"
 #include "util/log.h"
+#include "util/strbuf.h"
 
 static uint64_t mono_ns(void)
 {
@@ -88,6 +90,10 @@ void nw_session_load_table(struct nw_session *s, uint32_t module)
 {
 	const struct nw_module *mod = &s->modules.v[module];
 
+	/* What the launched program maps once started, for its next run's preload. */
+	if (s->bpf_cmd[0] && mod->path[0] == '/' &&
+	    !nw_grow(&s->bpf_seen, &s->cap_seen, s->nseen + 1, sizeof(*s->bpf_seen)))
+		s->bpf_seen[s->nseen++] = module;
 	load_file(s, nw_module_source(mod), !strcmp(mod->path, "[vdso]"), mod->build_id,
 		  mod->build_id_size);
 }
@@ -155,6 +161,56 @@ out:
 		close(fd);
 }
 
+/*
+ * The cache file naming what the program at @path (as it is now: device,
+ * inode, size, time) mapped after its start last time.  False when it
+ * cannot be named.
+ */
+static bool preload_name(const char *path, char *name, size_t len)
+{
+	struct stat st;
+	uint64_t h;
+
+	if (stat(path, &st))
+		return false;
+	h = nw_hash_str(nw_hash_add(nw_hash_add(0, (uint64_t)st.st_dev), (uint64_t)st.st_ino),
+			path);
+	h = nw_hash_add(nw_hash_add(h, (uint64_t)st.st_size), (uint64_t)st.st_mtim.tv_sec);
+	snprintf(name, len, "bpf-preload-%016llx", (unsigned long long)h);
+	return true;
+}
+
+/* Loads the tables the last run of @path needed after its start (the run cache's list). */
+static void preload_learned(struct nw_session *s, const char *path)
+{
+	char name[64], *buf = NULL, *line, *save = NULL;
+	size_t len;
+
+	if (!nw_cache_on(s->cache) || !preload_name(path, name, sizeof(name)) ||
+	    nw_cache_read(s->cache, name, &buf, &len))
+		return;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		load_file(s, line, false, NULL, 0);
+	free(buf);
+}
+
+void nw_session_save_preload(struct nw_session *s)
+{
+	struct nw_strbuf list = { 0 };
+	char name[64];
+
+	if (!s->bpf || !s->bpf_cmd[0] || !s->nseen || !nw_cache_on(s->cache) ||
+	    !preload_name(s->bpf_cmd, name, sizeof(name)))
+		return;
+	for (size_t i = 0; i < s->nseen; i++) {
+		nw_sb_puts(&list, s->modules.v[s->bpf_seen[i]].path);
+		nw_sb_putc(&list, '\n');
+	}
+	if (list.len && !list.failed)
+		nw_cache_write(s->cache, name, list.s, list.len);
+	nw_sb_fini(&list);
+}
+
 void nw_session_preload_tables(struct nw_session *s, const char *cmd)
 {
 	char path[PATH_MAX];
@@ -182,6 +238,8 @@ void nw_session_preload_tables(struct nw_session *s, const char *cmd)
 		return;
 	load_file(s, path, false, NULL, 0);
 	preload_needs(s, path);
+	preload_learned(s, path);
+	snprintf(s->bpf_cmd, sizeof(s->bpf_cmd), "%s", path);
 }
 
 void nw_session_tell_bpf(const struct nw_session *s, FILE *out)
@@ -194,7 +252,8 @@ void nw_session_tell_bpf(const struct nw_session *s, FILE *out)
 		"narwhal-record: bpf: %llu samples unwound in the kernel (%llu lost: ring buffer "
 		"full), %llu handed back for a table not loaded yet; %llu user frames, %llu by "
 		"frame pointers; walks ended: %llu at the entry, %llu at the depth limit, %llu "
-		"on unreadable stack, %llu outside mappings, %llu without frame pointer\n",
+		"on unreadable stack, %llu outside mappings, %llu without frame pointer, "
+		"%llu (check mode) at a table not loaded, %llu at a mapping not seen yet\n",
 		(unsigned long long)st.v[NW_BPF_SAMPLES], (unsigned long long)st.v[NW_BPF_LOST],
 		(unsigned long long)st.v[NW_BPF_HANDED_BACK], (unsigned long long)st.v[NW_BPF_FRAMES],
 		(unsigned long long)st.v[NW_BPF_FP_FRAMES],
@@ -202,7 +261,9 @@ void nw_session_tell_bpf(const struct nw_session *s, FILE *out)
 		(unsigned long long)u->bpf_ends[NW_BPF_END_DEPTH],
 		(unsigned long long)u->bpf_ends[NW_BPF_END_READ],
 		(unsigned long long)u->bpf_ends[NW_BPF_END_NO_VMA],
-		(unsigned long long)u->bpf_ends[NW_BPF_END_FP]);
+		(unsigned long long)u->bpf_ends[NW_BPF_END_FP],
+		(unsigned long long)u->bpf_ends[NW_BPF_END_NO_TABLE],
+		(unsigned long long)u->bpf_ends[NW_BPF_END_UNSEEN]);
 	if (u->bpf_checked)
 		fprintf(out,
 			"narwhal-record: bpf check: %llu samples unwound both in the kernel and from "

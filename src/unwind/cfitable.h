@@ -31,7 +31,9 @@ struct nw_cfi_table_stats {
 
 /* In GAP, END and COMPLEX rows only off and cfa mean anything; the rest is 0. */
 struct nw_cfi_table {
-	struct nw_cfi_row *rows;  /* malloc'd; strictly increasing off */
+	struct nw_cfi_row *rows;  /* malloc'd, or in @map; strictly increasing off */
+	void *map;                /* the cache file mapped, when loaded from it: rows point in it */
+	size_t map_len;
 	uint32_t nrows;
 	bool from_debug_frame;    /* the file had no .eh_frame */
 	bool from_cache;          /* nw_cfi_table_get loaded it */
