@@ -41,7 +41,7 @@ enum {
 	OPT_IDLE = NW_OPTION_LONG_ONLY, OPT_DURATION, OPT_ALLOC, OPT_ALLOC_RATE, OPT_OFF_CPU,
 	OPT_USER_ONLY, OPT_NO_TRACE, OPT_NO_CACHE, OPT_CHECKPOINT, OPT_FLIGHT_RECORDER, OPT_ROTATE,
 	OPT_ROTATE_PPROF, OPT_MAX_SIZE, OPT_MAX_FILES, OPT_SNAPSHOT, OPT_PPROF, OPT_FLAMEGRAPH,
-	OPT_HTML, OPT_LIST_EVENTS, OPT_CODE_CAP, OPT_NO_CODE,
+	OPT_HTML, OPT_LIST_EVENTS, OPT_CODE_CAP, OPT_NO_CODE, OPT_LOCKS, OPT_LOCK_RATE,
 };
 
 /*
@@ -89,6 +89,13 @@ static const struct nw_option opts_table[] = {
 	{ "--alloc-rate", required_argument, OPT_ALLOC_RATE, "BYTES",
 	  "one sample per BYTES allocated on average (default\n"
 	  "524288; 1: every allocation, exact)" },
+	{ "--locks", no_argument, OPT_LOCKS, NULL,
+	  "record lock contention (pthread mutexes, rwlocks,\n"
+	  "semaphores): lock-wait, lock-contentions, lock-delay;\n"
+	  "locks only, unless -e names events to sample too" },
+	{ "--lock-rate", required_argument, OPT_LOCK_RATE, "NS",
+	  "one sample per NS of waiting on average (default\n"
+	  "100000; 1: every contended acquisition)" },
 	{ "--off-cpu", no_argument, OPT_OFF_CPU, NULL,
 	  "also record where threads block, and for how long\n"
 	  "(needs kernel samples: root or perf_event_paranoid<=1)" },
@@ -304,6 +311,12 @@ static int parse_one(int c, struct opts *o)
 			return bad_arg(c, "a number of bytes like 524288 or 512K");
 		ro->alloc = true;
 		break;
+	case OPT_LOCKS: ro->locks = true; break;
+	case OPT_LOCK_RATE:
+		if (nw_parse_count(optarg, &ro->lock_rate) || !ro->lock_rate)
+			return bad_arg(c, "a number of nanoseconds like 100000");
+		ro->locks = true;
+		break;
 	case OPT_OFF_CPU: ro->session.off_cpu = true; break;
 	case OPT_USER_ONLY: ro->session.kernel = false; break;
 	case OPT_NO_TRACE: ro->trace = false; break;
@@ -358,8 +371,8 @@ static int check_opts(const struct opts *o, bool command)
 		why = "give a command to run or -p/-t to attach, not both";
 	else if (ro->system && o->targets.n)
 		why = "-a records every process already: not with -p/-t";
-	else if (ro->alloc && ro->system)
-		why = "--alloc records a program it launches or attaches to (-p/-t): not with -a";
+	else if ((ro->alloc || ro->locks) && ro->system)
+		why = "--alloc and --locks record a program launched or attached to: not with -a";
 	else if (ro->session.idle && !ro->system)
 		why = "--idle goes with -a (system-wide)";
 	else if (ro->flight_ns && ro->rotate_ns)
@@ -494,7 +507,8 @@ static int prepare(struct run *r)
 		fprintf(stderr, "narwhal-record: %s\n", why);
 		return 1;
 	}
-	n = nw_recorder_events(r->o.event_list, ro->session.off_cpu, ro->alloc, r->evs,
+	n = nw_recorder_events(r->o.event_list, ro->session.off_cpu,
+			       (ro->alloc ? 4 : 0) + (ro->locks ? 3 : 0), r->evs,
 			       &fell_back, why, sizeof(why));
 	if (fell_back && !r->o.quiet)
 		fprintf(stderr, "narwhal-record: no hardware PMU here (cycles cannot be opened); "
@@ -598,14 +612,20 @@ static int start(struct run *r)
 	return -1;
 }
 
+/* Each line of @text (cut there) after the tool's name. */
+static void tell_lines(char *text)
+{
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+		fprintf(stderr, "narwhal-record: %s\n", line);
+}
+
 static void print_summary(const struct run *r)
 {
 	const struct nw_recorder *rec = &r->rec;
 	const struct nw_output *out = &rec->out;
 	const struct nw_session *s = &rec->s;
-	const struct nw_alloc_stats *as = &rec->allocs.stats;
 	uint32_t threads, procs;
-	char health[512];
+	char health[512], costs[4096];
 
 	nw_tasks_sampled(&s->tasks, &threads, &procs);
 	fprintf(stderr, "narwhal-record: %llu samples from %u thread%s in %u process%s (%llu lost",
@@ -630,14 +650,12 @@ static void print_summary(const struct run *r)
 			out->failures == 1 ? "" : "s");
 	if (s->stats.samples && !nw_health_summary(rec->model, out->last, health, sizeof(health)))
 		fprintf(stderr, "narwhal-record: %s\n", health);
-	if (nw_log_level >= NW_LOG_DEBUG)
-		nw_recorder_tell_costs(rec, stderr);
-	if (s->opts.source)
-		fprintf(stderr, "narwhal-record: %llu allocation samples (one per %llu bytes on "
-				"average), %llu of them freed, %zu live at the end%s\n",
-			(unsigned long long)as->samples, (unsigned long long)rec->alloc.rate,
-			(unsigned long long)as->frees, nw_alloc_live_count(&rec->allocs.live),
-			as->untracked ? " (some untracked: the interposer's table was full)" : "");
+	if (nw_log_level >= NW_LOG_DEBUG) {
+		nw_recorder_costs(rec, costs, sizeof(costs));
+		tell_lines(costs);
+	}
+	if (nw_recorder_source_note(rec, costs, sizeof(costs)))
+		tell_lines(costs);
 	if (s->stats.lost)
 		fprintf(stderr, "narwhal-record: the kernel dropped %llu records: raise the ring "
 				"size with -m (now %u pages)%s\n",

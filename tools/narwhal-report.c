@@ -20,6 +20,7 @@
 #include "report/outputs.h"
 #include "report/plan.h"
 #include "sections/join.h"
+#include "util/strbuf.h"
 
 /* No view asked for: the tree, unless an export was asked for. */
 #define VIEW_NONE (-1)
@@ -83,6 +84,8 @@ static const struct opt opts[] = {
 	  NW_VIEW_FLAT },
 	{ "--leaks", no_argument, 0, NULL, "call paths of memory still live at exit, largest first\n"
 	  "(narwhal-record --alloc)", SETS_VIEW, NW_VIEW_LEAKS },
+	{ "--locks", no_argument, 0, NULL, "locks by time waited, with the paths that waited and\n"
+	  "that released them (narwhal-record --locks)", SETS_VIEW, NW_VIEW_LOCKS },
 	{ "--threads", no_argument, 0, NULL, "one line per thread, most samples first", SETS_VIEW,
 	  NW_VIEW_THREADS },
 	{ "--folded", no_argument, 0, NULL, "folded stacks (flamegraph.pl input)", SETS_VIEW,
@@ -611,17 +614,6 @@ static void unload(struct loaded *l)
 
 /* ---- the report ---- */
 
-/* "a,b,c" of @n names, into @buf. */
-static const char *names_of(const char **v, int n, char *buf, size_t len)
-{
-	size_t at = 0;
-
-	buf[0] = 0;
-	for (int i = 0; i < n && at < len; i++)
-		at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? "," : "", v[i]);
-	return buf;
-}
-
 /* Reads the measurements (and the bases of --diff) and runs the plan: the exit status. */
 static int report(struct report_opts *o, struct nw_plan *p)
 {
@@ -630,8 +622,8 @@ static int report(struct report_opts *o, struct nw_plan *p)
 	char nname[1024], bname[1024], err[1024];
 	int ret = 0;
 
-	names_of(o->dirs, o->ndirs, nname, sizeof(nname));
-	names_of(o->bases, o->nbases, bname, sizeof(bname));
+	nw_join(o->dirs, (size_t)o->ndirs, ",", nname, sizeof(nname));
+	nw_join(o->bases, (size_t)o->nbases, ",", bname, sizeof(bname));
 	if (o->nbases)
 		ret = load(o, p, o->bases, o->nbases, &base);
 	if (!ret)

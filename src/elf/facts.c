@@ -202,57 +202,112 @@ int nw_elf_facts_for(struct nw_elf_cache *c, const char *path, const uint8_t *bu
 	return nw_module_facts_copy(dst, f);
 }
 
-int nw_elf_symbol_offset(const char *path, const char *name, uint64_t *ret_off)
+/* Opens @path with libelf: 0 with *@ret_elf and *@ret_fd, -ENOENT when not ELF, -errno. */
+static int open_elf(const char *path, Elf **ret_elf, int *ret_fd)
 {
-	Elf_Scn *scn = NULL;
-	Elf *elf = NULL;
-	int fd, err = -ENOENT;
-	uint64_t value = 0;
-	bool found = false;
-	size_t phnum;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *elf;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	elf_version(EV_CURRENT);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &phnum) != 0)
-		goto out;
-	while (!found && (scn = elf_nextscn(elf, scn))) {
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		if (elf)
+			elf_end(elf);
+		close(fd);
+		return -ENOENT;
+	}
+	*ret_elf = elf;
+	*ret_fd = fd;
+	return 0;
+}
+
+/* Calls @fn for each defined symbol of the tables of type @type (SHT_SYMTAB, SHT_DYNSYM). */
+static int walk_symbols(Elf *elf, uint32_t type, nw_elf_symbol_fn fn, void *arg)
+{
+	Elf_Scn *scn = NULL;
+	int ret = 0;
+
+	while (!ret && (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *data;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !sh.sh_entsize)
 			continue;
 		data = elf_getdata(scn, NULL);
-		for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
+		for (size_t i = 0; !ret && data && i < sh.sh_size / sh.sh_entsize; i++) {
+			struct nw_elf_symbol es;
 			GElf_Sym sym;
-			const char *s;
 
-			if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
-			    GELF_ST_TYPE(sym.st_info) != STT_FUNC)
+			if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
 				continue;
-			s = elf_strptr(elf, sh.sh_link, sym.st_name);
-			if (s && !strcmp(s, name)) {
-				value = sym.st_value;
-				found = true;
-				break;
-			}
+			es.name = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (!es.name || !*es.name)
+				continue;
+			es.value = sym.st_value;
+			es.size = sym.st_size;
+			es.type = GELF_ST_TYPE(sym.st_info);
+			es.dynamic = type == SHT_DYNSYM;
+			ret = fn(arg, &es);
 		}
 	}
+	return ret;
+}
+
+int nw_elf_symbols(const char *path, nw_elf_symbol_fn fn, void *arg)
+{
+	Elf *elf;
+	int fd, ret = open_elf(path, &elf, &fd);
+
+	if (ret)
+		return ret;
+	ret = walk_symbols(elf, SHT_SYMTAB, fn, arg);
+	if (!ret)
+		ret = walk_symbols(elf, SHT_DYNSYM, fn, arg);
+	elf_end(elf);
+	close(fd);
+	return ret;
+}
+
+struct find_func {
+	const char *name;
+	uint64_t value;
+};
+
+static int match_func(void *arg, const struct nw_elf_symbol *sym)
+{
+	struct find_func *f = arg;
+
+	if (sym->type != STT_FUNC || strcmp(sym->name, f->name))
+		return 0;
+	f->value = sym->value;
+	return 1;
+}
+
+int nw_elf_symbol_offset(const char *path, const char *name, uint64_t *ret_off)
+{
+	struct find_func f = { .name = name };
+	Elf *elf;
+	int fd, err = open_elf(path, &elf, &fd);
+	bool found;
+	size_t phnum;
+
+	if (err)
+		return err;
+	err = -ENOENT;
+	found = elf_getphdrnum(elf, &phnum) == 0 && walk_symbols(elf, SHT_DYNSYM, match_func, &f);
 	for (size_t i = 0; found && i < phnum; i++) {
 		GElf_Phdr ph;
 
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
-		    value < ph.p_vaddr || value >= ph.p_vaddr + ph.p_filesz)
+		    f.value < ph.p_vaddr || f.value >= ph.p_vaddr + ph.p_filesz)
 			continue;
-		*ret_off = value - ph.p_vaddr + ph.p_offset;
+		*ret_off = f.value - ph.p_vaddr + ph.p_offset;
 		err = 0;
 		break;
 	}
-out:
-	if (elf)
-		elf_end(elf);
+	elf_end(elf);
 	close(fd);
 	return err;
 }

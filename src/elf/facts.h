@@ -10,6 +10,9 @@
 #ifndef NW_ELF_FACTS_H
 #define NW_ELF_FACTS_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "model/module.h"
 
 struct nw_elf_cache;
@@ -40,5 +43,23 @@ int nw_elf_facts_for(struct nw_elf_cache *c, const char *path, const uint8_t *bu
  * file is not ELF or does not define it, -errno when it cannot be opened.
  */
 int nw_elf_symbol_offset(const char *path, const char *name, uint64_t *ret_off);
+
+/* A defined symbol of an ELF file, as nw_elf_symbols() hands it over. */
+struct nw_elf_symbol {
+	const char *name;       /* valid during the call */
+	uint64_t value, size;   /* ELF address and size */
+	int type;               /* STT_FUNC, STT_OBJECT, ... */
+	bool dynamic;           /* from .dynsym, else .symtab */
+};
+
+/* Called per symbol: nonzero stops the walk and is returned. */
+typedef int (*nw_elf_symbol_fn)(void *arg, const struct nw_elf_symbol *sym);
+
+/*
+ * Calls @fn for each defined symbol of the ELF file @path, those of
+ * .symtab first, then those of .dynsym.  0, @fn's nonzero return,
+ * -ENOENT when the file is not ELF, -errno when it cannot be opened.
+ */
+int nw_elf_symbols(const char *path, nw_elf_symbol_fn fn, void *arg);
 
 #endif

@@ -172,6 +172,17 @@ static int value_type(struct nw_pprof *b, const struct nw_metric *d, unsigned ne
 		type = "inuse_space";
 		unit = "bytes";
 		break;
+	/* Locks: the sample types of Go's mutex profile (the delay on the releasers' stacks). */
+	case NW_METRIC_LOCK_CONTENTIONS:
+		type = "contentions";
+		break;
+	case NW_METRIC_LOCK_DELAY:
+		type = "delay";
+		unit = "nanoseconds";
+		break;
+	case NW_METRIC_LOCK_WAIT:
+		unit = "nanoseconds";
+		break;
 	default:
 		break;
 	}
@@ -431,6 +442,10 @@ static int pack_header(struct nw_pprof *b, struct pack *k, Perftools__Profiles__
 	/* Allocations alone: a heap profile's period, "space" in bytes (the sampling rate). */
 	for (unsigned i = 0; i < b->nmetrics && p0 < 0; i++)
 		if (b->m->metrics[i].kind == NW_METRIC_ALLOC_BYTES)
+			p0 = (int)i;
+	/* Locks alone: a mutex profile's period, contentions (the sampling rate in ns). */
+	for (unsigned i = 0; i < b->nmetrics && p0 < 0; i++)
+		if (b->m->metrics[i].kind == NW_METRIC_LOCK_CONTENTIONS)
 			p0 = (int)i;
 	if (p0 >= 0 && b->m->metrics[p0].kind == NW_METRIC_ALLOC_BYTES) {
 		k->period_type.type = nw_pprof_intern(b, "space");

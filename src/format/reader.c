@@ -11,10 +11,12 @@
 #include <unistd.h>
 
 #include "format/csprof.h"
+#include "format/locksfile.h"
 #include "format/manifest.h"
 #include "format/pack.h"
 #include "format/symbols.h"
 #include "format/tracefile.h"
+#include "util/file.h"
 #include "util/log.h"
 #include "util/parallel.h"
 #include "util/strbuf.h"
@@ -401,6 +403,40 @@ int nw_measurement_open(const char *dir, struct nw_measurement **ret, char *err,
 	return rc;
 }
 
+/* locks.json, where the run recorded locks (--locks): into m->locks.  -errno with a message. */
+static int load_locks(struct nw_measurement *m, const struct source *src, char *err,
+		      size_t errlen)
+{
+	char *path = shown_name(src, m, NW_LOCKS_FILE), *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (!path)
+		return -ENOMEM;
+	if (src->packed) {
+		const struct nw_pack_entry *e = entry_of(src, path, NW_LOCKS_FILE, NULL, NULL, 0);
+
+		rc = !e ? -ENOENT : !(text = strndup(e->data, e->size)) ? -ENOMEM : 0;
+		len = e ? e->size : 0;
+	} else {
+		rc = nw_read_file(path, &text, &len);
+	}
+	if (!rc) {
+		nw_locks_free(m->locks);
+		m->locks = NULL;
+		rc = nw_locks_read_buf(path, text, len, &m->locks, err, errlen);
+		if (rc)
+			name_file(err, errlen, path, rc);
+	} else if (rc == -ENOENT) {
+		rc = 0; /* no locks recorded */
+	} else {
+		name_file(err, errlen, path, rc);
+	}
+	free(text);
+	free(path);
+	return rc;
+}
+
 int nw_measurement_load(struct nw_measurement *m, const char *dir, char *err, size_t errlen)
 {
 	struct source src = { .dir = dir };
@@ -437,7 +473,9 @@ int nw_measurement_load(struct nw_measurement *m, const char *dir, char *err, si
 		goto out;
 	}
 	nw_set_err(err, errlen, "%s", "");
-	rc = load_threads(m, &src, err, errlen);
+	rc = load_locks(m, &src, err, errlen);
+	if (!rc)
+		rc = load_threads(m, &src, err, errlen);
 	if (!rc)
 		nw_set_err(err, errlen, "%s", "");
 out:

@@ -65,6 +65,7 @@ void nw_measurement_free(struct nw_measurement *m)
 	if (!m)
 		return;
 	nw_run_fini(&m->run);
+	nw_locks_free(m->locks);
 	for (uint32_t i = 0; i < m->nmetrics; i++)
 		nw_metric_fini(&m->metrics[i]);
 	free(m->metrics);
@@ -144,6 +145,10 @@ int nw_measurement_find_metric(const struct nw_measurement *m, const char *name)
 		/* Allocations alone: the bytes allocated. */
 		for (uint32_t i = 0; i < m->nmetrics; i++)
 			if (m->metrics[i].kind == NW_METRIC_ALLOC_BYTES)
+				return (int)i;
+		/* Locks alone: the time waited. */
+		for (uint32_t i = 0; i < m->nmetrics; i++)
+			if (m->metrics[i].kind == NW_METRIC_LOCK_WAIT)
 				return (int)i;
 		return 0;
 	}
@@ -493,6 +498,8 @@ int nw_measurement_merge(struct nw_measurement *dst, struct nw_measurement *src,
 	}
 	nw_symtab_sort(dst->symtab);
 	ret = nw_codestore_merge(&dst->code, src->code, mod);
+	if (!ret)
+		ret = nw_locks_merge(&dst->locks, &src->locks);
 	if (ret)
 		goto out;
 	dst->run.samples += src->run.samples;

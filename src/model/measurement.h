@@ -30,6 +30,7 @@
 #include "model/cct.h"
 #include "model/codestore.h"
 #include "model/epoch.h"
+#include "model/locks.h"
 #include "model/metric.h"
 #include "model/module.h"
 #include "model/symtab.h"
@@ -159,6 +160,8 @@ struct nw_measurement {
 	 * symbolized.
 	 */
 	struct nw_places *places;
+	/* The locks that made threads wait (--locks, model/locks.h), owned; NULL: none */
+	struct nw_locks *locks;
 	/*
 	 * The recorder's model borrows its modules, epochs, trees, symbol
 	 * table and places (they go on growing after a checkpoint); the
@@ -190,7 +193,7 @@ int nw_measurement_copy_metric(struct nw_measurement *m, const struct nw_metric 
  * The metric called @name: a metric name ("cpu-clock:period") or an event
  * name ("cpu-clock": its samples metric, else its first).  NULL asks for
  * the default: the first metric that counts samples, else alloc-bytes,
- * else the first.  -ENOENT.
+ * else lock-wait, else the first.  -ENOENT.
  */
 int nw_measurement_find_metric(const struct nw_measurement *m, const char *name);
 /* The metric counting the samples of @metric's event (itself when it does), or -ENOENT. */
@@ -311,9 +314,9 @@ void nw_measurement_borrow(struct nw_measurement *m, struct nw_module_table *mod
 /*
  * Adds the measurement @src to @dst (both read from disk, not borrowed):
  * modules interned by path and build-id, epochs, processes, threads with
- * their trees (moved: @src keeps its thread list but no trees), symbols;
- * sample counts add up, the time span covers both; @src's threads are
- * @dst's last run (nw_measurement_run()).  -EINVAL with a
+ * their trees (moved: @src keeps its thread list but no trees), symbols,
+ * locks (moved); sample counts add up, the time span covers both; @src's
+ * threads are @dst's last run (nw_measurement_run()).  -EINVAL with a
  * message in @err when they recorded different metrics (it lists @src's,
  * then @dst's), -ENOMEM.
  */

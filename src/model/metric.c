@@ -16,6 +16,9 @@ static const char *const kind_names[NW_METRIC_KINDS] = {
 	[NW_METRIC_ALLOC_BYTES] = "alloc-bytes",
 	[NW_METRIC_INUSE_OBJECTS] = "inuse-objects",
 	[NW_METRIC_INUSE_BYTES] = "inuse-bytes",
+	[NW_METRIC_LOCK_WAIT] = "lock-wait",
+	[NW_METRIC_LOCK_CONTENTIONS] = "lock-contentions",
+	[NW_METRIC_LOCK_DELAY] = "lock-delay",
 };
 
 static const char *const unit_names[NW_UNIT_UNITS] = {
@@ -61,6 +64,16 @@ bool nw_metric_kind_is_alloc(enum nw_metric_kind kind)
 	return kind >= NW_METRIC_ALLOC_OBJECTS && kind <= NW_METRIC_INUSE_BYTES;
 }
 
+bool nw_metric_kind_is_lock(enum nw_metric_kind kind)
+{
+	return kind >= NW_METRIC_LOCK_WAIT && kind <= NW_METRIC_LOCK_DELAY;
+}
+
+bool nw_metric_kind_is_weighed(enum nw_metric_kind kind)
+{
+	return nw_metric_kind_is_alloc(kind) || nw_metric_kind_is_lock(kind);
+}
+
 /* The events whose period is a time: the kernel's clock events count nanoseconds. */
 static bool clock_event(const char *event)
 {
@@ -72,7 +85,7 @@ int nw_metric_init(struct nw_metric *m, const char *event, enum nw_metric_kind k
 {
 	memset(m, 0, sizeof(*m));
 	m->event = strdup(event);
-	m->name = nw_metric_kind_is_alloc(kind) ? strdup(nw_metric_kind_name(kind))
+	m->name = nw_metric_kind_is_weighed(kind) ? strdup(nw_metric_kind_name(kind))
 						: nw_strdup_printf("%s:%s", event, nw_metric_kind_name(kind));
 	if (!m->event || !m->name) {
 		nw_metric_fini(m);
@@ -100,6 +113,15 @@ int nw_metric_init(struct nw_metric *m, const char *event, enum nw_metric_kind k
 	case NW_METRIC_ALLOC_BYTES:
 	case NW_METRIC_INUSE_BYTES:
 		m->unit = NW_UNIT_BYTES;
+		break;
+	case NW_METRIC_LOCK_WAIT:
+	case NW_METRIC_LOCK_DELAY:
+		m->unit = NW_UNIT_NANOSECONDS;
+		m->flags = NW_METRIC_FLAG_REAL;
+		break;
+	case NW_METRIC_LOCK_CONTENTIONS:
+		m->unit = NW_UNIT_COUNT;
+		m->flags = NW_METRIC_FLAG_REAL;
 		break;
 	default:
 		m->unit = NW_UNIT_COUNT;

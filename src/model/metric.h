@@ -9,6 +9,11 @@
  * "alloc") have four metrics named by their kind alone: the objects and
  * bytes allocated at each calling context and those still live at the end
  * (estimates weighed from byte-sampled allocations; doc/ALLOCATIONS.md).
+ * Lock contention (narwhal-record --locks, event "lock") has three, named
+ * by their kind alone too: the time waited for locks on the waiters'
+ * stacks, the contended acquisitions there, and the same waiting charged
+ * to the stacks that released the locks (estimates weighed from waits
+ * sampled by time; doc/LOCKS.md).
  */
 #ifndef NW_METRIC_H
 #define NW_METRIC_H
@@ -25,6 +30,9 @@ enum nw_metric_kind {
 	NW_METRIC_ALLOC_BYTES,   /* bytes allocated here */
 	NW_METRIC_INUSE_OBJECTS, /* allocations made here and not freed (count) */
 	NW_METRIC_INUSE_BYTES,   /* bytes allocated here and not freed */
+	NW_METRIC_LOCK_WAIT,     /* locks: time waited for a lock here, on the waiter's stack (ns) */
+	NW_METRIC_LOCK_CONTENTIONS, /* locks: contended acquisitions here (count) */
+	NW_METRIC_LOCK_DELAY,    /* locks: time others waited for a lock released here (ns) */
 	NW_METRIC_KINDS,
 };
 
@@ -42,6 +50,8 @@ enum nw_metric_unit {
 
 /* The event of the allocation metrics. */
 #define NW_ALLOC_EVENT "alloc"
+/* The event of the lock metrics. */
+#define NW_LOCK_EVENT "lock"
 
 struct nw_metric {
 	char *name;               /* "cpu-clock:samples": event ':' kind, the csprof name;
@@ -65,13 +75,21 @@ int nw_metric_unit_parse(const char *name);
 bool nw_metric_counts_samples(const struct nw_metric *m);
 /* Is @kind one of the four allocation metrics? */
 bool nw_metric_kind_is_alloc(enum nw_metric_kind kind);
+/* Is @kind one of the three lock metrics? */
+bool nw_metric_kind_is_lock(enum nw_metric_kind kind);
+/*
+ * Is @kind weighed from sampled events (allocations, locks) and named by
+ * its kind alone?
+ */
+bool nw_metric_kind_is_weighed(enum nw_metric_kind kind);
 
 /*
  * Fills @m (owning copies of the strings) for @event and @kind: the name
- * "event:kind" (an allocation metric: the kind alone), the unit
- * (nanoseconds for the period of cpu-clock and task-clock and for off-CPU
- * time, events for other periods, bytes for allocated and live bytes, else
- * count) and the csprof flags (none for allocations: synchronous).  -ENOMEM.
+ * "event:kind" (an allocation or lock metric: the kind alone), the unit
+ * (nanoseconds for the period of cpu-clock and task-clock, for off-CPU
+ * and lock time, events for other periods, bytes for allocated and live bytes, else
+ * count) and the csprof flags (none for allocations: synchronous; REAL for
+ * lock time).  -ENOMEM.
  */
 int nw_metric_init(struct nw_metric *m, const char *event, enum nw_metric_kind kind,
 		   uint64_t period);

@@ -440,7 +440,7 @@ static void free_ptr(struct nw_alloc_listener *l, const struct nw_session *s, ui
 	struct nw_alloc_entry e;
 
 	if (nw_alloc_live_remove(&l->live, pid, ptr, &e)) {
-		take_back(s->source_metric, &e);
+		take_back(s->source_metric + l->metric_offset, &e);
 		l->stats.frees++;
 	} else if (!l->o->libc.path) {
 		/* Attached, most frees are of unsampled blocks: nothing to note. */
@@ -479,7 +479,8 @@ static void keep_live(struct nw_alloc_listener *l, struct nw_session *s,
 		return;
 	}
 	if (ret == 1)
-		take_back(s->source_metric, &old); /* its free was lost: the address is used again */
+		/* its free was lost: the address is used again */
+		take_back(s->source_metric + l->metric_offset, &old);
 	m[2] += e->objects;
 	m[3] += e->bytes;
 }
@@ -511,7 +512,7 @@ static void fold(struct nw_alloc_listener *l, struct nw_session *s, const struct
 	nw_alloc_weight(size, rate, &ow, &bw);
 	e.objects = (uint64_t)(ow + 0.5);
 	e.bytes = (uint64_t)(bw + 0.5);
-	m = nw_cct_metrics(e.cct, e.node) + s->source_metric;
+	m = nw_cct_metrics(e.cct, e.node) + s->source_metric + l->metric_offset;
 	m[0] += e.objects;
 	m[1] += e.bytes;
 	nw_cct_mark_changed(e.cct, e.node);
@@ -701,7 +702,7 @@ static void on_sample(void *arg, struct nw_session *s, unsigned which, const str
 static void on_exec(void *arg, struct nw_session *s, uint32_t pid)
 {
 	struct nw_alloc_listener *l = arg;
-	unsigned metric = s->source_metric;
+	unsigned metric = s->source_metric + l->metric_offset;
 
 	nw_alloc_live_drop_pid(&l->live, pid, drop_one, &metric);
 }

@@ -197,6 +197,7 @@ struct nw_alloc_listener {
 	struct nw_alloc_stats stats;
 	unsigned nevents;
 	struct nw_alloc_event events[2 * NW_ALLOC_FNS];
+	unsigned metric_offset;      /* its metrics from s->source_metric + this (record/sources.h) */
 };
 
 /*

@@ -111,15 +111,17 @@ static int default_event(struct nw_event *ret, bool *ret_fell_back, char *err, s
 	return e ? e : 1;
 }
 
-int nw_recorder_events(const char *list, bool off_cpu, bool alloc, struct nw_event *evs,
-		       bool *ret_fell_back, char *err, size_t errlen)
+int nw_recorder_events(const char *list, bool off_cpu, unsigned source_metrics,
+		       struct nw_event *evs, bool *ret_fell_back, char *err, size_t errlen)
 {
-	int n = 0, max = alloc ? NW_RECORDER_MAX_EVENTS_ALLOC : NW_RECORDER_MAX_EVENTS;
+	int n = 0, max = (int)(NW_RECORDER_MAX_METRICS - source_metrics) / 2;
 	char *copy, *save = NULL, *name;
 
 	*ret_fell_back = false;
-	/* Allocations alone unless events are named. */
-	if (!list && alloc && !off_cpu)
+	if (max > NW_RECORDER_MAX_EVENTS)
+		max = NW_RECORDER_MAX_EVENTS;
+	/* Allocations or locks alone unless events are named. */
+	if (!list && source_metrics && !off_cpu)
 		return 0;
 	if (!list)
 		return default_event(&evs[0], ret_fell_back, err, errlen);
@@ -131,7 +133,7 @@ int nw_recorder_events(const char *list, bool off_cpu, bool alloc, struct nw_eve
 	for (name = strtok_r(copy, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
 		if (n == max - (off_cpu ? 1 : 0)) {
 			nw_set_err(err, errlen, "at most %d events at once (%d with --off-cpu)%s",
-				   max, max - 1, alloc ? " with --alloc" : "");
+				   max, max - 1, source_metrics ? " with --alloc or --locks" : "");
 			n = -E2BIG;
 			break;
 		}
@@ -263,6 +265,28 @@ static int setup_alloc(struct nw_recorder *r, char *err, size_t errlen)
 	return ret;
 }
 
+/* --locks: the kernel's futex tracepoints, and the listener that reads them. */
+static int setup_locks(struct nw_recorder *r, char *err, size_t errlen)
+{
+	int ret = nw_lock_opts_init(&r->lock, r->o.lock_rate);
+
+	if (permission_error(ret))
+		nw_set_err(err, errlen, "--locks reads the ids of the futex tracepoints in "
+					"tracefs (%s), which needs root or a readable tracefs",
+			   *r->lock.tracefs ? r->lock.tracefs : NW_TRACEFS_DIR);
+	else if (ret == -ENODEV)
+		nw_set_err(err, errlen, "--locks needs the kernel's system-call tracepoints "
+					"(syscalls:sys_enter_futex), which this kernel does not "
+					"have (CONFIG_FTRACE_SYSCALLS)");
+	else if (ret)
+		nw_set_err(err, errlen, "--locks: %s", strerror(-ret));
+	if (ret)
+		return ret;
+	nw_lock_listener_init(&r->locks, &r->lock);
+	r->locks_ready = true;
+	return 0;
+}
+
 int nw_recorder_init(struct nw_recorder *r, const struct nw_recorder_opts *o, char *err,
 		     size_t errlen)
 {
@@ -281,7 +305,8 @@ int nw_recorder_init(struct nw_recorder *r, const struct nw_recorder_opts *o, ch
 		return -EPERM;
 	r->notes.pages_asked = so->mmap_pages;
 	if (!so->mmap_pages) {
-		so->mmap_pages = r->notes.pages_asked = default_ring_pages(so->callgraph, o->alloc);
+		so->mmap_pages = r->notes.pages_asked =
+			default_ring_pages(so->callgraph, o->alloc || o->locks);
 		so->shrink_rings = true;
 	}
 	if (o->alloc) {
@@ -289,6 +314,19 @@ int nw_recorder_init(struct nw_recorder *r, const struct nw_recorder_opts *o, ch
 		if (ret)
 			return ret;
 		so->source = &r->allocs.source;
+	}
+	if (o->locks) {
+		ret = setup_locks(r, err, errlen);
+		if (ret)
+			return ret;
+		so->source = &r->locks.source;
+	}
+	if (o->alloc && o->locks) {
+		/* Both: one source of the two, the locks' metrics after the allocations'. */
+		nw_sources_init(&r->sources);
+		nw_sources_add(&r->sources, &r->allocs.source);
+		r->locks.metric_offset = (unsigned)nw_sources_add(&r->sources, &r->locks.source);
+		so->source = &r->sources.source;
 	}
 	ret = nw_session_init(&r->s, so);
 	if (ret && r->s.bpf_err[0] && o->session.callgraph == NW_CALLGRAPH_AUTO) {
@@ -661,6 +699,36 @@ static void describe_write(const struct nw_recorder *r, struct nw_recorder_write
 	w->bytes = j->nsegments ? j->segments[j->nsegments - 1] : j->pack_bytes;
 }
 
+/* Writes @m where r->out says, with the extra files: the JIT maps, locks.json. */
+static int write_model(struct nw_recorder *r, struct nw_measurement *m, uint64_t now, char *err,
+		       size_t errlen)
+{
+	struct nw_extra_file *extra = r->ms.files;
+	size_t n = r->ms.nfiles;
+	int ret = 0;
+
+	if (r->locks_ready) {
+		extra = calloc(n + 1, sizeof(*extra));
+		if (extra) {
+			memcpy(extra, r->ms.files, n * sizeof(*extra));
+			ret = nw_lock_listener_file(&r->locks, m, &extra[n++]);
+		}
+		if (!extra || ret) {
+			nw_set_err(err, errlen, "out of memory building locks.json");
+			if (extra)
+				free(extra[n - 1].data);
+			free(extra);
+			return -ENOMEM;
+		}
+	}
+	ret = nw_output_write(&r->out, m, extra, n, now, err, errlen);
+	if (extra != r->ms.files) {
+		free(extra[n - 1].data);
+		free(extra);
+	}
+	return ret;
+}
+
 /*
  * Builds the model of the session as it stands and writes it where r->out
  * says (a checkpoint, a snapshot, the end of a rotation interval, or the
@@ -692,7 +760,7 @@ static int write_now(struct nw_recorder *r, enum nw_run_written what, int exit_s
 		return ret;
 	}
 	cpu_model = cpu_seconds();
-	ret = nw_output_write(&r->out, m, r->ms.files, r->ms.nfiles, now, err, sizeof(err));
+	ret = write_model(r, m, now, err, sizeof(err));
 	/* What the trees hold is written: the next checkpoint writes what changes after. */
 	if (!ret)
 		nw_session_clear_changes(&r->s);
@@ -906,39 +974,10 @@ int nw_recorder_fini(struct nw_recorder *r, char *err, size_t errlen)
 	nw_targets_fini(&r->attached);
 	free(r->attached_argv);
 	nw_alloc_listener_fini(&r->allocs);
+	if (r->locks_ready)
+		nw_lock_listener_fini(&r->locks);
 	if (r->alloc_ready)
 		nw_alloc_opts_fini(&r->alloc);
 	memset(r, 0, sizeof(*r));
 	return ret;
-}
-
-/* -v: the recorder's own costs. */
-void nw_recorder_tell_costs(const struct nw_recorder *rec, FILE *out)
-{
-	const struct nw_session *s = &rec->s;
-	const struct nw_unwind_stats *u = &s->unwinder.stats;
-	/* The sampling loop's own cost, without the writes it made while recording. */
-	double loop = rec->cpu_loop - rec->cpu_start - rec->cpu_writes;
-
-	fprintf(out,
-		"narwhal-record: recorder CPU: %.3f s set-up, %.3f s sampling (%.2f us per "
-		"sample), %.3f s writing while recording, %.3f s writing at the end\n",
-		rec->cpu_start, loop,
-		s->stats.samples ? loop * 1e6 / (double)s->stats.samples : 0.0, rec->cpu_writes,
-		rec->cpu_end - rec->cpu_loop);
-	if (s->bpf)
-		nw_session_tell_bpf(s, out);
-	if (s->opts.callgraph != NW_CALLGRAPH_FP)
-		fprintf(out,
-			"narwhal-record: unwinding: %llu samples by cached CFI rules, %llu by "
-			"libdwfl, %llu stopped on CFI errors, %llu truncated, %llu spliced "
-			"onto the fp chain\n",
-			(unsigned long long)u->fast, (unsigned long long)u->fallback,
-			(unsigned long long)u->cfi_failures, (unsigned long long)u->truncated,
-			(unsigned long long)u->spliced);
-	if (u->checked)
-		fprintf(out,
-			"narwhal-record: unwind check: %llu of %llu samples differ between "
-			"cached rules and libdwfl\n",
-			(unsigned long long)u->mismatches, (unsigned long long)u->checked);
 }

@@ -33,9 +33,11 @@
 
 #include "model/measurement.h"
 #include "record/alloc.h"
+#include "record/locks.h"
 #include "record/measure.h"
 #include "record/output.h"
 #include "record/session.h"
+#include "record/sources.h"
 #include "record/target.h"
 #include "record/tracer.h"
 #include "util/cache.h"
@@ -46,8 +48,8 @@
  * at most 7 events, the off-cpu event included.
  */
 #define NW_RECORDER_MAX_EVENTS 7
-/* With --alloc four more metrics: 2 * 5 + 4 = 14. */
-#define NW_RECORDER_MAX_EVENTS_ALLOC 5
+/* All the metrics a tree may have: the events' two each and the sources' (--alloc 4, --locks 3). */
+#define NW_RECORDER_MAX_METRICS 15
 
 /*
  * Where the recorder's time comes from: now on @clk (CLOCK_MONOTONIC,
@@ -84,6 +86,8 @@ struct nw_recorder_opts {
 	bool alloc;                    /* --alloc: allocations (doc/ALLOCATIONS.md) */
 	uint64_t alloc_rate;           /* bytes per sample on average; 0: the default */
 	const char *alloc_library;     /* NULL: libnarwhal-alloc.so beside @exe or in @libdir */
+	bool locks;                    /* --locks: lock contention (doc/LOCKS.md) */
+	uint64_t lock_rate;            /* ns of waiting per sample on average; 0: the default */
 	const char *exe, *libdir;
 	/* What to record: a command to launch (argc 0: none), targets, or every CPU. */
 	char **argv;
@@ -131,6 +135,10 @@ struct nw_recorder {
 	struct nw_alloc_opts alloc;    /* --alloc: the interposer and its markers, or the probes */
 	struct nw_alloc_listener allocs;
 	bool alloc_ready;
+	struct nw_lock_opts lock;      /* --locks: the futex tracepoints */
+	struct nw_lock_listener locks;
+	bool locks_ready;
+	struct nw_sources sources;     /* --alloc and --locks in one run */
 	struct nw_session s;
 	bool session_ready;
 	struct nw_launch l;            /* the launched program; pid -1: none (or reaped) */
@@ -163,13 +171,14 @@ struct nw_recorder {
 /*
  * The events to sample, into @evs (NW_RECORDER_MAX_EVENTS): those of
  * @list ("cycles,instructions"), at most NW_RECORDER_MAX_EVENTS with the
- * off-CPU one (NW_RECORDER_MAX_EVENTS_ALLOC with allocations); without a
- * list cycles where this machine can count it, else cpu-clock (a virtual
- * machine without a PMU: *@ret_fell_back set), or none for allocations
- * alone.  The count, or -errno with a message in @err.
+ * off-CPU one, fewer beside @source_metrics more metrics (--alloc 4,
+ * --locks 3: NW_RECORDER_MAX_METRICS in all); without a list cycles where
+ * this machine can count it, else cpu-clock (a virtual machine without a
+ * PMU: *@ret_fell_back set), or none beside a source's metrics (allocations
+ * or locks alone).  The count, or -errno with a message in @err.
  */
-int nw_recorder_events(const char *list, bool off_cpu, bool alloc, struct nw_event *evs,
-		       bool *ret_fell_back, char *err, size_t errlen);
+int nw_recorder_events(const char *list, bool off_cpu, unsigned source_metrics,
+		       struct nw_event *evs, bool *ret_fell_back, char *err, size_t errlen);
 
 /*
  * Readies @r for @o (copied; what it points to is the caller's, kept
@@ -233,12 +242,23 @@ int nw_recorder_fini(struct nw_recorder *r, char *err, size_t errlen);
  */
 int nw_recorder_ask_snapshot(pid_t pid, char *err, size_t errlen);
 
+/* ---- notes.c: what the recorder tells of a run ---- */
+
+/*
+ * The recorder's own costs (-v), lines ending in '\n' into @buf: its CPU
+ * time setting up, sampling and writing; the unwinder's counts; the unwind
+ * check's, when it ran.
+ */
+void nw_recorder_costs(const struct nw_recorder *rec, char *buf, size_t len);
+/*
+ * A sentence a line into @buf on what the sources recorded (allocation
+ * samples, lock waits): false when there is no source.
+ */
+bool nw_recorder_source_note(const struct nw_recorder *rec, char *buf, size_t len);
+
 /* kernel.perf_event_paranoid, INT_MIN when unreadable. */
 int nw_recorder_paranoid(void);
 /* Does /proc/kallsyms hide the kernel's addresses (kptr_restrict, its value in *@ret_restrict)? */
 bool nw_recorder_kernel_hidden(int *ret_restrict);
-
-/* What the recording cost, and how the unwinder fared (narwhal-record -v). */
-void nw_recorder_tell_costs(const struct nw_recorder *rec, FILE *out);
 
 #endif

@@ -138,9 +138,11 @@ static void fill_common(const struct nw_session *s, struct perf_event_attr *a, b
 	/*
 	 * -g bpf: the rings hold side-band records and the samples the program
 	 * hands back for want of a table; the first such sample (a stack copy)
-	 * wakes the reader, which loads the tables it lacked.
+	 * wakes the reader, which loads the tables it lacked.  Not with a
+	 * source, whose every sample carries a copy: the reader would wake for
+	 * each, and take the CPU from the program it measures.
 	 */
-	if (s->bpf)
+	if (s->bpf && !src)
 		a->wakeup_watermark = 8192;
 	/* Side-band records come once per CPU and task, from the first event only. */
 	a->mmap = leader;

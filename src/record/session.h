@@ -320,8 +320,9 @@ void nw_session_preload_tables(struct nw_session *s, const char *cmd);
  * whose 2.6 million rows would otherwise take its first 50 ms).
  */
 void nw_session_save_preload(struct nw_session *s);
-/* What the in-kernel unwinder did (narwhal-record -v). */
-void nw_session_tell_bpf(const struct nw_session *s, FILE *out);
+struct nw_strbuf;
+/* What the in-kernel unwinder did, in lines (narwhal-record -v). */
+void nw_session_bpf_note(const struct nw_session *s, struct nw_strbuf *out);
 
 /* Notes @p's pid in its own PID namespace when it differs (a container); @p may be NULL. */
 void nw_session_read_nspid(struct nw_process *p);

@@ -242,14 +242,14 @@ void nw_session_preload_tables(struct nw_session *s, const char *cmd)
 	snprintf(s->bpf_cmd, sizeof(s->bpf_cmd), "%s", path);
 }
 
-void nw_session_tell_bpf(const struct nw_session *s, FILE *out)
+void nw_session_bpf_note(const struct nw_session *s, struct nw_strbuf *out)
 {
 	const struct nw_unwind_stats *u = &s->unwinder.stats;
 	struct nw_bpf_stats st;
 
 	nw_bpf_get_stats(s->bpf, &st);
-	fprintf(out,
-		"narwhal-record: bpf: %llu samples unwound in the kernel (%llu lost: ring buffer "
+	nw_sb_printf(out,
+		"bpf: %llu samples unwound in the kernel (%llu lost: ring buffer "
 		"full), %llu handed back for a table not loaded yet; %llu user frames, %llu by "
 		"frame pointers; walks ended: %llu at the entry, %llu at the depth limit, %llu "
 		"on unreadable stack, %llu outside mappings, %llu without frame pointer, "
@@ -265,16 +265,16 @@ void nw_session_tell_bpf(const struct nw_session *s, FILE *out)
 		(unsigned long long)u->bpf_ends[NW_BPF_END_NO_TABLE],
 		(unsigned long long)u->bpf_ends[NW_BPF_END_UNSEEN]);
 	if (u->bpf_checked)
-		fprintf(out,
-			"narwhal-record: bpf check: %llu samples unwound both in the kernel and from "
+		nw_sb_printf(out,
+			"bpf check: %llu samples unwound both in the kernel and from "
 			"a stack copy: %llu agree (%llu of them deeper in the kernel), %llu differ, "
 			"%llu met a mapping or table not known yet (perf's copy outside check "
 			"mode)\n",
 			(unsigned long long)u->bpf_checked, (unsigned long long)u->bpf_agree,
 			(unsigned long long)u->bpf_deeper, (unsigned long long)u->bpf_mismatch,
 			(unsigned long long)u->bpf_unknown);
-	fprintf(out,
-		"narwhal-record: bpf: tables of %llu modules, %llu rows (of %llu at most) in "
+	nw_sb_printf(out,
+		"bpf: tables of %llu modules, %llu rows (of %llu at most) in "
 		"%.1f MiB of kernel memory, built in %.1f ms (%llu failed); program: %u "
 		"instructions verified, %.0f ns per run (%llu runs; kernel.bpf_stats_enabled=1 "
 		"to measure)\n",

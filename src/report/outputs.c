@@ -12,6 +12,7 @@
 #include "report/folded.h"
 #include "report/health.h"
 #include "report/lines.h"
+#include "report/locks.h"
 #include "util/log.h"
 
 /* ---- what each reads ---- */
@@ -209,6 +210,16 @@ static int run_health(struct nw_output_in *in)
 	return named(in, ret);
 }
 
+static int run_locks(struct nw_output_in *in)
+{
+	int ret = nw_view_locks(in->out, in->model->m, in->o->filter, in->o->view.full_names);
+
+	if (ret == -ENOENT)
+		nw_set_err(in->err, in->errlen, "%s: no locks recorded (record with "
+				"narwhal-record --locks for --locks)", in->model->name);
+	return ret == -ENOENT ? ret : named(in, ret);
+}
+
 static struct nw_diff_opts diff_opts(const struct nw_output_in *in)
 {
 	return (struct nw_diff_opts){ .base_label = in->base->label,
@@ -300,4 +311,5 @@ const struct nw_output_kind nw_views[NW_VIEWS] = {
 	[NW_VIEW_DIFF_MODULES] = { "--diff --by module", reads_diff_modules, run_diff },
 	[NW_VIEW_DIFF_CALLERS] = { "--diff --callers", reads_diff, run_diff_callers },
 	[NW_VIEW_DIFF_LINES] = { "--diff --lines", reads_physical_both, run_diff_lines },
+	[NW_VIEW_LOCKS] = { "--locks", reads_physical, run_locks },
 };

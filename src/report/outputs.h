@@ -29,6 +29,7 @@ enum nw_view {
 	NW_VIEW_DIFF_MODULES,      /* --diff --by module: the change per module */
 	NW_VIEW_DIFF_CALLERS,      /* --diff --callers RE: the change through each caller */
 	NW_VIEW_DIFF_LINES,        /* --diff --lines RE: the change per source line */
+	NW_VIEW_LOCKS,             /* --locks: locks by time waited (report/locks.h) */
 	NW_VIEWS,
 };
 

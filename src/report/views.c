@@ -148,13 +148,18 @@ static void print_totals(FILE *out, const struct nw_stacks *s, uint64_t samples,
 				? (double)(r->clock_end_ns - r->clock_start_ns) / 1e9
 				: 0.0);
 	}
-	if (s->m && m < s->m->nmetrics && nw_metric_kind_is_alloc(s->m->metrics[m].kind)) {
-		/* Allocations: weighed estimates, not samples. */
-		fprintf(out, "Metric: %s, total %llu %s (sampled every %llu bytes on average)\n",
-			metric_name(s, m, buf, sizeof(buf)),
-			(unsigned long long)total,
-			s->m->metrics[m].unit == NW_UNIT_BYTES ? "bytes" : "objects",
-			(unsigned long long)s->m->metrics[m].period);
+	if (s->m && m < s->m->nmetrics && nw_metric_kind_is_weighed(s->m->metrics[m].kind)) {
+		const struct nw_metric *d = &s->m->metrics[m];
+		bool lock = nw_metric_kind_is_lock(d->kind);
+
+		/* Allocations and locks: weighed estimates, not samples. */
+		fprintf(out, "Metric: %s, total %llu %s (sampled every %llu %s on average)\n",
+			metric_name(s, m, buf, sizeof(buf)), (unsigned long long)total,
+			d->unit == NW_UNIT_BYTES	 ? "bytes"
+			: d->unit == NW_UNIT_NANOSECONDS ? "ns"
+			: lock				 ? "contentions"
+							 : "objects",
+			(unsigned long long)d->period, lock ? "ns of waiting" : "bytes");
 		return;
 	}
 	if (s->unfiltered && sm < s->tree->nmetrics)
@@ -551,7 +556,7 @@ int nw_view_threads(FILE *out, const struct nw_measurement *m, const struct nw_f
 		if (!extra_column(m, i))
 			continue;
 		snprintf(head, sizeof(head), "%s%s",
-			 nw_metric_kind_is_alloc(d->kind) ? d->name : d->event,
+			 nw_metric_kind_is_weighed(d->kind) ? d->name : d->event,
 			 d->unit == NW_UNIT_NANOSECONDS ? " s" : "");
 		fprintf(out, "  %14s", head);
 	}

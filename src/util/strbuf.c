@@ -217,3 +217,14 @@ void nw_advise_huge(void *p, size_t size)
 	if (size >= 4 * HUGE_PAGE)
 		madvise((void *)start, end - start, MADV_HUGEPAGE);
 }
+
+const char *nw_join(const char *const *v, size_t n, const char *sep, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	if (len)
+		buf[0] = 0;
+	for (size_t i = 0; i < n && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? sep : "", v[i]);
+	return buf;
+}

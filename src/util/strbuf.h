@@ -145,4 +145,7 @@ static inline int nw_grow_fill(void *pv, size_t *n, size_t *cap, size_t i, size_
  */
 void nw_advise_huge(void *p, size_t size);
 
+/* The @n strings of @v joined by @sep into @buf (@len bytes, cut to fit): @buf. */
+const char *nw_join(const char *const *v, size_t n, const char *sep, char *buf, size_t len);
+
 #endif

@@ -23,20 +23,9 @@ unset MALLOC_PERTURB_
 [[ -e /sys/bus/event_source/devices/uprobe/type ]] ||
 	fail "this kernel has no uprobe PMU, which --alloc needs"
 
-# rec DIR ARGS... : narwhal-record -o DIR ARGS..., which must exit 0.
+# rec DIR ARGS... : narwhal-record -o DIR ARGS..., which must exit 0 and lose nothing.
 rec() {
-	local dir=$1 rc=0
-
-	shift
-	"$NW_RECORD" -o "$dir" "$@" >"$dir.out" 2>"$dir.err" || rc=$?
-	if [[ $rc -ne 0 ]]; then
-		nw_show "narwhal-record stderr" "$dir.err"
-		fail "narwhal-record -o $dir $* exited $rc"
-	fi
-	grep -q ' (0 lost)' "$dir.err" || {
-		nw_show "narwhal-record stderr" "$dir.err"
-		fail "the kernel dropped records in narwhal-record $*"
-	}
+	nw_record_lossless "$@"
 }
 
 # by_leaf DIR METRIC : "FUNCTION TOTAL" per leaf function of the merged

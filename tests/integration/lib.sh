@@ -114,6 +114,24 @@ nw_record_ok() {
 	fi
 }
 
+# nw_record_lossless DIR ARGS... : narwhal-record -o DIR ARGS... (no event
+# added), which must exit 0 with nothing lost; stdout in DIR.out, stderr
+# in DIR.err.
+nw_record_lossless() {
+	local dir=$1 rc=0
+
+	shift
+	"$NW_RECORD" -o "$dir" "$@" >"$dir.out" 2>"$dir.err" || rc=$?
+	if [[ $rc -ne 0 ]]; then
+		nw_show "narwhal-record stderr" "$dir.err"
+		fail "narwhal-record -o $dir $* exited $rc"
+	fi
+	grep -q ' (0 lost)' "$dir.err" || {
+		nw_show "narwhal-record stderr" "$dir.err"
+		fail "the kernel dropped records in narwhal-record $*"
+	}
+}
+
 # nw_report OUT ARGS... : narwhal-report ARGS... >OUT 2>OUT.err; must exit 0.
 nw_report() {
 	local out=$1 rc=0
