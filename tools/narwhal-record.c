@@ -60,8 +60,10 @@ static const struct nw_option opts_table[] = {
 	{ "--freq", required_argument, 'F', "HZ", "samples per second per thread (default 999)" },
 	{ "--count", required_argument, 'c', "PERIOD", "sample every PERIOD events instead of -F" },
 	{ "--call-graph", required_argument, 'g', "MODE",
-	  "dwarf[,SIZE] (default: CFI unwinding of a SIZE-byte\n"
-	  "stack copy at record time; 16384, at most 65528),\n"
+	  "bpf (default as root: CFI unwinding in the kernel,\n"
+	  "any depth, no copy), dwarf[,SIZE] (default elsewhere:\n"
+	  "CFI unwinding of a SIZE-byte stack copy at record\n"
+	  "time; 16384, at most 65528),\n"
 	  "fp (the kernel's frame-pointer chains: cheapest,\n"
 	  "but broken by code without frame pointers), or\n"
 	  "hybrid[,SIZE] (CFI over a small copy, 2048, spliced\n"
