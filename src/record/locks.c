@@ -175,8 +175,10 @@ static struct nw_lock_module *module_of(struct nw_lock_listener *l, const struct
 		if (nw_elf_symbols(nw_module_source(&s->modules.v[index]), scan_symbol, &sc) ==
 		    -ENOMEM)
 			return NULL;
-		qsort(md->objects, md->nobjects, sizeof(*md->objects), cmp_symbol);
-		qsort(md->conds, md->nconds, sizeof(*md->conds), cmp_symbol);
+		if (md->nobjects)
+			qsort(md->objects, md->nobjects, sizeof(*md->objects), cmp_symbol);
+		if (md->nconds)
+			qsort(md->conds, md->nconds, sizeof(*md->conds), cmp_symbol);
 	}
 	return md;
 }
