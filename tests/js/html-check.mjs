@@ -128,9 +128,18 @@ async function rows(page, sel) {
 const num = (s) => parseFloat(String(s).replace("%", ""));
 
 // Clicks the element @sel once it is visible (in its middle, scrolled into view).
+// A table the page redraws between the wait and the click detaches the row
+// found: the click is tried again on the new one, as a person's would land.
 async function click(page, sel) {
-  await page.waitForSelector(sel, { visible: true, timeout: 10000 });
-  await page.click(sel);
+  for (let attempt = 0; ; attempt++) {
+    await page.waitForSelector(sel, { visible: true, timeout: 10000 });
+    try {
+      await page.click(sel);
+      return;
+    } catch (e) {
+      if (attempt >= 4 || !/detached/i.test(String(e && e.message))) throw e;
+    }
+  }
 }
 
 // What a person does to replace the text of an input: select it all, type
