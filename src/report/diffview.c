@@ -33,6 +33,9 @@ static void run_values(const struct nw_diff *d, bool absolute, const uint64_t *v
 	}
 }
 
+/* Samples in all below which a side's per-run shares are too coarse for Welch's spread. */
+#define NW_DIFF_FEW 30
+
 struct nw_change nw_diff_change(const struct nw_diff *d, bool absolute, const uint64_t *v)
 {
 	uint64_t b = v[NW_DIFF_BASE], n = v[NW_DIFF_NEW];
@@ -41,9 +44,21 @@ struct nw_change nw_diff_change(const struct nw_diff *d, bool absolute, const ui
 	struct nw_change c = { 0 };
 
 	if (d->runs) {
+		struct nw_change s = absolute ? nw_change_count(bn, nn, 1)
+					      : nw_change_share(bn, d->total[NW_DIFF_BASE_N], nn,
+								d->total[NW_DIFF_NEW_N]);
+
 		run_values(d, absolute, v, 0, d->nbase, bv);
 		run_values(d, absolute, v, d->nbase, d->nnew, nv);
 		c = nw_change_welch(bv, d->nbase, nv, d->nnew);
+		/*
+		 * A function seen a few times (in all, on either side) has runs
+		 * that agree by the discreteness of its counts: one sample in
+		 * each new run and none in the base ones gives Welch's SE near
+		 * 0.  Its noise is at least the sampling noise.
+		 */
+		if (c.se > 0 && s.se > c.se && (bn < NW_DIFF_FEW || nn < NW_DIFF_FEW))
+			c = s;
 	}
 	/* Runs that agree exactly (a function in none of them, or one sample each) tell nothing. */
 	if (!(c.se > 0) && absolute)

@@ -110,23 +110,10 @@ struct nw_dwarf {
 
 static char *debuginfo_path;
 
-/* Does @elf have an .eh_frame with contents? */
+/* Does @elf have an .eh_frame with contents (lld's SHT_X86_64_UNWIND ones too: libLLVM's)? */
 static bool has_eh_frame(Elf *elf)
 {
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
-
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return false;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *name;
-
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_PROGBITS && sh.sh_size &&
-		    (name = elf_strptr(elf, shstrndx, sh.sh_name)) && !strcmp(name, ".eh_frame"))
-			return true;
-	}
-	return false;
+	return nw_cfi_section(elf, ".eh_frame") != NULL;
 }
 
 /*
