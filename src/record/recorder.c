@@ -710,7 +710,8 @@ static int write_model(struct nw_recorder *r, struct nw_measurement *m, uint64_t
 	if (r->locks_ready) {
 		extra = calloc(n + 1, sizeof(*extra));
 		if (extra) {
-			memcpy(extra, r->ms.files, n * sizeof(*extra));
+			if (n)
+				memcpy(extra, r->ms.files, n * sizeof(*extra));
 			ret = nw_lock_listener_file(&r->locks, m, &extra[n++]);
 		}
 		if (!extra || ret) {
