@@ -82,9 +82,13 @@ total = sum(got_b.values())
 for name, v in got_b.items():
     if name in expect:
         continue
-    # The C library's own: printf's buffer, a new thread's TLS vector.
+    # The C library's own: printf's buffer, a new thread's TLS vector (288
+    # bytes here; its site is named calloc when the sample stops in the
+    # loader's calloc trampoline, as it sometimes does in the sanitizer build).
     if tol == 0 and name in ("_IO_file_doallocate", "__GI__IO_file_doallocate",
                              "allocate_dtv", "_dl_allocate_tls"):
+        continue
+    if tol == 0 and name == "calloc" and v <= 1024:
         continue
     if tol == 0 or v > 0.005 * total:
         bad.append("unexpected allocation site %s: %d bytes" % (name, v))
