@@ -189,12 +189,68 @@ static void test_one_ring(void **state)
 	fakes_free(f, rings, 3);
 }
 
+/* The records an extra source holds: the in-kernel unwinder's ring buffer, as session.c reads it. */
+struct extra_records {
+	uint64_t times[4], tags[4];
+	unsigned n;
+};
+
+static int collect_extra(void *arg, struct nw_ordered *o)
+{
+	struct extra_records *x = arg;
+
+	for (unsigned i = 0; i < x->n; i++) {
+		struct {
+			struct perf_event_header h;
+			uint64_t time, tag;
+		} r = { { .type = PERF_RECORD_SAMPLE, .size = sizeof(r) }, x->times[i], x->tags[i] };
+
+		if (nw_ordered_copy(o, &fmt, &r, sizeof(r)))
+			return -1;
+	}
+	x->n = 0; /* consumed, as a ring buffer's are */
+	return 0;
+}
+
+/*
+ * Records from beside the rings (-g bpf's samples) come in their place by
+ * time among the rings' records, also when one ring alone holds records
+ * (no shortcut then), and alone when no ring holds any.
+ */
+static void test_extra(void **state)
+{
+	static const uint64_t want[] = { 1, 2, 3, 4, 5 }, alone[] = { 7, 8 };
+	struct extra_records x = { { 15, 45 }, { 2, 4 }, 2 };
+	struct nw_ordered_extra extra = { collect_extra, &x };
+	struct nw_ring rings[2];
+	struct fake *f = fakes_new(rings, 2);
+	struct nw_ordered o;
+	struct seen s = { 0 };
+
+	nw_ordered_init(&o);
+	sample(&f[1], 10, 1);
+	sample(&f[1], 30, 3);
+	sample(&f[1], 50, 5);
+	assert_int_equal(nw_ordered_read(&o, rings, 2, &fmt, &extra, collect, &s), 5);
+	expect(&s, want, 5);
+	assert_int_equal(f[1].meta.data_tail, f[1].meta.data_head);
+	s = (struct seen){ 0 };
+	x = (struct extra_records){ { 70, 80 }, { 7, 8 }, 2 };
+	assert_int_equal(nw_ordered_read(&o, rings, 2, &fmt, &extra, collect, &s), 2);
+	expect(&s, alone, 2);
+	s = (struct seen){ 0 };
+	assert_int_equal(nw_ordered_read(&o, rings, 2, &fmt, &extra, collect, &s), 0);
+	nw_ordered_fini(&o);
+	fakes_free(f, rings, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_interleave),
 		cmocka_unit_test(test_wrap),
 		cmocka_unit_test(test_one_ring),
+		cmocka_unit_test(test_extra),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
