@@ -38,6 +38,7 @@
 #include "model/epoch.h"
 #include "perf/record.h"
 #include "unwind/unwind.h"
+#include "bpf/abi.h"
 
 #ifdef __clang__
 #define NOINLINE __attribute__((noinline))
@@ -564,6 +565,85 @@ static void test_fp_and_hybrid(void **state)
 	self_fini(&me);
 }
 
+/*
+ * -g bpf's samples: the (PC, SP) pairs the in-kernel program writes after
+ * NW_BPF_CONTEXT, here dwarf mode's frames of the capture, come out as
+ * they are, the walk's end and frame-pointer frames counted.  With
+ * NARWHAL_UNWIND=check the copy of the same sample (in either order) is
+ * unwound and compared, not folded: agreeing frames agree; a wrong return
+ * address differs; a walk that stopped at a table not loaded is set apart.
+ */
+static size_t bpf_sample(uint64_t *chain, size_t n, uint64_t status, struct nw_sample *smp)
+{
+	size_t k = 0;
+
+	chain[k++] = NW_BPF_CONTEXT;
+	chain[k++] = status;
+	for (size_t i = 0; i < n; i++) {
+		chain[k++] = full[i].ip;
+		chain[k++] = full[i].sp;
+	}
+	*smp = (struct nw_sample){ .sid = { .pid = (uint32_t)getpid(), .tid = (uint32_t)gettid() },
+				   .ip = full[0].ip, .period = 1, .nr = k,
+				   .ips = (const unsigned char *)chain };
+	return k;
+}
+
+static void test_bpf(void **state)
+{
+	const struct nw_arch_ops *arch = nw_arch_host();
+	uint64_t chain[2 + 2 * 64];
+	struct nw_sample bpf, copy = capture_sample(cap.size);
+	struct nw_unwinder u;
+	struct nw_frame f[64];
+	struct self me;
+	size_t n;
+
+	(void)state;
+	self_epoch(&me);
+	bpf_sample(chain, nfull, NW_BPF_STATUS(NW_BPF_END_ENTRY, 2), &bpf);
+	assert_int_equal(nw_unwinder_init(&u, NW_CALLGRAPH_BPF, arch, arch->regs_mask_dwarf), 0);
+	assert_null(u.bpf_check);
+	n = nw_unwind(&u, &me.ctx, &bpf, f, 64);
+	assert_int_equal(n, nfull);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(f[i].ip, full[i].ip);
+		assert_int_equal(f[i].sp, full[i].sp);
+	}
+	assert_int_equal(u.stats.bpf_ends[NW_BPF_END_ENTRY], 1);
+	assert_int_equal(u.stats.bpf_fp_frames, 2);
+	/* A sample handed back to perf: its copy, unwound as in dwarf mode. */
+	n = nw_unwind(&u, &me.ctx, &copy, f, 64);
+	assert_int_equal(n, nfull);
+	assert_int_equal(u.stats.bpf_copies, 1);
+	nw_unwinder_fini(&u);
+
+	assert_int_equal(setenv("NARWHAL_UNWIND", "check", 1), 0);
+	assert_int_equal(nw_unwinder_init(&u, NW_CALLGRAPH_BPF, arch, arch->regs_mask_dwarf), 0);
+	unsetenv("NARWHAL_UNWIND");
+	assert_non_null(u.bpf_check);
+	bpf_sample(chain, nfull, NW_BPF_STATUS(NW_BPF_END_ENTRY, 0) | NW_BPF_TWIN, &bpf);
+	assert_int_equal(nw_unwind(&u, &me.ctx, &bpf, f, 64), nfull);
+	assert_int_equal(nw_unwind(&u, &me.ctx, &copy, f, 64), 0); /* compared, not folded */
+	assert_true(u.twin);
+	/* The copy first, then the program's, one return address wrong. */
+	assert_int_equal(nw_unwind(&u, &me.ctx, &copy, f, 64), 0);
+	bpf_sample(chain, nfull, NW_BPF_STATUS(NW_BPF_END_ENTRY, 0) | NW_BPF_TWIN, &bpf);
+	chain[2 + 2 * 2] += 4;
+	assert_int_equal(nw_unwind(&u, &me.ctx, &bpf, f, 64), nfull);
+	/* A walk that met a table not loaded yet: not comparable. */
+	bpf_sample(chain, 2, NW_BPF_STATUS(NW_BPF_END_NO_TABLE, 0) | NW_BPF_TWIN, &bpf);
+	assert_int_equal(nw_unwind(&u, &me.ctx, &bpf, f, 64), 2);
+	assert_int_equal(nw_unwind(&u, &me.ctx, &copy, f, 64), 0);
+	assert_int_equal(u.stats.bpf_checked, 3);
+	assert_int_equal(u.stats.bpf_agree, 1);
+	assert_int_equal(u.stats.bpf_mismatch, 1);
+	assert_int_equal(u.stats.bpf_unknown, 1);
+	assert_int_equal(u.stats.bpf_copies, 0);
+	nw_unwinder_fini(&u);
+	self_fini(&me);
+}
+
 static void test_noreturn_call(void **state)
 {
 	static const char *const names[4] = { "nr_level3", "nr_level2", "nr_level1",
@@ -604,6 +684,7 @@ int main(void)
 		cmocka_unit_test(test_dwarf),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_fp_and_hybrid),
+		cmocka_unit_test(test_bpf),
 		/* Last: it captures a stack of its own. */
 		cmocka_unit_test(test_noreturn_call),
 	};
