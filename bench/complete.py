@@ -28,6 +28,9 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import run as bench  # noqa: E402  (bench/run.py's helpers)
+
 ENTRY = re.compile(r"^(_start|__libc_start_main\w*|__libc_start_call_main|main|start_thread|"
                    r"clone3?|__clone3?|thread_start|_dl_start_user)(;|$)")
 
@@ -42,16 +45,9 @@ def programs(tmp, build):
         progs.append(("rustc -O compile", ["rustc", "-O", "--edition", "2021",
                                            os.path.join(ROOT, "tests/programs/rustprog.rs"),
                                            "-o", os.path.join(tmp, "rustprog")]))
-    chromium = shutil.which("chromium")
+    chromium = bench.chromium_page(tmp)
     if chromium:
-        page = os.path.join(tmp, "page.html")
-        with open(page, "w") as f:
-            f.write("<html><body><script>let s = 0; for (let i = 0; i < 3e7; i++) s += i % 7;"
-                    " document.body.textContent = s;</script></body></html>")
-        progs.append(("headless Chromium", [chromium, "--headless", "--no-sandbox",
-                                            "--disable-gpu", "--no-first-run",
-                                            f"--user-data-dir={os.path.join(tmp, 'chr')}",
-                                            "--dump-dom", "file://" + page]))
+        progs.append(("headless Chromium", chromium))
     if shutil.which("meson") and shutil.which("ninja"):
         bdir = os.path.join(tmp, "selfbuild")
         progs.append(("meson + ninja build of Narwhal",

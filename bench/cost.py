@@ -274,18 +274,9 @@ def real_programs(tmp):
         progs.append(("meson + ninja build of Narwhal",
                       ["sh", "-c", f"rm -rf {bdir} && meson setup -Dtests=false {bdir} {ROOT} "
                        f">/dev/null && ninja -C {bdir} >/dev/null"], None))
-    chromium = shutil.which("chromium")
+    chromium = bench.chromium_page(tmp)
     if chromium:
-        page = os.path.join(tmp, "page.html")
-        with open(page, "w") as f:
-            f.write("<html><body><script>let s = 0; for (let i = 0; i < 3e7; i++) s += i % 7;"
-                    " document.body.textContent = s;</script></body></html>")
-        progs.append(("headless Chromium", [chromium, "--headless", "--no-sandbox",
-                                            "--disable-gpu", "--no-first-run",
-                                            "--disable-background-networking",
-                                            "--disable-component-update", "--disable-sync",
-                                            f"--user-data-dir={os.path.join(tmp, 'chr')}",
-                                            "--dump-dom", "file://" + page], None))
+        progs.append(("headless Chromium", chromium, None))
     return progs
 
 

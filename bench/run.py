@@ -67,6 +67,20 @@ def rmtree(path):
         os.unlink(path)
 
 
+def chromium_page(tmp):
+    """Headless Chromium loading a page that computes (bench/cost.py, bench/complete.py), or None."""
+    chromium = shutil.which("chromium")
+    if not chromium:
+        return None
+    page = os.path.join(tmp, "page.html")
+    with open(page, "w") as f:
+        f.write("<html><body><script>let s = 0; for (let i = 0; i < 3e7; i++) s += i % 7;"
+                " document.body.textContent = s;</script></body></html>")
+    return [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            f"--user-data-dir={os.path.join(tmp, 'chr')}", "--dump-dom", "file://" + page]
+
+
 def run(cmd, stdout=subprocess.PIPE, env=None, check=True):
     """Runs cmd; returns CPU (its and its descendants'), wall, stdout, stderr."""
     cpu0, t0 = children_cpu(), time.monotonic()

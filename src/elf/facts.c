@@ -285,6 +285,54 @@ static int match_func(void *arg, const struct nw_elf_symbol *sym)
 	return 1;
 }
 
+int nw_elf_needs(const char *path, void (*fn)(void *arg, const char *name, bool interp),
+		 void *arg)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	size_t nphdr = 0;
+	int ret = 0;
+
+	if (!elf || elf_getphdrnum(elf, &nphdr)) {
+		ret = -ENOENT;
+		goto out;
+	}
+	for (size_t i = 0; i < nphdr; i++) {
+		GElf_Phdr ph;
+		Elf_Scn *scn;
+		Elf_Data *data;
+		GElf_Shdr sh;
+		char interp[4096];
+
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			continue;
+		if (ph.p_type == PT_INTERP && ph.p_filesz && ph.p_filesz < sizeof(interp) &&
+		    pread(fd, interp, ph.p_filesz, (off_t)ph.p_offset) == (ssize_t)ph.p_filesz) {
+			interp[ph.p_filesz - 1] = 0;
+			fn(arg, interp, true);
+		}
+		if (ph.p_type != PT_DYNAMIC)
+			continue;
+		/* DT_NEEDED names are in the dynamic section's string table. */
+		scn = gelf_offscn(elf, ph.p_offset);
+		data = scn && gelf_getshdr(scn, &sh) ? elf_getdata(scn, NULL) : NULL;
+		for (size_t k = 0; data && k < sh.sh_size / sizeof(GElf_Dyn); k++) {
+			GElf_Dyn dyn;
+			const char *name;
+
+			if (gelf_getdyn(data, (int)k, &dyn) && dyn.d_tag == DT_NEEDED &&
+			    (name = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val)))
+				fn(arg, name, false);
+		}
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
 int nw_elf_symbol_offset(const char *path, const char *name, uint64_t *ret_off)
 {
 	struct find_func f = { .name = name };

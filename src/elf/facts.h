@@ -44,6 +44,15 @@ int nw_elf_facts_for(struct nw_elf_cache *c, const char *path, const uint8_t *bu
  */
 int nw_elf_symbol_offset(const char *path, const char *name, uint64_t *ret_off);
 
+/*
+ * What the ELF file @path needs to run: @fn is called with its
+ * interpreter's path (PT_INTERP) and then each DT_NEEDED name, as written
+ * (valid during the call).  0, -ENOENT when it cannot be opened or is not
+ * ELF.
+ */
+int nw_elf_needs(const char *path, void (*fn)(void *arg, const char *name, bool interp),
+		 void *arg);
+
 /* A defined symbol of an ELF file, as nw_elf_symbols() hands it over. */
 struct nw_elf_symbol {
 	const char *name;       /* valid during the call */

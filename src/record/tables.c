@@ -10,7 +10,6 @@
 #include "record/session.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -19,8 +18,6 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <gelf.h>
 
 #include "elf/vdso.h"
 #include "unwind/cfitable.h"
@@ -63,6 +60,15 @@ static void load_file(struct nw_session *s, const char *path, bool vdso, const u
 	if (nw_bpf_has_module(s->bpf, dev, ino))
 		return;
 	start = mono_ns();
+	/* Preloaded files: their build-id, so that the cache file is the mapped module's. */
+	if (!idlen && !vdso) {
+		const struct nw_module_facts *f;
+
+		if (!nw_elf_facts_get(s->elf, path, &f) && f->known) {
+			id = f->build_id;
+			idlen = f->build_id_size;
+		}
+	}
 	if (vdso) {
 		nw_vdso_init(&v);
 		fd = nw_vdso_dup_fd(&v);
@@ -104,61 +110,24 @@ static const char *const lib_dirs[] = {
 	"/usr/lib",
 };
 
-/* Loads the tables of @path's interpreter and the libraries it needs (not theirs). */
-static void preload_needs(struct nw_session *s, const char *path)
+/* nw_elf_needs() callback: the table of the interpreter, or of a library found where ld.so looks. */
+static void load_need(void *arg, const char *name, bool interp)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
-	size_t nphdr = 0;
+	struct nw_session *s = arg;
 
-	if (!elf || elf_getphdrnum(elf, &nphdr))
-		goto out;
-	for (size_t i = 0; i < nphdr; i++) {
-		GElf_Phdr ph;
-		Elf_Scn *scn;
-		Elf_Data *data;
-		GElf_Shdr sh;
+	if (interp) {
+		load_file(s, name, false, NULL, 0);
+		return;
+	}
+	for (size_t j = 0; !strchr(name, '/') && j < sizeof(lib_dirs) / sizeof(lib_dirs[0]); j++) {
+		char lib[PATH_MAX];
 
-		if (!gelf_getphdr(elf, (int)i, &ph))
-			continue;
-		if (ph.p_type == PT_INTERP) {
-			char interp[PATH_MAX];
-
-			if (ph.p_filesz < sizeof(interp) &&
-			    pread(fd, interp, ph.p_filesz, (off_t)ph.p_offset) == (ssize_t)ph.p_filesz) {
-				interp[ph.p_filesz ? ph.p_filesz - 1 : 0] = 0;
-				load_file(s, interp, false, NULL, 0);
-			}
-		}
-		if (ph.p_type != PT_DYNAMIC)
-			continue;
-		/* DT_NEEDED names are in the dynamic section's string table. */
-		scn = gelf_offscn(elf, ph.p_offset);
-		data = scn && gelf_getshdr(scn, &sh) ? elf_getdata(scn, NULL) : NULL;
-		for (size_t k = 0; data && k < sh.sh_size / sizeof(GElf_Dyn); k++) {
-			GElf_Dyn dyn;
-			const char *name;
-
-			if (!gelf_getdyn(data, (int)k, &dyn) || dyn.d_tag != DT_NEEDED)
-				continue;
-			name = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
-			for (size_t j = 0; name && !strchr(name, '/') && j < sizeof(lib_dirs) /
-							sizeof(lib_dirs[0]); j++) {
-				char lib[PATH_MAX];
-
-				snprintf(lib, sizeof(lib), "%s/%s", lib_dirs[j], name);
-				if (access(lib, R_OK) == 0) {
-					load_file(s, lib, false, NULL, 0);
-					break;
-				}
-			}
+		snprintf(lib, sizeof(lib), "%s/%s", lib_dirs[j], name);
+		if (access(lib, R_OK) == 0) {
+			load_file(s, lib, false, NULL, 0);
+			return;
 		}
 	}
-out:
-	if (elf)
-		elf_end(elf);
-	if (fd >= 0)
-		close(fd);
 }
 
 /*
@@ -237,7 +206,8 @@ void nw_session_preload_tables(struct nw_session *s, const char *cmd)
 	if (!path[0])
 		return;
 	load_file(s, path, false, NULL, 0);
-	preload_needs(s, path);
+	/* Its interpreter and the libraries it names (not theirs). */
+	nw_elf_needs(path, load_need, s);
 	preload_learned(s, path);
 	snprintf(s->bpf_cmd, sizeof(s->bpf_cmd), "%s", path);
 }
