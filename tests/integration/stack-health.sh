@@ -139,13 +139,15 @@ check "inside execve: samples named as such, not stops; the loader's stacks comp
 d=$NW_TMP/exec.data
 nw_record_ok "$d" -F 4999 "$P/execbig"
 nw_report "$NW_TMP/exec.health" "$d" --stack-health
-inexec=$(awk '$1 == "In" && $2 == "execve:" { v = $4; sub(/%$/, "", v); print v; exit }' "$NW_TMP/exec.health")
+inexec=$(awk '$1 == "In" && $2 == "execve:" { print $3; exit }' "$NW_TMP/exec.health")
 stopped=$(share "$NW_TMP/exec.health" Stopped)
-# Unmapping 400 MiB takes tens of ms at 4999 Hz: dozens of samples; the
-# rest of the run (memset, the loader, /bin/true) unwinds to its entry.
-[[ -n $inexec ]] && awk -v e="$inexec" -v s="$stopped" 'BEGIN { exit !(e >= 1 && s < 1) }' || {
+# Unmapping 400 MiB takes about 10 ms: dozens of samples at 4999 Hz, while
+# the memset before it takes about a second, so their share is near 1 %
+# and a count is what to assert.  The rest of the run (memset, the loader,
+# /bin/true) unwinds to its entry.
+[[ -n $inexec ]] && awk -v e="$inexec" -v s="$stopped" 'BEGIN { exit !(e >= 10 && s < 1) }' || {
 	nw_show "--stack-health" "$NW_TMP/exec.health"
-	fail "in execve: ${inexec:-none}%, stopped $stopped%"
+	fail "in execve: ${inexec:-none} samples, stopped $stopped%"
 }
 ! grep -Eq '\((__GI_)?execve\): ' "$NW_TMP/exec.health" || {
 	nw_show "--stack-health" "$NW_TMP/exec.health"
@@ -155,6 +157,6 @@ grep -Eq '^Stopped: +0 ' "$NW_TMP/exec.health" && ! grep -q 'taken inside execve
 	nw_show "narwhal-record stderr" "$d.err"
 	fail "the recorder's summary line counts execve's samples as stops"
 }
-ok "in execve $inexec%, stopped $stopped%"
+ok "in execve $inexec samples, stopped $stopped%"
 
 pass
