@@ -81,6 +81,32 @@ struct nw_bpf_module {
 	nw_u32 nrows;
 };
 
+/* A mapping of code, as the walk needs it and caches it. */
+enum nw_bpf_vma_kind { NW_VMA_NONE, NW_VMA_FILE, NW_VMA_ANON };
+
+struct nw_bpf_vma {
+	nw_u64 start, end;
+	nw_u64 bias;          /* file offset = pc + bias */
+	nw_u64 mm;            /* the address space it belongs to */
+	struct nw_bpf_module_key key;
+	nw_u32 kind;          /* enum nw_bpf_vma_kind */
+	nw_u32 pad;
+};
+
+/*
+ * The mappings of code a process was seen running (the procs map, by the
+ * tgid in the recorder's PID namespace).  The recorder clears the ones a
+ * new mapping overlaps and bumps gen, which retires every entry of the
+ * by-2-MiB cache in front of it.
+ */
+#define NW_BPF_PROC_WAYS 32
+
+struct nw_bpf_proc_vmas {
+	struct nw_bpf_vma v[NW_BPF_PROC_WAYS];
+	nw_u32 next;          /* the way to take when none is free */
+	nw_u32 gen;
+};
+
 /*
  * A sample the program unwound goes to the recorder in the layout of a
  * PERF_RECORD_SAMPLE of the session's format (IDENTIFIER, IP, TID, TIME,

@@ -47,6 +47,7 @@ struct mm_struct {
 struct vm_area_struct {
 	unsigned long vm_start;
 	unsigned long vm_end;
+	unsigned long vm_flags;         /* a member of an anonymous union since 6.3 */
 	unsigned long vm_pgoff;
 	struct file *vm_file;
 };

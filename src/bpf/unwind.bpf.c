@@ -111,25 +111,22 @@ static __always_inline void count(__u32 which, __u64 n)
 		*v += n;
 }
 
-enum vma_kind { VMA_NONE, VMA_FILE, VMA_ANON };
+#define VM_EXEC 0x4             /* include/linux/mm.h */
+#define ENOENT 2                /* bpf_find_vma(): no mapping there */
 
-/* A mapping of code, as the walk needs it. */
-struct vma_info {
-	__u64 start, end;
-	__u64 bias;             /* file offset = pc + bias */
-	__u64 mm;               /* the address space it belongs to */
-	struct nw_bpf_module_key key;
-	__u32 kind;             /* enum vma_kind */
-	__u32 pad;
-};
 
 /*
- * The mappings of code each process was seen running, by 2 MiB of address
- * space: bpf_find_vma() works once per run of the program (in interrupt
- * context it leaves the mmap lock to an irq_work that has not run yet), so
- * a sample finds at most one mapping it has not met before.  An entry is
- * valid for its mm only (an exec makes another); the recorder drops the
- * buckets a new mapping covers (nw_bpf_forget_range()).
+ * The mappings of code each process was seen running, in two levels:
+ * every one it was seen running (up to PROC_WAYS, by process), and in
+ * front of that, by 2 MiB of address space, the few that bucket holds.
+ * They are learned from bpf_find_vma(), which works once per run of the
+ * program (in interrupt context it leaves the mmap lock to an irq_work
+ * that has not run yet): a sample can learn one mapping not met before,
+ * and the second level makes that once per mapping, not once per 2 MiB
+ * of a large library.  An entry is valid for its mm only (an exec makes
+ * another).  When a process maps something new, the recorder clears the
+ * process's entries it overlaps and bumps its generation, which is part
+ * of the first level's key (nw_bpf_forget()).
  */
 #define VMA_BUCKET_SHIFT 21
 #define VMA_WAYS 4
@@ -137,10 +134,11 @@ struct vma_info {
 struct vma_key {
 	__u32 tgid;
 	__u32 bucket;
+	__u32 gen;
 };
 
 struct vma_slot {
-	struct vma_info v[VMA_WAYS];
+	struct nw_bpf_vma v[VMA_WAYS];
 };
 
 struct {
@@ -150,12 +148,24 @@ struct {
 	__type(value, struct vma_slot);
 } vmas SEC(".maps");
 
-/* A slot being rewritten (too large for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct nw_bpf_proc_vmas);
+} procs SEC(".maps");
+
+/* A slot or a process's list being rewritten (too large for the BPF stack). */
+struct scratch {
+	struct vma_slot slot;
+	struct nw_bpf_proc_vmas proc;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct vma_slot);
+	__type(value, struct scratch);
 } scratch SEC(".maps");
 
 struct walk {
@@ -168,7 +178,8 @@ struct walk {
 	__u32 end;              /* enum nw_bpf_end */
 	__u32 handback;
 	__u32 found;            /* bpf_find_vma() was called */
-	struct vma_info vma;    /* the mapping of the last PC */
+	__u32 gen;              /* the process's generation of mappings */
+	struct nw_bpf_vma vma;    /* the mapping of the last PC */
 	__u32 first, nrows;     /* its module's table; nrows 0 and kind FILE: no table */
 	__u32 has_table;
 	__u64 lookup;           /* find_vma(): the PC, and whether it was found */
@@ -194,16 +205,19 @@ static __always_inline struct walk *walk_state(void)
 	return bpf_map_lookup_elem(&walks, &zero);
 }
 
-/* bpf_find_vma()'s callback: the mapping into @arg, a struct vma_info whose mm is set. */
+/* bpf_find_vma()'s callback: the mapping into @arg, a struct nw_bpf_vma whose mm is set. */
 static long vma_found(struct task_struct *task, struct vm_area_struct *vma, void *arg)
 {
-	struct vma_info *v = arg;
+	struct nw_bpf_vma *v = arg;
 	struct file *file = BPF_CORE_READ(vma, vm_file);
 
+	/* A return address in memory that is not code: the walk went astray. */
+	if (!(BPF_CORE_READ(vma, vm_flags) & VM_EXEC))
+		return 0;
 	v->start = BPF_CORE_READ(vma, vm_start);
 	v->end = BPF_CORE_READ(vma, vm_end);
 	v->bias = (BPF_CORE_READ(vma, vm_pgoff) << PAGE_SHIFT) - v->start;
-	v->kind = VMA_FILE;
+	v->kind = NW_VMA_FILE;
 	if (file) {
 		v->key.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
 		v->key.ino = BPF_CORE_READ(file, f_inode, i_ino);
@@ -212,63 +226,20 @@ static long vma_found(struct task_struct *task, struct vm_area_struct *vma, void
 		v->key.ino = NW_BPF_VDSO_INO;
 		v->bias = -v->start;
 	} else {
-		v->kind = VMA_ANON;  /* JIT code, or code written at run time */
+		v->kind = NW_VMA_ANON;  /* JIT code, or code written at run time */
 	}
 	return 0;
 }
 
-/*
- * The mapping of @pc into w->vma, and its module's table: from the cache,
- * else (once per sample) from bpf_find_vma(), then cached.  False when it
- * cannot be known now.
- */
-static __always_inline bool find_vma_inline(struct walk *w, __u64 pc)
+enum vma_found { NW_VMA_UNKNOWN, NW_VMA_IS_CODE, NW_VMA_NOT_CODE };
+
+/* w->vma's module's table. */
+static __always_inline enum vma_found found_table(struct walk *w)
 {
-	struct vma_key key = { .tgid = w->tgid, .bucket = (__u32)(pc >> VMA_BUCKET_SHIFT) };
-	struct vma_slot *slot = bpf_map_lookup_elem(&vmas, &key), *fresh;
 	struct nw_bpf_module *mod;
-	bool hit = false;
-	__u32 zero = 0;
 
-	for (int i = 0; slot && i < VMA_WAYS; i++) {
-		struct vma_info *v = &slot->v[i];
-
-		if (v->mm == w->mm && v->kind != VMA_NONE && pc >= v->start && pc < v->end) {
-			w->vma = *v;
-			hit = true;
-			break;
-		}
-	}
-	if (!hit) {
-		if (w->found)
-			return false;
-		struct vma_info found = { .mm = w->mm };
-
-		w->found = 1;
-		if (bpf_find_vma(bpf_get_current_task_btf(), pc, vma_found, &found, 0) ||
-		    found.kind == VMA_NONE)
-			return false;
-		w->vma = found;
-		/* Into the slot: a free or stale way, else the one the PC picks. */
-		fresh = bpf_map_lookup_elem(&scratch, &zero);
-		if (fresh) {
-			int way = (pc >> 12) % VMA_WAYS;
-
-			if (slot)
-				*fresh = *slot;
-			else
-				__builtin_memset(fresh, 0, sizeof(*fresh));
-			for (int i = 0; i < VMA_WAYS; i++)
-				if (fresh->v[i].kind == VMA_NONE || fresh->v[i].mm != w->mm) {
-					way = i;
-					break;
-				}
-			fresh->v[way & (VMA_WAYS - 1)] = w->vma;
-			bpf_map_update_elem(&vmas, &key, fresh, BPF_ANY);
-		}
-	}
 	w->has_table = 0;
-	if (w->vma.kind == VMA_FILE) {
+	if (w->vma.kind == NW_VMA_FILE) {
 		mod = bpf_map_lookup_elem(&modules, &w->vma.key);
 		if (mod) {
 			w->first = mod->first;
@@ -276,7 +247,91 @@ static __always_inline bool find_vma_inline(struct walk *w, __u64 pc)
 			w->has_table = 1;
 		}
 	}
-	return true;
+	return NW_VMA_IS_CODE;
+}
+
+/*
+ * The mapping of @pc into w->vma, and its module's table: from the cache,
+ * else (once per sample) from bpf_find_vma(), then cached.  VMA_UNKNOWN
+ * when it cannot be known now, VMA_NOT_CODE when @pc is in no mapping of
+ * code.
+ */
+static __always_inline enum vma_found find_vma_inline(struct walk *w, __u64 pc)
+{
+	struct vma_key key = { .tgid = w->tgid, .bucket = (__u32)(pc >> VMA_BUCKET_SHIFT),
+			       .gen = w->gen };
+	struct vma_slot *slot = bpf_map_lookup_elem(&vmas, &key);
+	struct nw_bpf_proc_vmas *pv;
+	struct scratch *sc;
+	bool hit = false;
+	__u32 zero = 0;
+	int way;
+
+	for (int i = 0; slot && i < VMA_WAYS; i++) {
+		struct nw_bpf_vma *v = &slot->v[i];
+
+		if (v->mm == w->mm && v->kind != NW_VMA_NONE && pc >= v->start && pc < v->end) {
+			w->vma = *v;
+			return found_table(w);
+		}
+	}
+	pv = bpf_map_lookup_elem(&procs, &w->tgid);
+	for (int i = 0; pv && i < NW_BPF_PROC_WAYS; i++) {
+		struct nw_bpf_vma *v = &pv->v[i];
+
+		if (v->mm == w->mm && v->kind != NW_VMA_NONE && pc >= v->start && pc < v->end) {
+			w->vma = *v;
+			hit = true;
+			break;
+		}
+	}
+	sc = bpf_map_lookup_elem(&scratch, &zero);
+	if (!sc)
+		return NW_VMA_UNKNOWN;
+	if (!hit) {
+		if (w->found)
+			return NW_VMA_UNKNOWN;
+		struct nw_bpf_vma found = { .mm = w->mm };
+		long err;
+
+		w->found = 1;
+		err = bpf_find_vma(bpf_get_current_task_btf(), pc, vma_found, &found, 0);
+		if (err == -ENOENT || (!err && found.kind == NW_VMA_NONE))
+			return NW_VMA_NOT_CODE;
+		if (err)
+			return NW_VMA_UNKNOWN;
+		w->vma = found;
+		/* Into the process's list: a free or stale way, else the next in turn. */
+		/* (Too large for the copies clang writes inline.) */
+		if (!pv || bpf_probe_read_kernel(&sc->proc, sizeof(sc->proc), pv)) {
+			for (int i = 0; i < NW_BPF_PROC_WAYS; i++)
+				sc->proc.v[i].kind = NW_VMA_NONE;
+			sc->proc.next = 0;
+			sc->proc.gen = w->gen;
+		}
+		way = sc->proc.next++ % NW_BPF_PROC_WAYS;
+		for (int i = 0; i < NW_BPF_PROC_WAYS; i++)
+			if (sc->proc.v[i].kind == NW_VMA_NONE || sc->proc.v[i].mm != w->mm) {
+				way = i;
+				break;
+			}
+		sc->proc.v[way & (NW_BPF_PROC_WAYS - 1)] = w->vma;
+		bpf_map_update_elem(&procs, &w->tgid, &sc->proc, BPF_ANY);
+	}
+	/* Into the bucket's slot: a free or stale way, else the one the PC picks. */
+	if (slot)
+		sc->slot = *slot;
+	else
+		__builtin_memset(&sc->slot, 0, sizeof(sc->slot));
+	way = (pc >> 12) % VMA_WAYS;
+	for (int i = 0; i < VMA_WAYS; i++)
+		if (sc->slot.v[i].kind == NW_VMA_NONE || sc->slot.v[i].mm != w->mm) {
+			way = i;
+			break;
+		}
+	sc->slot.v[way & (VMA_WAYS - 1)] = w->vma;
+	bpf_map_update_elem(&vmas, &key, &sc->slot, BPF_ANY);
+	return found_table(w);
 }
 
 /*
@@ -293,10 +348,10 @@ static long find_vma_cb(__u32 i, void *arg)
 	return 1;
 }
 
-static __always_inline bool find_vma(struct walk *w, __u64 pc)
+static __always_inline enum vma_found find_vma(struct walk *w, __u64 pc)
 {
 	w->lookup = pc;
-	w->resolved = 0;
+	w->resolved = NW_VMA_UNKNOWN;
 	bpf_loop(1, find_vma_cb, NULL, 0);
 	return w->resolved;
 }
@@ -383,22 +438,28 @@ static long step(__u32 i, void *arg)
 		return stop(w, NW_BPF_END_DEPTH);
 	/* A return address: the call is the instruction before it. */
 	pc = w->n == 1 ? w->pc : w->pc - 1;
-	if ((pc < w->vma.start || pc >= w->vma.end) && !find_vma(w, pc)) {
+	if (pc < w->vma.start || pc >= w->vma.end) {
+		enum vma_found f = find_vma(w, pc);
+
+		if (f == NW_VMA_NOT_CODE)
+			return stop(w, NW_BPF_END_NO_VMA);
 		/* A mapping it cannot know in this sample: perf's copy, or where it ends. */
-		if (w->found && !check) {
-			w->handback = 1;
-			return 1;
+		if (f == NW_VMA_UNKNOWN) {
+			if (!check) {
+				w->handback = 1;
+				return 1;
+			}
+			return stop(w, NW_BPF_END_UNSEEN);
 		}
-		return stop(w, w->found ? NW_BPF_END_UNSEEN : NW_BPF_END_NO_VMA);
 	}
-	if (w->vma.kind == VMA_FILE && !w->has_table) {
+	if (w->vma.kind == NW_VMA_FILE && !w->has_table) {
 		/* Checking, perf writes every sample anyway: ours says where it stopped. */
 		if (check)
 			return stop(w, NW_BPF_END_NO_TABLE);
 		w->handback = 1;
 		return 1;
 	}
-	if (w->vma.kind == VMA_FILE &&
+	if (w->vma.kind == NW_VMA_FILE &&
 	    find_row(w->first, w->nrows, (__u32)(pc + w->vma.bias), &row))
 		row.cfa = NW_CFA_GAP;
 	switch (row.cfa) {
@@ -414,8 +475,12 @@ static long step(__u32 i, void *arg)
 		cfa = w->sp + 8 + ((w->pc & 15) >= 11 ? 8 : 0);
 		break;
 	default:
-		/* No usable CFI here: the frame-pointer chain, counted. */
-		if (!w->fp)
+		/*
+		 * No usable CFI here: the frame-pointer chain, counted.  A caller's
+		 * frame lies above; an FP below the SP is a register used for
+		 * data (glibc's clone3 ends its CFI before the syscall).
+		 */
+		if (!w->fp || w->fp < w->sp)
 			return stop(w, NW_BPF_END_FP);
 		cfa = w->fp + 16;
 		row.fp = NW_FP_AT_CFA;
@@ -457,6 +522,7 @@ int nw_unwind(struct nw_perf_ctx *ctx)
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct bpf_pidns_info ns = {};
 	struct walk *w = walk_state();
+	struct nw_bpf_proc_vmas *pv;
 	bool kernel = (ctx->regs.cs & 3) == 0;
 	__u64 flags = BPF_RB_NO_WAKEUP;
 
@@ -486,6 +552,8 @@ int nw_unwind(struct nw_perf_ctx *ctx)
 	/* Trusted BTF pointers: plain loads, no helper calls. */
 	w->mm = (__u64)task->mm;
 	w->tgid = ns.tgid;
+	pv = bpf_map_lookup_elem(&procs, &w->tgid);
+	w->gen = pv ? pv->gen : 0;
 	if (w->mm) {
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 

@@ -119,11 +119,11 @@ static int load_copy(struct nw_bpf_unwinder *u, const struct nw_bpf_opts *o, uns
 	if (u->skel) {
 		struct bpf_map *mine[] = { sk->maps.modules, sk->maps.rows, sk->maps.bufs,
 					   sk->maps.samples, sk->maps.stats, sk->maps.vmas,
-					   sk->maps.walks, sk->maps.scratch, sk->maps.row_cache };
+					   sk->maps.procs, sk->maps.walks, sk->maps.scratch, sk->maps.row_cache };
 		struct bpf_map *first[] = { u->skel->maps.modules, u->skel->maps.rows,
 					    u->skel->maps.bufs, u->skel->maps.samples,
 					    u->skel->maps.stats, u->skel->maps.vmas,
-					    u->skel->maps.walks, u->skel->maps.scratch,
+					    u->skel->maps.procs, u->skel->maps.walks, u->skel->maps.scratch,
 					    u->skel->maps.row_cache };
 
 		for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++)
@@ -198,6 +198,31 @@ static uint32_t slot(const struct nw_bpf_unwinder *u, uint64_t dev, uint64_t ino
 	while (u->set[h].ino && (u->set[h].ino != ino || u->set[h].dev != dev))
 		h = (h + 1) & mask;
 	return h;
+}
+
+void nw_bpf_forget(struct nw_bpf_unwinder *u, uint32_t tgid, uint64_t start, uint64_t end)
+{
+	int fd = bpf_map__fd(u->skel->maps.procs);
+	struct nw_bpf_proc_vmas pv;
+	bool overlaps = false;
+
+	/*
+	 * A process the program has not met, or a mapping over nothing it
+	 * learned (the usual case): one lookup.  The program may replace the
+	 * entry between this lookup and the update; a mapping learned in that
+	 * window is lost, and learned again.
+	 */
+	if (bpf_map_lookup_elem(fd, &tgid, &pv))
+		return;
+	for (unsigned i = 0; i < NW_BPF_PROC_WAYS; i++)
+		if (pv.v[i].kind != NW_VMA_NONE && pv.v[i].start < end && start < pv.v[i].end) {
+			pv.v[i].kind = NW_VMA_NONE;
+			overlaps = true;
+		}
+	if (!overlaps)
+		return;
+	pv.gen++;
+	bpf_map_update_elem(fd, &tgid, &pv, BPF_ANY);
 }
 
 bool nw_bpf_has_module(const struct nw_bpf_unwinder *u, uint64_t dev, uint64_t ino)

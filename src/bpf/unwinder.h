@@ -62,6 +62,12 @@ bool nw_bpf_has_module(const struct nw_bpf_unwinder *u, uint64_t dev, uint64_t i
 int nw_bpf_add_module(struct nw_bpf_unwinder *u, uint64_t dev, uint64_t ino,
 		      const struct nw_cfi_row *rows, uint32_t n);
 /* A file descriptor that polls readable when samples are waiting. */
+/*
+ * Process @tgid mapped [@start, @end): the mappings of code the program
+ * learned for it that this overlaps are gone (bpf/abi.h, struct
+ * nw_bpf_proc_vmas).
+ */
+void nw_bpf_forget(struct nw_bpf_unwinder *u, uint32_t tgid, uint64_t start, uint64_t end);
 int nw_bpf_fd(const struct nw_bpf_unwinder *u);
 /* Hands every waiting sample to @fn; the count, or -errno. */
 int nw_bpf_consume(struct nw_bpf_unwinder *u, int (*fn)(void *arg, const void *rec, size_t size),

@@ -119,6 +119,9 @@ int nw_session_map_module(struct nw_session *s, struct nw_process *p, const char
 	if (mod < 0)
 		return mod;
 	m = &s->modules.v[mod];
+	/* -g bpf: what the in-kernel unwinder learned of the space this covers is stale. */
+	if (s->bpf && p)
+		nw_bpf_forget(s->bpf, p->pid, start, end);
 	if ((uint32_t)mod == known) {
 		m->source = p ? module_source(s, p, path, start, end, &failed) : NULL;
 		if (failed ||
