@@ -39,7 +39,17 @@ enum nw_cfi_cfa {
 	NW_CFA_END = 3,       /* the return address is undefined: the outermost frame */
 	NW_CFA_GAP = 4,       /* no CFI covers these offsets: frame pointers, counted */
 	NW_CFA_COMPLEX = 5,   /* CFI the row cannot express: frame pointers, counted */
+	NW_CFA_SIGNAL = 6,    /* a signal frame (glibc's __restore_rt): the registers in the rt_sigframe */
 };
+
+/*
+ * x86-64's rt_sigframe, as SP finds it in __restore_rt (the handler's
+ * return took its pretcode): the ucontext, whose uc_mcontext (after
+ * uc_flags, uc_link, uc_stack: 40 bytes) holds the interrupted registers.
+ */
+#define NW_SIGFRAME_RBP 120
+#define NW_SIGFRAME_RSP 160
+#define NW_SIGFRAME_RIP 168
 
 /* Where the caller's FP (rbp) is. */
 enum nw_cfi_fp {
@@ -110,7 +120,8 @@ struct nw_bpf_proc_vmas {
 /*
  * A sample the program unwound goes to the recorder in the layout of a
  * PERF_RECORD_SAMPLE of the session's format (IDENTIFIER, IP, TID, TIME,
- * PERIOD, CALLCHAIN, REGS_USER, STACK_USER; no registers, no stack).  Its
+ * PERIOD, CALLCHAIN, REGS_USER, STACK_USER; no stack, and no registers
+ * but a probe's, whose arguments its source reads).  Its
  * callchain holds PERF_CONTEXT_KERNEL and the kernel's frames when asked
  * for, then NW_BPF_CONTEXT, a status word, and (PC, SP) pairs of the user
  * stack, leaf first.  A sample it cannot unwind (a module whose table is
@@ -125,6 +136,8 @@ struct nw_bpf_proc_vmas {
  * Kernel-assigned ids are small counters: they never reach bit 62.
  */
 #define NW_BPF_ID(e) ((nw_u64)1 << 62 | (nw_u64)(e))
+/* ... and for a source's event @w (an allocation uprobe, bpf/unwind.bpf.c's nw_unwind_probe). */
+#define NW_BPF_PROBE_ID(w) ((nw_u64)3 << 61 | (nw_u64)(w))
 
 /* The status word: why the user walk ended, and frames found by frame pointers. */
 enum nw_bpf_end {

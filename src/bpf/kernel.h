@@ -59,8 +59,9 @@ struct task_struct {
 #pragma clang attribute pop
 
 /*
- * The context of a BPF_PROG_TYPE_PERF_EVENT program (uapi struct
- * bpf_perf_event_data): the interrupted registers, x86-64's user_regs layout.
+ * x86-64's struct pt_regs (and user_regs_struct), whole: the context of a
+ * BPF_PROG_TYPE_KPROBE program on a uprobe, and the start of a
+ * BPF_PROG_TYPE_PERF_EVENT program's (uapi struct bpf_perf_event_data).
  */
 struct nw_user_regs {
 	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip, cs,

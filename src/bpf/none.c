@@ -30,6 +30,11 @@ bool nw_bpf_has_module(const struct nw_bpf_unwinder *u, uint64_t dev, uint64_t i
 	return false;
 }
 
+int nw_bpf_attach_probe(struct nw_bpf_unwinder *u, int fd, unsigned which, int cpu)
+{
+	return -EOPNOTSUPP;
+}
+
 void nw_bpf_forget(struct nw_bpf_unwinder *u, uint32_t tgid, uint64_t start, uint64_t end)
 {
 }

@@ -42,6 +42,7 @@ const volatile bool want_kernel = false;
 const volatile __u32 ring_bytes = 1;
 const volatile __u64 sample_id = 0;     /* NW_BPF_ID() of the event this copy serves */
 const volatile bool check = false;      /* perf writes every sample too (NARWHAL_UNWIND=check) */
+const volatile __u64 regs_mask = 0;     /* the session's sample_regs_user (a probe writes them) */
 
 struct record {
 	__u64 w[BUF_WORDS];
@@ -113,6 +114,7 @@ static __always_inline void count(__u32 which, __u64 n)
 
 #define VM_EXEC 0x4             /* include/linux/mm.h */
 #define ENOENT 2                /* bpf_find_vma(): no mapping there */
+#define NW_IP_EXACT (1ull << 62) /* model/cct.h: a PC that is not a return address */
 
 
 /*
@@ -178,6 +180,8 @@ struct walk {
 	__u32 end;              /* enum nw_bpf_end */
 	__u32 handback;
 	__u32 found;            /* bpf_find_vma() was called */
+	__u32 in_task;          /* a probe's, in task context: bpf_find_vma() at will */
+	__u32 exact;            /* w->pc was interrupted (by a signal), not a return address */
 	__u32 gen;              /* the process's generation of mappings */
 	struct nw_bpf_vma vma;    /* the mapping of the last PC */
 	__u32 first, nrows;     /* its module's table; nrows 0 and kind FILE: no table */
@@ -289,7 +293,7 @@ static __always_inline enum vma_found find_vma_inline(struct walk *w, __u64 pc)
 	if (!sc)
 		return NW_VMA_UNKNOWN;
 	if (!hit) {
-		if (w->found)
+		if (w->found && !w->in_task)
 			return NW_VMA_UNKNOWN;
 		struct nw_bpf_vma found = { .mm = w->mm };
 		long err;
@@ -431,13 +435,14 @@ static long step(__u32 i, void *arg)
 	k = w->base + 2 * w->n;
 	if (!rec || k + 4 >= BUF_WORDS)
 		return stop(w, NW_BPF_END_DEPTH);
-	rec->w[k & BUF_MASK] = w->pc;
+	rec->w[k & BUF_MASK] = w->pc | (w->n && w->exact ? NW_IP_EXACT : 0);
 	rec->w[(k + 1) & BUF_MASK] = w->sp;
 	w->n++;
 	if (w->n >= max_user)
 		return stop(w, NW_BPF_END_DEPTH);
 	/* A return address: the call is the instruction before it. */
-	pc = w->n == 1 ? w->pc : w->pc - 1;
+	pc = w->n == 1 || w->exact ? w->pc : w->pc - 1;
+	w->exact = 0;
 	if (pc < w->vma.start || pc >= w->vma.end) {
 		enum vma_found f = find_vma(w, pc);
 
@@ -474,6 +479,18 @@ static long step(__u32 i, void *arg)
 	case NW_CFA_PLT:
 		cfa = w->sp + 8 + ((w->pc & 15) >= 11 ? 8 : 0);
 		break;
+	case NW_CFA_SIGNAL: {
+		/* The interrupted frame: its registers, saved by the kernel. */
+		__u64 regs[(NW_SIGFRAME_RIP - NW_SIGFRAME_RBP) / 8 + 1];
+
+		if (bpf_probe_read_user(regs, sizeof(regs), (void *)(w->sp + NW_SIGFRAME_RBP)))
+			return stop(w, NW_BPF_END_READ);
+		w->fp = regs[0];
+		w->sp = regs[(NW_SIGFRAME_RSP - NW_SIGFRAME_RBP) / 8];
+		w->pc = regs[(NW_SIGFRAME_RIP - NW_SIGFRAME_RBP) / 8];
+		w->exact = 1;
+		return w->pc ? 0 : stop(w, NW_BPF_END_ENTRY);
+	}
 	default:
 		/*
 		 * No usable CFI here: the frame-pointer chain, counted.  A caller's
@@ -514,8 +531,48 @@ static long step(__u32 i, void *arg)
 	return 0;
 }
 
-SEC("perf_event")
-int nw_unwind(struct nw_perf_ctx *ctx)
+/*
+ * perf's x86-64 register numbers (uapi asm/perf_regs.h) as words of struct
+ * pt_regs, five bits each, in two constants (a static array would land in
+ * .rodata beside the recorder's settings, which clang-14's BTF gets wrong).
+ */
+#define W5(a, b, c, d, e, f, g, h, i, j, k, l) \
+	((__u64)(a) | (__u64)(b) << 5 | (__u64)(c) << 10 | (__u64)(d) << 15 | \
+	 (__u64)(e) << 20 | (__u64)(f) << 25 | (__u64)(g) << 30 | (__u64)(h) << 35 | \
+	 (__u64)(i) << 40 | (__u64)(j) << 45 | (__u64)(k) << 50 | (__u64)(l) << 55)
+/* ax bx cx dx si di bp sp ip flags cs ss */
+#define PERF_REGS_LO W5(10, 5, 11, 12, 13, 14, 4, 19, 16, 18, 17, 20)
+/* ds es fs gs (0 in 64-bit mode, not read), r8 ... r15 */
+#define PERF_REGS_HI W5(0, 0, 0, 0, 9, 8, 7, 6, 3, 2, 1, 0)
+
+/* A probe's user registers, as REGS_USER writes them: the ABI, then one word per bit of the mask. */
+static __always_inline __u32 put_regs(struct record *rec, __u32 k, const struct nw_user_regs *r)
+{
+	const __u64 *words = (const __u64 *)r;
+
+	rec->w[k & BUF_MASK] = PERF_SAMPLE_REGS_ABI_64;
+	k++;
+	for (int i = 0; i < 24; i++) {
+		if (!(regs_mask & (1ull << i)))
+			continue;
+		__u32 word = ((i < 12 ? PERF_REGS_LO : PERF_REGS_HI) >> (5 * (i % 12))) & 31;
+
+		if (word > 20)
+			word = 20;
+		rec->w[k & BUF_MASK] = i >= 12 && i < 16 ? 0 : words[word];
+		k++;
+	}
+	return k;
+}
+
+/*
+ * The sample of the interrupted task whose user registers are @uregs (a
+ * probe's: in task context, its registers written too), with the kernel
+ * frames of @ctx when asked for.  Returns the program's return value: 1
+ * hands the sample back to perf.
+ */
+static __always_inline int unwind(void *ctx, const struct nw_user_regs *uregs, __u64 ip,
+				  __u64 period, bool kernel, bool probe)
 {
 	__u32 zero = 0, k = 7, size;
 	struct record *rec = bpf_map_lookup_elem(&bufs, &zero);
@@ -523,22 +580,22 @@ int nw_unwind(struct nw_perf_ctx *ctx)
 	struct bpf_pidns_info ns = {};
 	struct walk *w = walk_state();
 	struct nw_bpf_proc_vmas *pv;
-	bool kernel = (ctx->regs.cs & 3) == 0;
 	__u64 flags = BPF_RB_NO_WAKEUP;
 
 	if (!rec || !w)
 		return 1;
 	__builtin_memset(w, 0, sizeof(*w));
 	w->end = NW_BPF_END_KERNEL;
+	w->in_task = probe;
 	/* A task outside the recorder's PID namespace: perf knows how to say its pid. */
 	if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, &ns, sizeof(ns)))
 		return 1;
 	rec->w[1] = sample_id;
-	rec->w[2] = ctx->regs.ip;
+	rec->w[2] = ip;
 	rec->w[3] = (__u64)ns.tgid | (__u64)ns.pid << 32;
 	rec->w[4] = bpf_ktime_get_ns();
-	rec->w[5] = ctx->sample_period;
-	if (want_kernel && kernel) {
+	rec->w[5] = period;
+	if (!probe && want_kernel && kernel) {
 		long got;
 
 		rec->w[7] = PERF_CONTEXT_KERNEL;
@@ -555,11 +612,9 @@ int nw_unwind(struct nw_perf_ctx *ctx)
 	pv = bpf_map_lookup_elem(&procs, &w->tgid);
 	w->gen = pv ? pv->gen : 0;
 	if (w->mm) {
-		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-
-		w->pc = regs->ip;
-		w->sp = regs->sp;
-		w->fp = regs->bp;
+		w->pc = uregs->ip;
+		w->sp = uregs->sp;
+		w->fp = uregs->bp;
 		w->end = NW_BPF_END_ENTRY;
 		bpf_loop(MAX_USER, step, NULL, 0);
 	}
@@ -569,12 +624,15 @@ int nw_unwind(struct nw_perf_ctx *ctx)
 	}
 	rec->w[(k + 1) & BUF_MASK] = NW_BPF_STATUS(w->end, w->fp_frames) | (check ? NW_BPF_TWIN : 0);
 	k = w->base + 2 * w->n;
-	if (k + 2 >= BUF_WORDS)
+	if (k + 2 + 25 >= BUF_WORDS)
 		return 1;
 	rec->w[6] = k - 7;                  /* callchain entries */
-	rec->w[k & BUF_MASK] = 0;           /* no user registers */
-	rec->w[(k + 1) & BUF_MASK] = 0;     /* no stack copy */
-	size = ((k + 2) * 8) & (sizeof(*rec) - 1);   /* (the verifier's bound) */
+	if (probe)
+		k = put_regs(rec, k, uregs);
+	else
+		rec->w[k++ & BUF_MASK] = 0; /* no user registers */
+	rec->w[k & BUF_MASK] = 0;           /* no stack copy */
+	size = ((k + 1) * 8) & (sizeof(*rec) - 1);   /* (the verifier's bound) */
 	rec->w[0] = PERF_RECORD_SAMPLE |
 		    (__u64)(kernel ? PERF_RECORD_MISC_KERNEL : PERF_RECORD_MISC_USER) << 32 |
 		    (__u64)size << 48;
@@ -589,4 +647,47 @@ int nw_unwind(struct nw_perf_ctx *ctx)
 	count(NW_BPF_FRAMES, w->n);
 	count(NW_BPF_FP_FRAMES, w->fp_frames);
 	return check;
+}
+
+/* A sampling event's sample: the interrupted registers, user or kernel. */
+SEC("perf_event")
+int nw_unwind(struct nw_perf_ctx *ctx)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct nw_user_regs u = {};
+
+	/* The user registers: the walk needs these three. */
+	u.ip = regs->ip;
+	u.sp = regs->sp;
+	u.bp = regs->bp;
+	return unwind(ctx, &u, ctx->regs.ip, ctx->sample_period, (ctx->regs.cs & 3) == 0, false);
+}
+
+/*
+ * A uprobe's sample (an allocation's, record/alloc.c): taken in the task,
+ * at a user instruction, its context the user registers.  Its source reads
+ * arguments from the registers, so they are written too.  The uprobe is
+ * opened once per CPU for every task, and a hit runs the program of each:
+ * the one whose CPU (its attach cookie) is the hit's takes the sample, as
+ * perf's own writing would.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nw_user_regs);
+} probe_regs SEC(".maps");
+
+SEC("kprobe")
+int nw_unwind_probe(struct pt_regs *ctx)
+{
+	__u32 zero = 0;
+	struct nw_user_regs *u = bpf_map_lookup_elem(&probe_regs, &zero);
+
+	if (bpf_get_attach_cookie(ctx) != bpf_get_smp_processor_id())
+		return 0;
+	/* In a map: put_regs() reads them by a register's number. */
+	if (!u || bpf_probe_read_kernel(u, sizeof(*u), ctx))
+		return 1;
+	return unwind(ctx, u, u->ip, 1, false, true);
 }

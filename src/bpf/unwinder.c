@@ -29,8 +29,9 @@ struct loaded {
 
 struct nw_bpf_unwinder {
 	struct nw_unwind_bpf *skel;     /* event 0's copy, whose maps every copy shares */
-	struct nw_unwind_bpf **copies;  /* per event; copies[0] == skel */
-	unsigned ncopies;
+	struct nw_unwind_bpf **copies;  /* per event, then per probe; copies[0] == skel */
+	unsigned ncopies, nevents;
+	unsigned *probes;               /* the source event each probe copy serves */
 	struct ring_buffer *ring;
 	struct bpf_link **links;
 	size_t nlinks, cap_links;
@@ -98,10 +99,14 @@ static int handle(void *ctx, void *data, size_t size)
 	return u->fn ? u->fn(u->arg, data, size) : 0;
 }
 
-/* Loads the copy of the program for event @e, on the maps of u->skel when there is one. */
+/*
+ * Loads the copy of the program for event @e (e >= u->nevents: for probe
+ * e - u->nevents), on the maps of u->skel when there is one.
+ */
 static int load_copy(struct nw_bpf_unwinder *u, const struct nw_bpf_opts *o, unsigned e,
 		     const struct stat *ns)
 {
+	bool probe = e >= u->nevents;
 	struct nw_unwind_bpf *sk = nw_unwind_bpf__open();
 	int r;
 
@@ -114,17 +119,21 @@ static int load_copy(struct nw_bpf_unwinder *u, const struct nw_bpf_opts *o, uns
 	sk->rodata->max_user = o->max_frames ? o->max_frames : 512;
 	sk->rodata->want_kernel = o->kernel;
 	sk->rodata->ring_bytes = o->ring_bytes;
-	sk->rodata->sample_id = NW_BPF_ID(e);
+	sk->rodata->sample_id = probe ? NW_BPF_PROBE_ID(u->probes[e - u->nevents]) : NW_BPF_ID(e);
 	sk->rodata->check = o->check;
+	sk->rodata->regs_mask = o->regs_mask;
+	/* Each copy verifies the one program it runs. */
+	bpf_program__set_autoload(probe ? sk->progs.nw_unwind : sk->progs.nw_unwind_probe, false);
 	if (u->skel) {
 		struct bpf_map *mine[] = { sk->maps.modules, sk->maps.rows, sk->maps.bufs,
 					   sk->maps.samples, sk->maps.stats, sk->maps.vmas,
-					   sk->maps.procs, sk->maps.walks, sk->maps.scratch, sk->maps.row_cache };
+					   sk->maps.procs, sk->maps.walks, sk->maps.scratch, sk->maps.row_cache,
+					   sk->maps.probe_regs };
 		struct bpf_map *first[] = { u->skel->maps.modules, u->skel->maps.rows,
 					    u->skel->maps.bufs, u->skel->maps.samples,
 					    u->skel->maps.stats, u->skel->maps.vmas,
 					    u->skel->maps.procs, u->skel->maps.walks, u->skel->maps.scratch,
-					    u->skel->maps.row_cache };
+					    u->skel->maps.row_cache, u->skel->maps.probe_regs };
 
 		for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++)
 			if ((r = bpf_map__reuse_fd(mine[i], bpf_map__fd(first[i]))))
@@ -141,15 +150,21 @@ static int load_copy(struct nw_bpf_unwinder *u, const struct nw_bpf_opts *o, uns
 int nw_bpf_open(struct nw_bpf_unwinder **ret, const struct nw_bpf_opts *o, char *err, size_t len)
 {
 	struct nw_bpf_unwinder *u = calloc(1, sizeof(*u));
-	unsigned n = o->nevents ? o->nevents : 1;
+	unsigned n = (o->nevents ? o->nevents : 1) + o->nprobes;
 	struct stat ns = { 0 };
 	int r = 0;
 
 	*ret = NULL;
-	if (!u || !(u->copies = calloc(n, sizeof(*u->copies)))) {
+	if (!u || !(u->copies = calloc(n, sizeof(*u->copies))) ||
+	    !(u->probes = calloc(o->nprobes + 1, sizeof(*u->probes)))) {
+		if (u)
+			free(u->copies);
 		free(u);
 		return -ENOMEM;
 	}
+	u->nevents = n - o->nprobes;
+	if (o->nprobes)
+		memcpy(u->probes, o->probes, o->nprobes * sizeof(*u->probes));
 	libbpf_set_print(silent);
 	stat("/proc/self/ns/pid", &ns);
 	u->max_rows = o->max_rows ? o->max_rows : NW_BPF_DEFAULT_ROWS;
@@ -179,7 +194,7 @@ int nw_bpf_attach(struct nw_bpf_unwinder *u, int fd, unsigned event)
 {
 	struct bpf_link *link;
 
-	if (event >= u->ncopies)
+	if (event >= u->nevents)
 		return -EINVAL;
 	if (nw_grow(&u->links, &u->cap_links, u->nlinks + 1, sizeof(*u->links)))
 		return -ENOMEM;
@@ -188,6 +203,26 @@ int nw_bpf_attach(struct nw_bpf_unwinder *u, int fd, unsigned event)
 		return -errno;
 	u->links[u->nlinks++] = link;
 	return 0;
+}
+
+int nw_bpf_attach_probe(struct nw_bpf_unwinder *u, int fd, unsigned which, int cpu)
+{
+	LIBBPF_OPTS(bpf_perf_event_opts, opts, .bpf_cookie = (uint64_t)cpu);
+	struct bpf_link *link;
+
+	for (unsigned i = u->nevents; i < u->ncopies; i++) {
+		if (u->probes[i - u->nevents] != which)
+			continue;
+		if (nw_grow(&u->links, &u->cap_links, u->nlinks + 1, sizeof(*u->links)))
+			return -ENOMEM;
+		link = bpf_program__attach_perf_event_opts(u->copies[i]->progs.nw_unwind_probe, fd,
+							   &opts);
+		if (!link)
+			return -errno;
+		u->links[u->nlinks++] = link;
+		return 0;
+	}
+	return -EINVAL;
 }
 
 static uint32_t slot(const struct nw_bpf_unwinder *u, uint64_t dev, uint64_t ino)
@@ -382,6 +417,7 @@ void nw_bpf_close(struct nw_bpf_unwinder *u)
 	for (unsigned i = u->ncopies; i-- > 0;)
 		nw_unwind_bpf__destroy(u->copies[i]);
 	free(u->copies);
+	free(u->probes);
 	free(u->links);
 	free(u->set);
 	free(u);

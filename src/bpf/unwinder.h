@@ -21,6 +21,9 @@ struct nw_bpf_opts {
 	uint32_t ring_bytes;       /* the ring buffer, a power of two of pages */
 	uint32_t max_rows;         /* rows of all modules' tables together */
 	unsigned nevents;          /* events sampled: a copy of the program for each */
+	const unsigned *probes;    /* a source's uprobe events it unwinds (their numbers) */
+	unsigned nprobes;
+	uint64_t regs_mask;        /* the session's sample_regs_user, which a probe's samples carry */
 	bool check;                /* perf writes each sample too, with a stack copy */
 };
 
@@ -52,6 +55,13 @@ int nw_bpf_open(struct nw_bpf_unwinder **ret, const struct nw_bpf_opts *o, char 
  * samples carry the id NW_BPF_ID(@event).  -errno.
  */
 int nw_bpf_attach(struct nw_bpf_unwinder *u, int fd, unsigned event);
+/*
+ * ... to the uprobe event @fd, opened on @cpu for every task, of a
+ * source's event @which, one of nw_bpf_opts.probes: NW_BPF_PROBE_ID(@which).
+ * (A uprobe runs the program of every such event at each hit: the one
+ * opened on the CPU of the hit takes the sample.)
+ */
+int nw_bpf_attach_probe(struct nw_bpf_unwinder *u, int fd, unsigned which, int cpu);
 /* Whether the table of the file (@dev, @ino) is loaded (or known to be empty). */
 bool nw_bpf_has_module(const struct nw_bpf_unwinder *u, uint64_t dev, uint64_t ino);
 /*
@@ -61,13 +71,13 @@ bool nw_bpf_has_module(const struct nw_bpf_unwinder *u, uint64_t dev, uint64_t i
  */
 int nw_bpf_add_module(struct nw_bpf_unwinder *u, uint64_t dev, uint64_t ino,
 		      const struct nw_cfi_row *rows, uint32_t n);
-/* A file descriptor that polls readable when samples are waiting. */
 /*
  * Process @tgid mapped [@start, @end): the mappings of code the program
  * learned for it that this overlaps are gone (bpf/abi.h, struct
  * nw_bpf_proc_vmas).
  */
 void nw_bpf_forget(struct nw_bpf_unwinder *u, uint32_t tgid, uint64_t start, uint64_t end);
+/* A file descriptor that polls readable when samples are waiting. */
 int nw_bpf_fd(const struct nw_bpf_unwinder *u);
 /* Hands every waiting sample to @fn; the count, or -errno. */
 int nw_bpf_consume(struct nw_bpf_unwinder *u, int (*fn)(void *arg, const void *rec, size_t size),

@@ -679,6 +679,19 @@ static enum nw_source_scope event_attr(void *arg, const struct nw_session *s, un
 	return NW_SOURCE_CPU;
 }
 
+/*
+ * -g bpf: a sampled allocation's stack is unwound in the kernel.  Not an
+ * attached process's C library returns: tracefs's uprobes are opened per
+ * task and inherited, and the kernel runs a program once per such event
+ * at every hit (up to 64 of them); those keep their stack copies.
+ */
+static bool in_kernel(void *arg, unsigned which)
+{
+	const struct nw_alloc_listener *l = arg;
+
+	return l->events[which].kind == NW_ALLOC_EV_SAMPLE;
+}
+
 static void on_sample(void *arg, struct nw_session *s, unsigned which, const struct nw_sample *smp,
 		      struct nw_thread *th, const struct nw_epoch *epoch)
 {
@@ -748,6 +761,7 @@ void nw_alloc_listener_init(struct nw_alloc_listener *l, const struct nw_alloc_o
 		.attr = event_attr,
 		.sample = on_sample,
 		.exec = on_exec,
+		.in_kernel = in_kernel,
 		.describe = describe,
 	};
 	/* The markers' (and the C library's) arguments, read at their entry;

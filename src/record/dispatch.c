@@ -61,7 +61,9 @@ size_t nw_session_unwind(struct nw_session *s, const struct nw_thread *th,
 	struct nw_unwind_ctx ctx = { .pid = th->pid, .proc = th->proc, .epoch = epoch,
 				     .modules = &s->modules };
 
-	/* A source's sample: the in-kernel unwinder is on the sampled events only. */
+	/* A source's sample: the in-kernel unwinder's (or handed back), else from its copy. */
+	if (s->source_in_kernel)
+		return nw_unwind(&s->unwinder, &ctx, smp, s->frames, NW_UNWIND_MAX_FRAMES);
 	return nw_unwind_copy(&s->unwinder, &ctx, smp, s->frames, NW_UNWIND_MAX_FRAMES);
 }
 
@@ -109,8 +111,15 @@ static void source_sample(struct nw_session *s, unsigned which, const struct nw_
 		return;
 	}
 	th = sample_thread(s, smp, &epoch);
-	if (th)
+	if (!th)
+		return;
+	s->source_in_kernel = nw_session_probe(s, which);
+	/* Check mode: perf's twin of a sample the program unwound is compared, not counted. */
+	if (s->source_in_kernel && s->unwinder.bpf_check && smp->stack_size)
+		nw_session_unwind(s, th, epoch, smp);
+	else
 		src->sample(src->arg, s, which, smp, th, epoch);
+	s->source_in_kernel = false;
 }
 
 static void process_sample(struct nw_session *s, const struct nw_sample *smp)

@@ -445,7 +445,13 @@ static int open_events(struct nw_recorder *r)
 	if (attaching(r))
 		return nw_targets_attach(&r->s, r->o.targets, &r->attached);
 	/* -g bpf: the first samples find the tables of what the program maps first. */
-	nw_session_preload_tables(&r->s, r->o.argv[0]);
+	if (r->s.bpf) {
+		const char *env = getenv("LD_PRELOAD");
+		char *pre = r->o.alloc ? nw_alloc_preload(&r->alloc, env) : NULL;
+
+		nw_session_preload_tables(&r->s, r->o.argv[0], pre ? pre : env);
+		free(pre);
+	}
 	return nw_session_open(&r->s, r->l.pid);
 }
 

@@ -85,18 +85,26 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 		return ret;
 	if (opts->callgraph == NW_CALLGRAPH_BPF) {
 		/* The program's samples: the layout of bpf/abi.h (its pairs in the callchain). */
+		for (unsigned w = 0; src && src->in_kernel && w < src->nevents; w++)
+			if (src->in_kernel(src->arg, w) && s->nprobes < NW_SESSION_MAX_PROBES)
+				s->probes[s->nprobes++] = w;
 		struct nw_bpf_opts bo = {
 			.max_frames = opts->max_frames ? opts->max_frames : NW_UNWIND_MAX_FRAMES,
 			.kernel = opts->kernel,
 			.ring_bytes = NW_BPF_DEFAULT_RING,
 			.max_rows = NW_BPF_DEFAULT_ROWS,
 			.nevents = s->nevents,
+			.probes = s->probes,
+			.nprobes = s->nprobes,
+			.regs_mask = s->fmt.regs_mask,
 			.check = s->unwinder.bpf_check != NULL,
 		};
 
 		ret = nw_bpf_open(&s->bpf, &bo, s->bpf_err, sizeof(s->bpf_err));
 		for (unsigned e = 0; !ret && e < s->nevents; e++)
 			ret = nw_session_file_id(s, NW_BPF_ID(e), e, false);
+		for (unsigned i = 0; !ret && i < s->nprobes; i++)
+			ret = nw_session_file_id(s, NW_BPF_PROBE_ID(s->probes[i]), s->probes[i], true);
 		if (ret)
 			return ret;
 	}
@@ -250,8 +258,19 @@ int nw_session_file_id(struct nw_session *s, uint64_t id, unsigned event, bool s
 	return 0;
 }
 
-/* Keeps @fd (closed here on failure) and files its id under @event (the source's when @source). */
-static int add_fd(struct nw_session *s, int fd, unsigned event, bool source)
+bool nw_session_probe(const struct nw_session *s, unsigned which)
+{
+	for (unsigned i = 0; s->bpf && i < s->nprobes; i++)
+		if (s->probes[i] == which)
+			return true;
+	return false;
+}
+
+/*
+ * Keeps @fd, opened on @cpu (closed here on failure), and files its id
+ * under @event (the source's when @source).
+ */
+static int add_fd(struct nw_session *s, int fd, unsigned event, bool source, int cpu)
 {
 	uint64_t id;
 
@@ -265,9 +284,10 @@ static int add_fd(struct nw_session *s, int fd, unsigned event, bool source)
 	/* The dummy event brings records, never samples. */
 	if (!source && event == NW_EVENT_DUMMY)
 		return 0;
-	/* -g bpf: the sampled events' samples are unwound in the kernel. */
-	if (s->bpf && !source) {
-		int ret = nw_bpf_attach(s->bpf, fd, event);
+	/* -g bpf: the sampled events' samples are unwound in the kernel, and the source's uprobes'. */
+	if (s->bpf && (!source || nw_session_probe(s, event))) {
+		int ret = source ? nw_bpf_attach_probe(s->bpf, fd, event, cpu)
+				 : nw_bpf_attach(s->bpf, fd, event);
 
 		if (ret)
 			return ret;
@@ -316,7 +336,7 @@ static int open_attr(struct nw_session *s, struct perf_event_attr *a, unsigned e
 	fd = perf_open(a, pid, cpu);
 	if (fd < 0)
 		return fd;
-	ret = add_fd(s, fd, event, source);
+	ret = add_fd(s, fd, event, source, cpu);
 	if (ret)
 		return ret;
 	if (s->ring_fd[cpu] < 0)

@@ -97,6 +97,7 @@ struct nw_session_hooks {
 };
 
 #define NW_SESSION_MAX_HOOKS 4
+#define NW_SESSION_MAX_PROBES 16   /* a source's uprobes unwound in the kernel */
 
 struct nw_session;
 
@@ -126,6 +127,9 @@ enum nw_source_scope {
  *  - sample: a sample of its event @which, by thread @th of a process the
  *    session follows, whose address space is at @epoch;
  *  - exec: process @pid replaced its image (NULL: nothing to do);
+ *  - in_kernel: whether -g bpf unwinds its event @which in the kernel: a
+ *    uprobe (of the uprobe PMU, or tracefs's) whose samples need the
+ *    stack of the task that hit it (NULL: none is);
  *  - describe: adds the descriptors of its metrics to @m, after the
  *    events' (-ENOMEM).
  */
@@ -141,6 +145,7 @@ struct nw_session_source {
 		       const struct nw_sample *smp, struct nw_thread *th,
 		       const struct nw_epoch *epoch);
 	void (*exec)(void *arg, struct nw_session *s, uint32_t pid);
+	bool (*in_kernel)(void *arg, unsigned which);
 	int (*describe)(void *arg, const struct nw_session *s, struct nw_measurement *m);
 };
 
@@ -190,6 +195,9 @@ struct nw_session {
 	size_t nkept, cap_kept;
 	struct nw_bpf_unwinder *bpf;  /* -g bpf: the in-kernel unwinder */
 	char bpf_err[160];         /* why it could not be loaded */
+	unsigned probes[NW_SESSION_MAX_PROBES];  /* the source's events it unwinds (uprobes) */
+	unsigned nprobes;
+	bool source_in_kernel;     /* the source's sample being handled is the program's */
 	struct nw_cache *cache;    /* where unwind tables are kept between runs (NULL: none) */
 	uint64_t bpf_table_ns;     /* time spent compiling unwind tables */
 	uint64_t bpf_tables_failed;
@@ -230,6 +238,8 @@ int nw_session_open_system(struct nw_session *s, const bool *cpus);
  * what opening an event does, for tests that open none.  -ENOMEM.
  */
 int nw_session_file_id(struct nw_session *s, uint64_t id, unsigned event, bool source);
+/* Whether the in-kernel unwinder serves the source's event @which (-g bpf). */
+bool nw_session_probe(const struct nw_session *s, unsigned which);
 /* Reads every ring once and processes what it held.  Returns records processed or -errno. */
 int nw_session_read(struct nw_session *s);
 /* Disables the events so nothing more arrives (ends an attach or a stopped run). */
@@ -309,10 +319,11 @@ int nw_session_map_module(struct nw_session *s, struct nw_process *p, const char
 void nw_session_load_table(struct nw_session *s, uint32_t module);
 /*
  * Loads, before the program @cmd starts (as execvp() finds it), the tables
- * of what it maps first: itself, its interpreter, the libraries it names,
- * the vdso; they are compiled once and then come from the cache.
+ * of what it maps first: itself, its interpreter, the libraries it names
+ * and those of @preload (its LD_PRELOAD, NULL: none), the vdso; they are
+ * compiled once and then come from the cache.
  */
-void nw_session_preload_tables(struct nw_session *s, const char *cmd);
+void nw_session_preload_tables(struct nw_session *s, const char *cmd, const char *preload);
 /*
  * Keeps in the run cache the files whose tables the launched program's
  * processes needed once it started, for nw_session_preload_tables() to

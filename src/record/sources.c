@@ -42,6 +42,13 @@ static void on_exec(void *arg, struct nw_session *s, uint32_t pid)
 			m->v[i]->exec(m->v[i]->arg, s, pid);
 }
 
+static bool in_kernel(void *arg, unsigned which)
+{
+	const struct nw_session_source *src = source_of(arg, &which);
+
+	return src && src->in_kernel && src->in_kernel(src->arg, which);
+}
+
 static int describe(void *arg, const struct nw_session *s, struct nw_measurement *m)
 {
 	const struct nw_sources *ms = arg;
@@ -56,7 +63,8 @@ void nw_sources_init(struct nw_sources *m)
 {
 	memset(m, 0, sizeof(*m));
 	m->source = (struct nw_session_source){
-		.arg = m, .attr = attr, .sample = sample, .exec = on_exec, .describe = describe,
+		.arg = m, .attr = attr, .sample = sample, .exec = on_exec, .in_kernel = in_kernel,
+		.describe = describe,
 	};
 }
 

@@ -115,11 +115,12 @@ static void load_need(void *arg, const char *name, bool interp)
 {
 	struct nw_session *s = arg;
 
-	if (interp) {
+	/* The interpreter, or a path (DT_NEEDED and LD_PRELOAD may name one). */
+	if (interp || strchr(name, '/')) {
 		load_file(s, name, false, NULL, 0);
 		return;
 	}
-	for (size_t j = 0; !strchr(name, '/') && j < sizeof(lib_dirs) / sizeof(lib_dirs[0]); j++) {
+	for (size_t j = 0; j < sizeof(lib_dirs) / sizeof(lib_dirs[0]); j++) {
 		char lib[PATH_MAX];
 
 		snprintf(lib, sizeof(lib), "%s/%s", lib_dirs[j], name);
@@ -180,7 +181,7 @@ void nw_session_save_preload(struct nw_session *s)
 	nw_sb_fini(&list);
 }
 
-void nw_session_preload_tables(struct nw_session *s, const char *cmd)
+void nw_session_preload_tables(struct nw_session *s, const char *cmd, const char *preload)
 {
 	char path[PATH_MAX];
 	const char *dirs = getenv("PATH");
@@ -188,6 +189,16 @@ void nw_session_preload_tables(struct nw_session *s, const char *cmd)
 	if (!s->bpf || !cmd)
 		return;
 	load_file(s, "[vdso]", true, NULL, 0);
+	/* LD_PRELOAD's libraries (--alloc's interposer): separated by colons or spaces. */
+	for (const char *p = preload ? preload : ""; *p;) {
+		size_t len = strcspn(p, ": ");
+
+		if (len && len < sizeof(path)) {
+			snprintf(path, sizeof(path), "%.*s", (int)len, p);
+			load_need(s, path, false);
+		}
+		p += len + (p[len] != 0);
+	}
 	if (strchr(cmd, '/')) {
 		snprintf(path, sizeof(path), "%s", cmd);
 	} else {

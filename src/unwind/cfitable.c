@@ -40,7 +40,7 @@ _Static_assert(sizeof(struct nw_cfi_row) == 12, "bpf/abi.h: a row is 12 bytes");
  * when this file or cfirule.c would compile any row differently, so that no
  * table of an earlier version is used.
  */
-#define MAGIC "NWCFIT1"
+#define MAGIC "NWCFIT2"   /* 2: NW_CFA_SIGNAL rows */
 
 /* A cache file: this header, then nrows rows as in memory (host byte order). */
 struct file_header {
@@ -139,13 +139,26 @@ static void row_from_rule(const struct nw_cfi_rule *r, struct nw_cfi_row *row)
 		row->cfa = r->cfa_from_fp ? NW_CFA_FP : NW_CFA_SP;
 }
 
+/* The row of @frame, compiled into *@r on the way. */
+static void frame_row(Dwarf_Frame *frame, struct nw_cfi_rule *r, struct nw_cfi_row *row)
+{
+	bool signal = false;
+
+	nw_cfi_rule_compile(&nw_arch_x86_64, frame, r);
+	row_from_rule(r, row);
+	/* A signal frame ('S' in its CIE): the in-kernel unwinder reads the rt_sigframe. */
+	if (dwarf_frame_info(frame, NULL, NULL, &signal) >= 0 && signal)
+		row->cfa = NW_CFA_SIGNAL;
+}
+
 void nw_cfi_table_row(Dwarf_Frame *frame, struct nw_cfi_row *row)
 {
 	struct nw_cfi_rule r = { .kind = NW_CFI_RULE_NONE };
 
 	if (frame)
-		nw_cfi_rule_compile(&nw_arch_x86_64, frame, &r);
-	row_from_rule(&r, row);
+		frame_row(frame, &r, row);
+	else
+		row_from_rule(&r, row);
 }
 
 static bool same_rule(const struct nw_cfi_row *a, const struct nw_cfi_row *b)
@@ -345,14 +358,13 @@ static int walk_fde(struct builder *b, uint64_t lo, uint64_t hi)
 
 		if (dwarf_cfi_addrframe(b->cfi, addr, &frame) != 0)
 			break; /* libdw does not find it either: a gap */
-		nw_cfi_rule_compile(&nw_arch_x86_64, frame, &r);
+		frame_row(frame, &r, &row);
 		dwarf_frame_info(frame, &start, &end, NULL);
 		free(frame);
 		if (end <= addr)
 			break;
 		if (r.kind == NW_CFI_RULE_PLT && r.plt_min != 11)
 			b->stats.plt_other++;
-		row_from_rule(&r, &row);
 		if (end > hi)
 			end = hi;
 		err = add_span(b, addr, end, &row);
@@ -613,7 +625,7 @@ static bool load_cached(const struct nw_cache *cache, const char *name, struct n
 	map = NULL;
 	ok = true;
 	for (uint32_t i = 0; i < t->nrows && ok; i++)
-		ok = t->rows[i].cfa <= NW_CFA_COMPLEX && t->rows[i].fp <= NW_FP_UNDEF &&
+		ok = t->rows[i].cfa <= NW_CFA_SIGNAL && t->rows[i].fp <= NW_FP_UNDEF &&
 		     (!i || t->rows[i].off > t->rows[i - 1].off);
 	t->from_debug_frame = h.flags & 1;
 	t->from_cache = true;

@@ -6,7 +6,8 @@
 # walked by frame pointers and counted in stack health; a library loaded
 # with dlopen after the start; an attached process; off-CPU samples;
 # NARWHAL_UNWIND=check, which unwinds each sample both in the kernel and
-# from a stack copy, agrees on the unwinding test programs.  As nobody: the
+# from a stack copy, agrees on the unwinding test programs; allocation
+# samples (a uprobe) unwound in the kernel, through a signal frame.  As nobody: the
 # default falls back to dwarf, with one notice saying why.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -142,6 +143,32 @@ done
 	fail "$bad of $total samples differ"
 }
 ok "$bad of $total samples differ"
+
+check "--alloc: allocation samples unwound in the kernel, through a signal handler's frame"
+# The allocation marker's uprobe runs the program too: every sampled
+# allocation's stack is the kernel's walk, which check mode compares with
+# perf's copy; path_signal allocates in a SIGUSR1 handler that raise()
+# ran, so its stacks cross glibc's __restore_rt (a signal frame in the CFI).
+d=$NW_TMP/alloc.data
+unset MALLOC_PERTURB_
+NARWHAL_UNWIND=check nw_record_ok "$d" -v --alloc "$P/alloc"
+line=$(grep 'bpf check:' "$d.err" | grep -v debug || true)
+n=$(sed -E 's/.*check: ([0-9]+) samples.*/\1/' <<<"$line")
+m=$(sed -E 's/.* ([0-9]+) differ.*/\1/' <<<"$line")
+allocs=$(sed -nE 's/.*: ([0-9]+) allocation samples.*/\1/p' "$d.err")
+cpu=$(sed -nE 's/^narwhal-record: ([0-9]+) samples from .*/\1/p' "$d.err")
+# Checked: every allocation sample, and the CPU samples beside them.
+[[ -n $n && -n $allocs && -n $cpu ]] && ((allocs >= 20 && n == allocs + cpu && m == 0)) || {
+	nw_show "narwhal-record -v" "$d.err"
+	fail "$allocs allocation and $cpu CPU samples, ${n:-no} checked, ${m:-?} differ: expected all checked, none differing"
+}
+nw_report "$NW_TMP/alloc.folded" "$d" --folded --metric alloc-bytes
+sig=$(share "$NW_TMP/alloc.folded" ';main;paths;.*;on_signal;path_signal$')
+awk -v g="$sig" 'BEGIN { exit !(g > 0) }' || {
+	nw_show "--folded --metric alloc-bytes" "$NW_TMP/alloc.folded"
+	fail "no allocation stack main;paths;...;on_signal;path_signal"
+}
+ok "$n of $n samples ($allocs of them allocations) unwound in the kernel agree with the copy; $sig% of the bytes through the signal frame"
 
 check "as nobody: dwarf, with one notice saying why"
 mkdir -p "$NW_TMP/nobody" && chmod 777 "$NW_TMP/nobody" && chmod 755 "$NW_TMP"
