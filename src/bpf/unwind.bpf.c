@@ -532,6 +532,26 @@ static long step(__u32 i, void *arg)
 }
 
 /*
+ * Whether a probe's walk is under way on this CPU.  A probe runs in the
+ * task, preemptible and interruptible: a sample's program in the timer
+ * interrupt, or another task's probe, would write the per-CPU state the
+ * walk is using.  Those hand their sample back to perf instead.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} busy SEC(".maps");
+
+static __always_inline bool probe_running(void)
+{
+	__u32 zero = 0, *b = bpf_map_lookup_elem(&busy, &zero);
+
+	return !b || *b;
+}
+
+/*
  * perf's x86-64 register numbers (uapi asm/perf_regs.h) as words of struct
  * pt_regs, five bits each, in two constants (a static array would land in
  * .rodata beside the recorder's settings, which clang-14's BTF gets wrong).
@@ -584,6 +604,11 @@ static __always_inline int unwind(void *ctx, const struct nw_user_regs *uregs, _
 
 	if (!rec || !w)
 		return 1;
+	/* A sample that interrupted a probe's walk on this CPU: its state is in use. */
+	if (!probe && probe_running()) {
+		count(NW_BPF_HANDED_BACK, 1);
+		return 1;
+	}
 	__builtin_memset(w, 0, sizeof(*w));
 	w->end = NW_BPF_END_KERNEL;
 	w->in_task = probe;
@@ -684,10 +709,21 @@ int nw_unwind_probe(struct pt_regs *ctx)
 	__u32 zero = 0;
 	struct nw_user_regs *u = bpf_map_lookup_elem(&probe_regs, &zero);
 
+	__u32 *b = bpf_map_lookup_elem(&busy, &zero);
+	int ret;
+
 	if (bpf_get_attach_cookie(ctx) != bpf_get_smp_processor_id())
 		return 0;
+	if (!b || *b) {
+		count(NW_BPF_HANDED_BACK, 1);
+		return 1;
+	}
+	*b = 1;
 	/* In a map: put_regs() reads them by a register's number. */
 	if (!u || bpf_probe_read_kernel(u, sizeof(*u), ctx))
-		return 1;
-	return unwind(ctx, u, u->ip, 1, false, true);
+		ret = 1;
+	else
+		ret = unwind(ctx, u, u->ip, 1, false, true);
+	*b = 0;
+	return ret;
 }

@@ -128,12 +128,13 @@ static int load_copy(struct nw_bpf_unwinder *u, const struct nw_bpf_opts *o, uns
 		struct bpf_map *mine[] = { sk->maps.modules, sk->maps.rows, sk->maps.bufs,
 					   sk->maps.samples, sk->maps.stats, sk->maps.vmas,
 					   sk->maps.procs, sk->maps.walks, sk->maps.scratch, sk->maps.row_cache,
-					   sk->maps.probe_regs };
+					   sk->maps.probe_regs, sk->maps.busy };
 		struct bpf_map *first[] = { u->skel->maps.modules, u->skel->maps.rows,
 					    u->skel->maps.bufs, u->skel->maps.samples,
 					    u->skel->maps.stats, u->skel->maps.vmas,
 					    u->skel->maps.procs, u->skel->maps.walks, u->skel->maps.scratch,
-					    u->skel->maps.row_cache, u->skel->maps.probe_regs };
+					    u->skel->maps.row_cache, u->skel->maps.probe_regs,
+					    u->skel->maps.busy };
 
 		for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++)
 			if ((r = bpf_map__reuse_fd(mine[i], bpf_map__fd(first[i]))))
