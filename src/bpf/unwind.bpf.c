@@ -544,6 +544,17 @@ struct {
 	__type(value, __u32);
 } busy SEC(".maps");
 
+/*
+ * A sample that finds the state in use goes back to perf; in check mode,
+ * where perf's copies are the twins of the program's samples, a copy
+ * without a twin would pair with the next one: it is dropped, counted lost.
+ */
+static __always_inline int busy_back(void)
+{
+	count(check ? NW_BPF_LOST : NW_BPF_HANDED_BACK, 1);
+	return !check;
+}
+
 static __always_inline bool probe_running(void)
 {
 	__u32 zero = 0, *b = bpf_map_lookup_elem(&busy, &zero);
@@ -605,10 +616,8 @@ static __always_inline int unwind(void *ctx, const struct nw_user_regs *uregs, _
 	if (!rec || !w)
 		return 1;
 	/* A sample that interrupted a probe's walk on this CPU: its state is in use. */
-	if (!probe && probe_running()) {
-		count(NW_BPF_HANDED_BACK, 1);
-		return 1;
-	}
+	if (!probe && probe_running())
+		return busy_back();
 	__builtin_memset(w, 0, sizeof(*w));
 	w->end = NW_BPF_END_KERNEL;
 	w->in_task = probe;
@@ -714,10 +723,8 @@ int nw_unwind_probe(struct pt_regs *ctx)
 
 	if (bpf_get_attach_cookie(ctx) != bpf_get_smp_processor_id())
 		return 0;
-	if (!b || *b) {
-		count(NW_BPF_HANDED_BACK, 1);
-		return 1;
-	}
+	if (!b || *b)
+		return busy_back();
 	*b = 1;
 	/* In a map: put_regs() reads them by a register's number. */
 	if (!u || bpf_probe_read_kernel(u, sizeof(*u), ctx))
