@@ -99,16 +99,7 @@ def perf(prog, tmp, freq):
     subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(freq), "--call-graph",
                     "dwarf", "-o", out, "--"] + prog, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
-    script = subprocess.run(["perf", "script", "-i", out, "-F", "ip,sym"], capture_output=True,
-                            text=True).stdout
-    stacks, cur = [], []
-    for line in script.splitlines() + [""]:
-        if line.strip():
-            parts = line.split(None, 1)
-            cur.append(parts[1].split("+")[0] if len(parts) > 1 else "[unknown]")
-        elif cur:
-            stacks.append(";".join(reversed(cur)))
-            cur = []
+    stacks = bench.perf_stacks(out)
     done = sum(1 for s in stacks if ENTRY.match(s))
     return 100.0 * done / len(stacks) if stacks else None
 

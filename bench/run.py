@@ -81,6 +81,22 @@ def chromium_page(tmp):
             f"--user-data-dir={os.path.join(tmp, 'chr')}", "--dump-dom", "file://" + page]
 
 
+def perf_stacks(data):
+    """The stacks of perf.data @data, outermost frame first, as "a;b;c" (perf script)."""
+    script = subprocess.run(["perf", "script", "-i", data, "-F", "ip,sym"], capture_output=True,
+                            text=True).stdout
+    stacks, cur = [], []
+    for line in script.splitlines() + [""]:
+        if line.strip():
+            parts = line.split(None, 1)
+            cur.append(parts[1].split("+")[0].replace(" (inlined)", "")
+                       if len(parts) > 1 else "[unknown]")
+        elif cur:
+            stacks.append(";".join(reversed(cur)))
+            cur = []
+    return stacks
+
+
 def run(cmd, stdout=subprocess.PIPE, env=None, check=True):
     """Runs cmd; returns CPU (its and its descendants'), wall, stdout, stderr."""
     cpu0, t0 = children_cpu(), time.monotonic()

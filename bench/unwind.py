@@ -17,6 +17,9 @@ an otherwise idle machine.  Usage: bench/unwind.py [--build build] [--runs 5]
 import argparse, json, os, re, resource, shutil, statistics, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import run as bench  # noqa: E402  (bench/run.py's helpers)
+
 ENTRY = re.compile(r"^(_start|__libc_start_main\w*|__libc_start_call_main|main|start_thread|clone3?|__clone3?)(;|$)")
 
 
@@ -69,16 +72,7 @@ def perf(prog, mode, tmp, freq, bare):
     total, _ = run_measured(["perf", "record", "-q", "-e", "cpu-clock:u", "-F", str(freq),
                              "--call-graph", cg, "-o", out, "--"] + prog)
     rep_cpu, _ = run_measured(["perf", "report", "-i", out, "--stdio", "--no-children"])
-    script = subprocess.run(["perf", "script", "-i", out, "-F", "ip,sym"], capture_output=True,
-                            text=True).stdout
-    stacks, cur = [], []
-    for line in script.splitlines() + [""]:
-        if line.strip():
-            parts = line.split(None, 1)
-            cur.append(parts[1].split("+")[0].replace(" (inlined)", "") if len(parts) > 1 else "[unknown]")
-        elif cur:
-            stacks.append((";".join(reversed(cur)), 1))
-            cur = []
+    stacks = [(s, 1) for s in bench.perf_stacks(out)]
     return {"samples": len(stacks), "added_us": 1e6 * (total - bare) / max(len(stacks), 1),
             "loop_us": 0.0, "total_s": total - bare + rep_cpu, "bytes": du(out),
             "complete": complete_share(stacks)}

@@ -43,6 +43,7 @@ const volatile __u32 ring_bytes = 1;
 const volatile __u64 sample_id = 0;     /* NW_BPF_ID() of the event this copy serves */
 const volatile bool check = false;      /* perf writes every sample too (NARWHAL_UNWIND=check) */
 const volatile __u64 regs_mask = 0;     /* the session's sample_regs_user (a probe writes them) */
+const volatile bool have_probes = false; /* a source's uprobes run the walk too (nw_unwind_probe) */
 
 struct record {
 	__u64 w[BUF_WORDS];
@@ -616,7 +617,7 @@ static __always_inline int unwind(void *ctx, const struct nw_user_regs *uregs, _
 	if (!rec || !w)
 		return 1;
 	/* A sample that interrupted a probe's walk on this CPU: its state is in use. */
-	if (!probe && probe_running())
+	if (!probe && have_probes && probe_running())
 		return busy_back();
 	__builtin_memset(w, 0, sizeof(*w));
 	w->end = NW_BPF_END_KERNEL;

@@ -122,6 +122,7 @@ static int load_copy(struct nw_bpf_unwinder *u, const struct nw_bpf_opts *o, uns
 	sk->rodata->sample_id = probe ? NW_BPF_PROBE_ID(u->probes[e - u->nevents]) : NW_BPF_ID(e);
 	sk->rodata->check = o->check;
 	sk->rodata->regs_mask = o->regs_mask;
+	sk->rodata->have_probes = o->nprobes > 0;
 	/* Each copy verifies the one program it runs. */
 	bpf_program__set_autoload(probe ? sk->progs.nw_unwind : sk->progs.nw_unwind_probe, false);
 	if (u->skel) {
