@@ -185,6 +185,7 @@ struct walk {
 	__u32 exact;            /* w->pc was interrupted (by a signal), not a return address */
 	__u32 gen;              /* the process's generation of mappings */
 	struct nw_bpf_vma vma;    /* the mapping of the last PC */
+	struct nw_bpf_vma learned; /* bpf_find_vma()'s (kind NONE: not code) */
 	__u32 first, nrows;     /* its module's table; nrows 0 and kind FILE: no table */
 	__u32 has_table;
 	__u64 lookup;           /* find_vma(): the PC, and whether it was found */
@@ -210,12 +211,20 @@ static __always_inline struct walk *walk_state(void)
 	return bpf_map_lookup_elem(&walks, &zero);
 }
 
-/* bpf_find_vma()'s callback: the mapping into @arg, a struct nw_bpf_vma whose mm is set. */
+/*
+ * bpf_find_vma()'s callback: the mapping into w->learned, whose mm is set.
+ * (Into the map, not the caller's stack: the verifier would carry each
+ * kind it can write as a state of its own through the rest of the walk.)
+ */
 static long vma_found(struct task_struct *task, struct vm_area_struct *vma, void *arg)
 {
-	struct nw_bpf_vma *v = arg;
+	struct walk *w = walk_state();
+	struct nw_bpf_vma *v;
 	struct file *file = BPF_CORE_READ(vma, vm_file);
 
+	if (!w)
+		return 0;
+	v = &w->learned;
 	/* A return address in memory that is not code: the walk went astray. */
 	if (!(BPF_CORE_READ(vma, vm_flags) & VM_EXEC))
 		return 0;
@@ -256,6 +265,55 @@ static __always_inline enum vma_found found_table(struct walk *w)
 }
 
 /*
+ * A scan of a process's list of mappings, as a bpf_loop() over its ways:
+ * the verifier checks one way, not each way and each way's exit (which
+ * doubled the program's verified instructions and its start-up).
+ */
+struct way_scan {
+	struct nw_bpf_proc_vmas *pv;
+	__u64 pc;
+	__s32 way;              /* the way found, or -1 */
+};
+
+static __always_inline bool vma_holds(const struct nw_bpf_vma *v, __u64 mm, __u64 pc)
+{
+	return v->mm == mm && v->kind != NW_VMA_NONE && pc >= v->start && pc < v->end;
+}
+
+/* The way of s->pv that holds s->pc's mapping. */
+static long way_holding(__u32 i, void *arg)
+{
+	struct way_scan *s = arg;
+	struct walk *w = walk_state();
+
+	if (!w || !s->pv)
+		return 1;
+	if (!vma_holds(&s->pv->v[i & (NW_BPF_PROC_WAYS - 1)], w->mm, s->pc))
+		return 0;
+	s->way = i;
+	return 1;
+}
+
+/* The first way of the list being rewritten that is free or stale. */
+static long way_free(__u32 i, void *arg)
+{
+	struct way_scan *s = arg;
+	struct walk *w = walk_state();
+	struct scratch *sc;
+	__u32 zero = 0;
+
+	sc = bpf_map_lookup_elem(&scratch, &zero);
+	if (!w || !sc)
+		return 1;
+	struct nw_bpf_vma *v = &sc->proc.v[i & (NW_BPF_PROC_WAYS - 1)];
+
+	if (v->kind != NW_VMA_NONE && v->mm == w->mm)
+		return 0;
+	s->way = i;
+	return 1;
+}
+
+/*
  * The mapping of @pc into w->vma, and its module's table: from the cache,
  * else (once per sample) from bpf_find_vma(), then cached.  VMA_UNKNOWN
  * when it cannot be known now, VMA_NOT_CODE when @pc is in no mapping of
@@ -266,60 +324,52 @@ static __always_inline enum vma_found find_vma_inline(struct walk *w, __u64 pc)
 	struct vma_key key = { .tgid = w->tgid, .bucket = (__u32)(pc >> VMA_BUCKET_SHIFT),
 			       .gen = w->gen };
 	struct vma_slot *slot = bpf_map_lookup_elem(&vmas, &key);
-	struct nw_bpf_proc_vmas *pv;
+	struct way_scan scan = { .pc = pc, .way = -1 };
 	struct scratch *sc;
-	bool hit = false;
 	__u32 zero = 0;
 	int way;
 
 	for (int i = 0; slot && i < VMA_WAYS; i++) {
 		struct nw_bpf_vma *v = &slot->v[i];
 
-		if (v->mm == w->mm && v->kind != NW_VMA_NONE && pc >= v->start && pc < v->end) {
+		if (vma_holds(v, w->mm, pc)) {
 			w->vma = *v;
 			return found_table(w);
 		}
 	}
-	pv = bpf_map_lookup_elem(&procs, &w->tgid);
-	for (int i = 0; pv && i < NW_BPF_PROC_WAYS; i++) {
-		struct nw_bpf_vma *v = &pv->v[i];
-
-		if (v->mm == w->mm && v->kind != NW_VMA_NONE && pc >= v->start && pc < v->end) {
-			w->vma = *v;
-			hit = true;
-			break;
-		}
-	}
+	scan.pv = bpf_map_lookup_elem(&procs, &w->tgid);
+	if (scan.pv)
+		bpf_loop(NW_BPF_PROC_WAYS, way_holding, &scan, 0);
 	sc = bpf_map_lookup_elem(&scratch, &zero);
 	if (!sc)
 		return NW_VMA_UNKNOWN;
-	if (!hit) {
+	if (scan.pv && scan.way >= 0) {
+		w->vma = scan.pv->v[scan.way & (NW_BPF_PROC_WAYS - 1)];
+	} else {
 		if (w->found && !w->in_task)
 			return NW_VMA_UNKNOWN;
-		struct nw_bpf_vma found = { .mm = w->mm };
 		long err;
 
 		w->found = 1;
-		err = bpf_find_vma(bpf_get_current_task_btf(), pc, vma_found, &found, 0);
-		if (err == -ENOENT || (!err && found.kind == NW_VMA_NONE))
+		__builtin_memset(&w->learned, 0, sizeof(w->learned));
+		w->learned.mm = w->mm;
+		err = bpf_find_vma(bpf_get_current_task_btf(), pc, vma_found, NULL, 0);
+		if (err == -ENOENT || (!err && w->learned.kind == NW_VMA_NONE))
 			return NW_VMA_NOT_CODE;
 		if (err)
 			return NW_VMA_UNKNOWN;
-		w->vma = found;
+		w->vma = w->learned;
 		/* Into the process's list: a free or stale way, else the next in turn. */
 		/* (Too large for the copies clang writes inline.) */
-		if (!pv || bpf_probe_read_kernel(&sc->proc, sizeof(sc->proc), pv)) {
+		if (!scan.pv || bpf_probe_read_kernel(&sc->proc, sizeof(sc->proc), scan.pv)) {
 			for (int i = 0; i < NW_BPF_PROC_WAYS; i++)
 				sc->proc.v[i].kind = NW_VMA_NONE;
 			sc->proc.next = 0;
 			sc->proc.gen = w->gen;
 		}
-		way = sc->proc.next++ % NW_BPF_PROC_WAYS;
-		for (int i = 0; i < NW_BPF_PROC_WAYS; i++)
-			if (sc->proc.v[i].kind == NW_VMA_NONE || sc->proc.v[i].mm != w->mm) {
-				way = i;
-				break;
-			}
+		scan.way = -1;
+		bpf_loop(NW_BPF_PROC_WAYS, way_free, &scan, 0);
+		way = scan.way >= 0 ? scan.way : sc->proc.next++;
 		sc->proc.v[way & (NW_BPF_PROC_WAYS - 1)] = w->vma;
 		bpf_map_update_elem(&procs, &w->tgid, &sc->proc, BPF_ANY);
 	}
@@ -379,10 +429,43 @@ struct {
 	__type(value, struct row_hit);
 } row_cache SEC(".maps");
 
+/* A bisection of a module's rows: the first row past @off lies in [lo, hi). */
+struct bisect {
+	__u32 first, off, lo, hi;
+	__u32 failed;
+};
+
+/*
+ * One step of the bisection, as a bpf_loop() callback: the verifier
+ * checks one step, not each of BISECT_STEPS steps and their exits (half
+ * the program's verified instructions when it was unrolled).
+ */
+static long bisect_step(__u32 i, void *arg)
+{
+	struct bisect *b = arg;
+	struct nw_cfi_row *r;
+	__u32 mid;
+
+	if (b->lo >= b->hi)
+		return 1;
+	mid = b->lo + (b->hi - b->lo) / 2;
+	r = row_at(b->first + mid);
+	if (!r) {
+		b->failed = 1;
+		return 1;
+	}
+	if (r->off <= b->off)
+		b->lo = mid + 1;
+	else
+		b->hi = mid;
+	return 0;
+}
+
 /* The row of file offset @off among @nrows rows from @first: the last at or below it. */
 static __always_inline int find_row(__u32 first, __u32 nrows, __u32 off, struct nw_cfi_row *out)
 {
-	__u32 lo = 0, hi = nrows, slot = ((off ^ first * 0x9e3779b1u) * 0x85ebca6bu) >> 20;
+	struct bisect b = { .first = first, .off = off, .hi = nrows };
+	__u32 slot = ((off ^ first * 0x9e3779b1u) * 0x85ebca6bu) >> 20;
 	struct row_hit *hit = bpf_map_lookup_elem(&row_cache, &slot);
 	struct nw_cfi_row *r;
 
@@ -390,21 +473,10 @@ static __always_inline int find_row(__u32 first, __u32 nrows, __u32 off, struct 
 		*out = hit->row;
 		return 0;
 	}
-
-	for (int i = 0; i < BISECT_STEPS && lo < hi; i++) {
-		__u32 mid = lo + (hi - lo) / 2;
-
-		r = row_at(first + mid);
-		if (!r)
-			return -1;
-		if (r->off <= off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo || lo < hi)
+	bpf_loop(BISECT_STEPS, bisect_step, &b, 0);
+	if (b.failed || !b.lo || b.lo < b.hi)
 		return -1;
-	r = row_at(first + lo - 1);
+	r = row_at(first + b.lo - 1);
 	if (!r)
 		return -1;
 	*out = *r;

@@ -125,6 +125,13 @@ static int load_copy(struct nw_bpf_unwinder *u, const struct nw_bpf_opts *o, uns
 	sk->rodata->have_probes = o->nprobes > 0;
 	/* Each copy verifies the one program it runs. */
 	bpf_program__set_autoload(probe ? sk->progs.nw_unwind : sk->progs.nw_unwind_probe, false);
+	/*
+	 * NARWHAL_BPF_LOG=1: the verifier's statistics too (states,
+	 * instructions, time); =2: its whole walk, state by state.
+	 */
+	if (getenv("NARWHAL_BPF_LOG"))
+		bpf_program__set_log_level(probe ? sk->progs.nw_unwind_probe : sk->progs.nw_unwind,
+					   getenv("NARWHAL_BPF_LOG")[0] == '2' ? 2 : 4);
 	if (u->skel) {
 		struct bpf_map *mine[] = { sk->maps.modules, sk->maps.rows, sk->maps.bufs,
 					   sk->maps.samples, sk->maps.stats, sk->maps.vmas,
