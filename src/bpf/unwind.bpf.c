@@ -31,6 +31,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define BUF_MASK (BUF_WORDS - 1)
 #define MAX_KERNEL 127          /* perf_event_max_stack's default */
 #define MAX_USER 1024
+#define WALK_BATCH 32
 #define BISECT_STEPS 24         /* 16 Mi rows per module at most */
 #define PAGE_SHIFT 12
 
@@ -188,8 +189,6 @@ struct walk {
 	struct nw_bpf_vma learned; /* bpf_find_vma()'s (kind NONE: not code) */
 	__u32 first, nrows;     /* its module's table; nrows 0 and kind FILE: no table */
 	__u32 has_table;
-	__u64 lookup;           /* find_vma(): the PC, and whether it was found */
-	__u32 resolved;
 };
 
 /*
@@ -264,71 +263,70 @@ static __always_inline enum vma_found found_table(struct walk *w)
 	return NW_VMA_IS_CODE;
 }
 
-/*
- * A scan of a process's list of mappings, as a bpf_loop() over its ways:
- * the verifier checks one way, not each way and each way's exit (which
- * doubled the program's verified instructions and its start-up).
- */
-struct way_scan {
-	struct nw_bpf_proc_vmas *pv;
-	__u64 pc;
-	__s32 way;              /* the way found, or -1 */
-};
-
 static __always_inline bool vma_holds(const struct nw_bpf_vma *v, __u64 mm, __u64 pc)
 {
 	return v->mm == mm && v->kind != NW_VMA_NONE && pc >= v->start && pc < v->end;
 }
 
-/* The way of s->pv that holds s->pc's mapping. */
-static long way_holding(__u32 i, void *arg)
-{
-	struct way_scan *s = arg;
-	struct walk *w = walk_state();
+/*
+ * The functions below that are not static are global BPF functions: the
+ * verifier checks each once, on its own, and its caller sees one unknown
+ * result.  A loop with an exit per round (a scan of ways, a bisection)
+ * would otherwise multiply its caller's states by its exits, and the walk
+ * over frames would be checked once per frame.  (bpf_loop() callbacks do
+ * the same from 5.17; global functions and bounded loops from 5.6.)
+ */
 
-	if (!w || !s->pv)
-		return 1;
-	if (!vma_holds(&s->pv->v[i & (NW_BPF_PROC_WAYS - 1)], w->mm, s->pc))
+/* Into w->vma, the mapping of @pc in the process's list.  Whether it is there. */
+__noinline int proc_vma(__u64 pc)
+{
+	struct walk *w = walk_state();
+	struct nw_bpf_proc_vmas *pv;
+
+	if (!w)
 		return 0;
-	s->way = i;
-	return 1;
+	pv = bpf_map_lookup_elem(&procs, &w->tgid);
+	for (int i = 0; pv && i < NW_BPF_PROC_WAYS; i++)
+		if (vma_holds(&pv->v[i], w->mm, pc)) {
+			w->vma = pv->v[i];
+			return 1;
+		}
+	return 0;
 }
 
-/* The first way of the list being rewritten that is free or stale. */
-static long way_free(__u32 i, void *arg)
+/* The first way of the list being rewritten (scratch's) that is free or stale, or -1. */
+__noinline int proc_free_way(void)
 {
-	struct way_scan *s = arg;
 	struct walk *w = walk_state();
-	struct scratch *sc;
 	__u32 zero = 0;
+	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
 
-	sc = bpf_map_lookup_elem(&scratch, &zero);
-	if (!w || !sc)
-		return 1;
-	struct nw_bpf_vma *v = &sc->proc.v[i & (NW_BPF_PROC_WAYS - 1)];
-
-	if (v->kind != NW_VMA_NONE && v->mm == w->mm)
-		return 0;
-	s->way = i;
-	return 1;
+	for (int i = 0; w && sc && i < NW_BPF_PROC_WAYS; i++)
+		if (sc->proc.v[i].kind == NW_VMA_NONE || sc->proc.v[i].mm != w->mm)
+			return i;
+	return -1;
 }
 
 /*
  * The mapping of @pc into w->vma, and its module's table: from the cache,
- * else (once per sample) from bpf_find_vma(), then cached.  VMA_UNKNOWN
- * when it cannot be known now, VMA_NOT_CODE when @pc is in no mapping of
- * code.
+ * else (once per sample in interrupt context) from bpf_find_vma(), then
+ * cached.  VMA_UNKNOWN when it cannot be known now, VMA_NOT_CODE when @pc
+ * is in no mapping of code.
  */
-static __always_inline enum vma_found find_vma_inline(struct walk *w, __u64 pc)
+__noinline int find_vma(__u64 pc)
 {
-	struct vma_key key = { .tgid = w->tgid, .bucket = (__u32)(pc >> VMA_BUCKET_SHIFT),
-			       .gen = w->gen };
-	struct vma_slot *slot = bpf_map_lookup_elem(&vmas, &key);
-	struct way_scan scan = { .pc = pc, .way = -1 };
+	struct walk *w = walk_state();
+	struct vma_key key = { .bucket = (__u32)(pc >> VMA_BUCKET_SHIFT) };
+	struct vma_slot *slot;
 	struct scratch *sc;
 	__u32 zero = 0;
 	int way;
 
+	if (!w)
+		return NW_VMA_UNKNOWN;
+	key.tgid = w->tgid;
+	key.gen = w->gen;
+	slot = bpf_map_lookup_elem(&vmas, &key);
 	for (int i = 0; slot && i < VMA_WAYS; i++) {
 		struct nw_bpf_vma *v = &slot->v[i];
 
@@ -337,19 +335,15 @@ static __always_inline enum vma_found find_vma_inline(struct walk *w, __u64 pc)
 			return found_table(w);
 		}
 	}
-	scan.pv = bpf_map_lookup_elem(&procs, &w->tgid);
-	if (scan.pv)
-		bpf_loop(NW_BPF_PROC_WAYS, way_holding, &scan, 0);
 	sc = bpf_map_lookup_elem(&scratch, &zero);
 	if (!sc)
 		return NW_VMA_UNKNOWN;
-	if (scan.pv && scan.way >= 0) {
-		w->vma = scan.pv->v[scan.way & (NW_BPF_PROC_WAYS - 1)];
-	} else {
-		if (w->found && !w->in_task)
-			return NW_VMA_UNKNOWN;
+	if (!proc_vma(pc)) {
+		struct nw_bpf_proc_vmas *pv;
 		long err;
 
+		if (w->found && !w->in_task)
+			return NW_VMA_UNKNOWN;
 		w->found = 1;
 		__builtin_memset(&w->learned, 0, sizeof(w->learned));
 		w->learned.mm = w->mm;
@@ -361,15 +355,16 @@ static __always_inline enum vma_found find_vma_inline(struct walk *w, __u64 pc)
 		w->vma = w->learned;
 		/* Into the process's list: a free or stale way, else the next in turn. */
 		/* (Too large for the copies clang writes inline.) */
-		if (!scan.pv || bpf_probe_read_kernel(&sc->proc, sizeof(sc->proc), scan.pv)) {
+		pv = bpf_map_lookup_elem(&procs, &w->tgid);
+		if (!pv || bpf_probe_read_kernel(&sc->proc, sizeof(sc->proc), pv)) {
 			for (int i = 0; i < NW_BPF_PROC_WAYS; i++)
 				sc->proc.v[i].kind = NW_VMA_NONE;
 			sc->proc.next = 0;
 			sc->proc.gen = w->gen;
 		}
-		scan.way = -1;
-		bpf_loop(NW_BPF_PROC_WAYS, way_free, &scan, 0);
-		way = scan.way >= 0 ? scan.way : sc->proc.next++;
+		way = proc_free_way();
+		if (way < 0)
+			way = sc->proc.next++;
 		sc->proc.v[way & (NW_BPF_PROC_WAYS - 1)] = w->vma;
 		bpf_map_update_elem(&procs, &w->tgid, &sc->proc, BPF_ANY);
 	}
@@ -390,28 +385,6 @@ static __always_inline enum vma_found find_vma_inline(struct walk *w, __u64 pc)
 }
 
 /*
- * find_vma_inline() as a callback of a one-round bpf_loop(): the verifier
- * checks it once, apart from the frame's other paths.  w->lookup is the PC.
- */
-static long find_vma_cb(__u32 i, void *arg)
-{
-	struct walk *w = walk_state();
-
-	if (!w)
-		return 1;
-	w->resolved = find_vma_inline(w, w->lookup);
-	return 1;
-}
-
-static __always_inline enum vma_found find_vma(struct walk *w, __u64 pc)
-{
-	w->lookup = pc;
-	w->resolved = NW_VMA_UNKNOWN;
-	bpf_loop(1, find_vma_cb, NULL, 0);
-	return w->resolved;
-}
-
-/*
  * The rows last found, per CPU, by (module's first row, file offset): a
  * direct-mapped cache in front of the bisection (hot code repeats).
  */
@@ -429,54 +402,41 @@ struct {
 	__type(value, struct row_hit);
 } row_cache SEC(".maps");
 
-/* A bisection of a module's rows: the first row past @off lies in [lo, hi). */
-struct bisect {
-	__u32 first, off, lo, hi;
-	__u32 failed;
-};
-
-/*
- * One step of the bisection, as a bpf_loop() callback: the verifier
- * checks one step, not each of BISECT_STEPS steps and their exits (half
- * the program's verified instructions when it was unrolled).
- */
-static long bisect_step(__u32 i, void *arg)
+/* The number of the @nrows rows from @first whose offsets are at or below @off, or -1. */
+__noinline int rows_below(__u32 first, __u32 nrows, __u32 off)
 {
-	struct bisect *b = arg;
-	struct nw_cfi_row *r;
-	__u32 mid;
+	__u32 lo = 0, hi = nrows;
 
-	if (b->lo >= b->hi)
-		return 1;
-	mid = b->lo + (b->hi - b->lo) / 2;
-	r = row_at(b->first + mid);
-	if (!r) {
-		b->failed = 1;
-		return 1;
+	for (int i = 0; i < BISECT_STEPS && lo < hi; i++) {
+		__u32 mid = lo + (hi - lo) / 2;
+		struct nw_cfi_row *r = row_at(first + mid);
+
+		if (!r)
+			return -1;
+		if (r->off <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	if (r->off <= b->off)
-		b->lo = mid + 1;
-	else
-		b->hi = mid;
-	return 0;
+	return lo < hi ? -1 : (int)lo;
 }
 
 /* The row of file offset @off among @nrows rows from @first: the last at or below it. */
 static __always_inline int find_row(__u32 first, __u32 nrows, __u32 off, struct nw_cfi_row *out)
 {
-	struct bisect b = { .first = first, .off = off, .hi = nrows };
 	__u32 slot = ((off ^ first * 0x9e3779b1u) * 0x85ebca6bu) >> 20;
 	struct row_hit *hit = bpf_map_lookup_elem(&row_cache, &slot);
 	struct nw_cfi_row *r;
+	int below;
 
 	if (hit && hit->first == first && hit->off == off && nrows) {
 		*out = hit->row;
 		return 0;
 	}
-	bpf_loop(BISECT_STEPS, bisect_step, &b, 0);
-	if (b.failed || !b.lo || b.lo < b.hi)
+	below = rows_below(first, nrows, off);
+	if (below <= 0)
 		return -1;
-	r = row_at(first + b.lo - 1);
+	r = row_at(first + (__u32)below - 1);
 	if (!r)
 		return -1;
 	*out = *r;
@@ -494,8 +454,8 @@ static __always_inline long stop(struct walk *w, __u32 end)
 	return 1;
 }
 
-/* One frame: writes (PC, SP), then finds the caller's PC, SP and FP. */
-static long step(__u32 i, void *arg)
+/* One frame: writes (PC, SP), then finds the caller's PC, SP and FP.  1: the walk ends. */
+__noinline int walk_step(void)
 {
 	struct walk *w = walk_state();
 	__u32 zero = 0, k;
@@ -517,7 +477,7 @@ static long step(__u32 i, void *arg)
 	pc = w->n == 1 || w->exact ? w->pc : w->pc - 1;
 	w->exact = 0;
 	if (pc < w->vma.start || pc >= w->vma.end) {
-		enum vma_found f = find_vma(w, pc);
+		int f = find_vma(pc);
 
 		if (f == NW_VMA_NOT_CODE)
 			return stop(w, NW_BPF_END_NO_VMA);
@@ -601,6 +561,19 @@ static long step(__u32 i, void *arg)
 	w->pc = ra;
 	w->sp = cfa;
 	w->fp = fp;
+	return 0;
+}
+
+/*
+ * WALK_BATCH frames (a loop of loops: the verifier checks each round of a
+ * bounded loop apart, so the frames are WALK_BATCH rounds here and as many
+ * batches in the caller).  1: the walk ends.
+ */
+__noinline int walk_steps(void)
+{
+	for (int i = 0; i < WALK_BATCH; i++)
+		if (walk_step())
+			return 1;
 	return 0;
 }
 
@@ -723,7 +696,9 @@ static __always_inline int unwind(void *ctx, const struct nw_user_regs *uregs, _
 		w->sp = uregs->sp;
 		w->fp = uregs->bp;
 		w->end = NW_BPF_END_ENTRY;
-		bpf_loop(MAX_USER, step, NULL, 0);
+		for (int i = 0; i < MAX_USER / WALK_BATCH; i++)
+			if (walk_steps())
+				break;
 	}
 	if (w->handback) {
 		count(NW_BPF_HANDED_BACK, 1);
