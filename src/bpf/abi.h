@@ -104,15 +104,20 @@ struct nw_bpf_vma {
 };
 
 /*
- * The mappings of code a process was seen running (the procs map, by the
- * tgid in the recorder's PID namespace).  The recorder clears the ones a
- * new mapping overlaps and bumps gen, which retires every entry of the
- * by-2-MiB cache in front of it.
+ * The mappings of code of a process (the procs map, by the tgid in the
+ * recorder's PID namespace): learned by the program (bpf_find_vma(), each
+ * with its mm), or, on kernels without bpf_find_vma() (before 5.17), told
+ * by the recorder from the MMAP2 and FORK records it reads (mm 0: those
+ * of the address space the program bound the entry to).  The recorder
+ * clears the ones a new mapping overlaps and bumps gen, which retires
+ * every entry of the by-2-MiB cache in front of it; an exec clears them
+ * all and unbinds the entry.
  */
 #define NW_BPF_PROC_WAYS 32
 
 struct nw_bpf_proc_vmas {
 	struct nw_bpf_vma v[NW_BPF_PROC_WAYS];
+	nw_u64 mm;            /* the address space told ways belong to (0: next sample's) */
 	nw_u32 next;          /* the way to take when none is free */
 	nw_u32 gen;
 };

@@ -35,7 +35,17 @@ int nw_bpf_attach_probe(struct nw_bpf_unwinder *u, int fd, unsigned which, int c
 	return -EOPNOTSUPP;
 }
 
-void nw_bpf_forget(struct nw_bpf_unwinder *u, uint32_t tgid, uint64_t start, uint64_t end)
+bool nw_bpf_told(const struct nw_bpf_unwinder *u)
+{
+	return false;
+}
+
+void nw_bpf_map(struct nw_bpf_unwinder *u, uint32_t tgid, const struct nw_bpf_vma *v)
+{
+}
+
+void nw_bpf_set_mappings(struct nw_bpf_unwinder *u, uint32_t tgid, const struct nw_bpf_vma *v,
+			 unsigned n)
 {
 }
 

@@ -12,10 +12,15 @@
  * loaded yet goes back to perf, which writes it with a stack copy for the
  * recorder's own unwinder.
  *
- * The walk is a bpf_loop() over frames (5.17+), so the verifier checks
- * one frame's code, whatever the depth; the VMA of each PC comes from
- * bpf_find_vma() (5.17+), so no per-process map of mappings has to follow
- * fork, exec and dlopen: a table is found by the file's (device, inode).
+ * The walk is a bounded loop over global functions (5.6+), so the
+ * verifier checks one frame's code, whatever the depth.  The mapping of
+ * each PC comes from a per-process list that bpf_find_vma() (5.17+) fills
+ * as the walk meets them, or, on an older kernel, that the recorder fills
+ * from the MMAP2 and FORK records it reads; a table is found by the
+ * file's (device, inode).  Nothing newer than 5.15 is needed
+ * (bpf_task_pt_regs(), attach cookies); bpf_find_vma() is called only
+ * when the kernel has it (find_vmas), and the verifier drops its code
+ * otherwise.
  */
 #include "bpf/kernel.h"
 
@@ -45,6 +50,7 @@ const volatile __u64 sample_id = 0;     /* NW_BPF_ID() of the event this copy se
 const volatile bool check = false;      /* perf writes every sample too (NARWHAL_UNWIND=check) */
 const volatile __u64 regs_mask = 0;     /* the session's sample_regs_user (a probe writes them) */
 const volatile bool have_probes = false; /* a source's uprobes run the walk too (nw_unwind_probe) */
+const volatile bool find_vmas = true;   /* bpf_find_vma() (5.17+); else the recorder tells them */
 
 struct record {
 	__u64 w[BUF_WORDS];
@@ -277,20 +283,36 @@ static __always_inline bool vma_holds(const struct nw_bpf_vma *v, __u64 mm, __u6
  * the same from 5.17; global functions and bounded loops from 5.6.)
  */
 
-/* Into w->vma, the mapping of @pc in the process's list.  Whether it is there. */
+/*
+ * Into w->vma, the mapping of @pc in the process's list, learned or told.
+ * Whether it is there.  The first sample of a process whose entry the
+ * recorder made (or unbound at an exec) binds it to its address space:
+ * the ways the recorder tells hold for that one only.
+ */
 __noinline int proc_vma(__u64 pc)
 {
 	struct walk *w = walk_state();
 	struct nw_bpf_proc_vmas *pv;
+	bool told;
 
 	if (!w)
 		return 0;
 	pv = bpf_map_lookup_elem(&procs, &w->tgid);
-	for (int i = 0; pv && i < NW_BPF_PROC_WAYS; i++)
-		if (vma_holds(&pv->v[i], w->mm, pc)) {
-			w->vma = pv->v[i];
+	if (!pv)
+		return 0;
+	if (!pv->mm)
+		pv->mm = w->mm;
+	told = pv->mm == w->mm;
+	for (int i = 0; i < NW_BPF_PROC_WAYS; i++) {
+		struct nw_bpf_vma *v = &pv->v[i];
+
+		if (v->kind != NW_VMA_NONE && pc >= v->start && pc < v->end &&
+		    (v->mm == w->mm || (!v->mm && told))) {
+			w->vma = *v;
+			w->vma.mm = w->mm;
 			return 1;
 		}
+	}
 	return 0;
 }
 
@@ -342,7 +364,8 @@ __noinline int find_vma(__u64 pc)
 		struct nw_bpf_proc_vmas *pv;
 		long err;
 
-		if (w->found && !w->in_task)
+		/* Told by the recorder only: not yet. */
+		if (!find_vmas || (w->found && !w->in_task))
 			return NW_VMA_UNKNOWN;
 		w->found = 1;
 		__builtin_memset(&w->learned, 0, sizeof(w->learned));
@@ -361,6 +384,7 @@ __noinline int find_vma(__u64 pc)
 				sc->proc.v[i].kind = NW_VMA_NONE;
 			sc->proc.next = 0;
 			sc->proc.gen = w->gen;
+			sc->proc.mm = w->mm;
 		}
 		way = proc_free_way();
 		if (way < 0)

@@ -38,6 +38,7 @@ struct nw_bpf_unwinder {
 	struct loaded *set;    /* open addressing: the modules whose tables are loaded */
 	uint32_t nset, cap_set;
 	uint32_t rows, max_rows;
+	bool told;             /* the recorder tells the program the mappings (no bpf_find_vma) */
 	/* The row chunks made so far, mapped: 16 bytes per row (8-aligned). */
 	unsigned char *chunk[NW_BPF_MAX_CHUNKS];
 	unsigned nchunks;
@@ -83,13 +84,27 @@ bool nw_bpf_usable(char *why, size_t len)
 		return false;
 	}
 	libbpf_set_print(silent);
-	if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_find_vma, NULL) <= 0 ||
-	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) <= 0) {
-		nw_set_err(why, len, "-g bpf needs Linux 5.17 or later (bpf_loop, bpf_find_vma)");
+	/* The newest helper it cannot do without (bpf_task_pt_regs(), 5.15). */
+	if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, NULL) <= 0) {
+		nw_set_err(why, len, "-g bpf needs Linux 5.15 or later (bpf_task_pt_regs)");
 		return false;
 	}
 	return true;
 #endif
+}
+
+/*
+ * Whether the program learns mappings itself: bpf_find_vma() (5.17+),
+ * unless NARWHAL_BPF_FIND_VMA=0 has the recorder tell them, as on an
+ * older kernel (a test of that path on a newer one).
+ */
+static bool finds_vmas(void)
+{
+	const char *e = getenv("NARWHAL_BPF_FIND_VMA");
+
+	if (e && !strcmp(e, "0"))
+		return false;
+	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_find_vma, NULL) > 0;
 }
 
 static int handle(void *ctx, void *data, size_t size)
@@ -123,6 +138,7 @@ static int load_copy(struct nw_bpf_unwinder *u, const struct nw_bpf_opts *o, uns
 	sk->rodata->check = o->check;
 	sk->rodata->regs_mask = o->regs_mask;
 	sk->rodata->have_probes = o->nprobes > 0;
+	sk->rodata->find_vmas = !u->told;
 	/* Each copy verifies the one program it runs. */
 	bpf_program__set_autoload(probe ? sk->progs.nw_unwind : sk->progs.nw_unwind_probe, false);
 	/*
@@ -175,6 +191,7 @@ int nw_bpf_open(struct nw_bpf_unwinder **ret, const struct nw_bpf_opts *o, char 
 	if (o->nprobes)
 		memcpy(u->probes, o->probes, o->nprobes * sizeof(*u->probes));
 	libbpf_set_print(silent);
+	u->told = !finds_vmas();
 	stat("/proc/self/ns/pid", &ns);
 	u->max_rows = o->max_rows ? o->max_rows : NW_BPF_DEFAULT_ROWS;
 	if (u->max_rows > NW_BPF_MAX_CHUNKS * NW_BPF_CHUNK_ROWS)
@@ -244,11 +261,17 @@ static uint32_t slot(const struct nw_bpf_unwinder *u, uint64_t dev, uint64_t ino
 	return h;
 }
 
-void nw_bpf_forget(struct nw_bpf_unwinder *u, uint32_t tgid, uint64_t start, uint64_t end)
+bool nw_bpf_told(const struct nw_bpf_unwinder *u)
+{
+	return u->told;
+}
+
+void nw_bpf_map(struct nw_bpf_unwinder *u, uint32_t tgid, const struct nw_bpf_vma *v)
 {
 	int fd = bpf_map__fd(u->skel->maps.procs);
 	struct nw_bpf_proc_vmas pv;
 	bool overlaps = false;
+	unsigned way;
 
 	/*
 	 * A process the program has not met, or a mapping over nothing it
@@ -256,16 +279,49 @@ void nw_bpf_forget(struct nw_bpf_unwinder *u, uint32_t tgid, uint64_t start, uin
 	 * entry between this lookup and the update; a mapping learned in that
 	 * window is lost, and learned again.
 	 */
-	if (bpf_map_lookup_elem(fd, &tgid, &pv))
-		return;
+	if (bpf_map_lookup_elem(fd, &tgid, &pv)) {
+		if (!u->told)
+			return;
+		memset(&pv, 0, sizeof(pv));
+	}
 	for (unsigned i = 0; i < NW_BPF_PROC_WAYS; i++)
-		if (pv.v[i].kind != NW_VMA_NONE && pv.v[i].start < end && start < pv.v[i].end) {
+		if (pv.v[i].kind != NW_VMA_NONE && pv.v[i].start < v->end && v->start < pv.v[i].end) {
 			pv.v[i].kind = NW_VMA_NONE;
 			overlaps = true;
 		}
-	if (!overlaps)
+	if (overlaps)
+		pv.gen++;
+	else if (!u->told)
 		return;
-	pv.gen++;
+	if (u->told) {
+		/* A free way, else the next in turn: the oldest of a full list goes. */
+		for (way = 0; way < NW_BPF_PROC_WAYS && pv.v[way].kind != NW_VMA_NONE; way++)
+			;
+		if (way == NW_BPF_PROC_WAYS)
+			way = pv.next++ % NW_BPF_PROC_WAYS;
+		pv.v[way] = *v;
+		pv.v[way].mm = 0;
+	}
+	bpf_map_update_elem(fd, &tgid, &pv, BPF_ANY);
+}
+
+void nw_bpf_set_mappings(struct nw_bpf_unwinder *u, uint32_t tgid, const struct nw_bpf_vma *v,
+			 unsigned n)
+{
+	int fd = bpf_map__fd(u->skel->maps.procs);
+	struct nw_bpf_proc_vmas pv;
+	uint32_t gen = 0;
+
+	if (!u->told)
+		return;
+	if (!bpf_map_lookup_elem(fd, &tgid, &pv))
+		gen = pv.gen + 1;
+	memset(&pv, 0, sizeof(pv));
+	pv.gen = gen;
+	for (unsigned i = 0; i < n && i < NW_BPF_PROC_WAYS; i++) {
+		pv.v[i] = v[i];
+		pv.v[i].mm = 0;
+	}
 	bpf_map_update_elem(fd, &tgid, &pv, BPF_ANY);
 }
 
@@ -331,8 +387,12 @@ static int add_chunks(struct nw_bpf_unwinder *u, unsigned want)
 			u->chunk[c] = p;
 	}
 	count = r ? 0 : n;
+	/* (A kernel whose maps of maps take no batch, ENOTSUPP: one by one, a wait each.) */
 	if (count && bpf_map_update_batch(bpf_map__fd(u->skel->maps.rows), keys, fds, &count, &bo))
-		r = -errno;
+		for (unsigned i = 0; i < n && !r; i++)
+			if (bpf_map_update_elem(bpf_map__fd(u->skel->maps.rows), &keys[i], &fds[i],
+						BPF_ANY))
+				r = -errno;
 	/* The rows map holds the chunks; their fds are not needed after. */
 	for (unsigned i = 0; i < n; i++)
 		close(fds[i]);

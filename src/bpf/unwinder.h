@@ -43,7 +43,7 @@ struct nw_bpf_unwinder;
 /*
  * Whether -g bpf can work here; if not, why (a sentence for a notice),
  * in @why: no BTF, not allowed (root, or CAP_BPF and CAP_PERFMON), a
- * kernel without bpf_loop or bpf_find_vma, a build without BPF.
+ * kernel older than 5.15, a build without BPF.
  */
 bool nw_bpf_usable(char *why, size_t len);
 
@@ -72,11 +72,24 @@ bool nw_bpf_has_module(const struct nw_bpf_unwinder *u, uint64_t dev, uint64_t i
 int nw_bpf_add_module(struct nw_bpf_unwinder *u, uint64_t dev, uint64_t ino,
 		      const struct nw_cfi_row *rows, uint32_t n);
 /*
- * Process @tgid mapped [@start, @end): the mappings of code the program
- * learned for it that this overlaps are gone (bpf/abi.h, struct
- * nw_bpf_proc_vmas).
+ * Whether the recorder tells the program each process's mappings of code
+ * (a kernel without bpf_find_vma(), or NARWHAL_BPF_FIND_VMA=0), with
+ * nw_bpf_map() and nw_bpf_set_mappings(); else it learns them itself.
  */
-void nw_bpf_forget(struct nw_bpf_unwinder *u, uint32_t tgid, uint64_t start, uint64_t end);
+bool nw_bpf_told(const struct nw_bpf_unwinder *u);
+/*
+ * Process @tgid mapped @v (start, end, bias, key, kind): the mappings the
+ * program learned or was told that it overlaps are gone (bpf/abi.h,
+ * struct nw_bpf_proc_vmas), and, when it is told them, @v is one.
+ */
+void nw_bpf_map(struct nw_bpf_unwinder *u, uint32_t tgid, const struct nw_bpf_vma *v);
+/*
+ * When the program is told them: process @tgid's mappings of code are
+ * @v[0..@n) (a fork's, its parent's; an exec's, none), the first
+ * NW_BPF_PROC_WAYS of them.
+ */
+void nw_bpf_set_mappings(struct nw_bpf_unwinder *u, uint32_t tgid, const struct nw_bpf_vma *v,
+			 unsigned n);
 /* A file descriptor that polls readable when samples are waiting. */
 int nw_bpf_fd(const struct nw_bpf_unwinder *u);
 /* Hands every waiting sample to @fn; the count, or -errno. */

@@ -119,9 +119,6 @@ int nw_session_map_module(struct nw_session *s, struct nw_process *p, const char
 	if (mod < 0)
 		return mod;
 	m = &s->modules.v[mod];
-	/* -g bpf: what the in-kernel unwinder learned of the space this covers is stale. */
-	if (s->bpf && p)
-		nw_bpf_forget(s->bpf, p->pid, start, end);
 	if ((uint32_t)mod == known) {
 		m->source = p ? module_source(s, p, path, start, end, &failed) : NULL;
 		if (failed ||
@@ -131,6 +128,10 @@ int nw_session_map_module(struct nw_session *s, struct nw_process *p, const char
 		if (s->bpf)
 			nw_session_load_table(s, (uint32_t)mod);
 	}
+	/* -g bpf: what the in-kernel unwinder knew of the space this covers is stale. */
+	if (s->bpf && p)
+		nw_session_bpf_map(s, p, &(struct nw_map){ .start = start, .end = end,
+							   .pgoff = pgoff, .module = (uint32_t)mod });
 	if (!m->facts.known || nw_facts_offset_to_vaddr(&m->facts, pgoff, ret_vaddr))
 		*ret_vaddr = pgoff;
 	return mod;

@@ -152,6 +152,14 @@ static void fill_common(const struct nw_session *s, struct perf_event_attr *a, b
 	 */
 	if (s->bpf && !src)
 		a->wakeup_watermark = 8192;
+	/*
+	 * When the recorder tells the program the mappings, each of them: the
+	 * reader wakes at every record (in this ring: side-band records, and
+	 * the samples handed back), so that the program knows a mapping soon
+	 * after it is made.
+	 */
+	if (s->bpf && nw_bpf_told(s->bpf))
+		a->wakeup_watermark = 1;
 	/* Side-band records come once per CPU and task, from the first event only. */
 	a->mmap = leader;
 	a->mmap2 = leader;
@@ -497,6 +505,7 @@ void nw_session_fini(struct nw_session *s)
 	free(s->kept_fds);
 	nw_bpf_close(s->bpf);
 	free(s->bpf_seen);
+	free(s->bpf_keys);
 	nw_unwinder_fini(&s->unwinder);
 	nw_tasks_fini(&s->tasks);
 	nw_module_table_fini(&s->modules);

@@ -204,6 +204,8 @@ struct nw_session {
 	char bpf_cmd[PATH_MAX];    /* the launched program, as execvp() found it ("": none) */
 	uint32_t *bpf_seen;        /* the modules whose tables were loaded while recording */
 	size_t nseen, cap_seen;
+	struct nw_bpf_vma *bpf_keys;  /* per module: how the program knows its file (kind NONE: not yet) */
+	size_t nkeys, cap_keys;
 };
 
 /* ---- session.c: the events and their rings ---- */
@@ -317,6 +319,14 @@ int nw_session_map_module(struct nw_session *s, struct nw_process *p, const char
 
 /* Loads the unwind table of module @module into s->bpf, once per file. */
 void nw_session_load_table(struct nw_session *s, uint32_t module);
+/*
+ * Process @p mapped @m (its module's table loaded): what the program knew
+ * of that space is stale, and when the recorder tells it the mappings
+ * (nw_bpf_told()), @m is one.
+ */
+void nw_session_bpf_map(struct nw_session *s, struct nw_process *p, const struct nw_map *m);
+/* When the recorder tells the program the mappings: @p's are all new (fork, exec). */
+void nw_session_bpf_mappings(struct nw_session *s, struct nw_process *p);
 /*
  * Loads, before the program @cmd starts (as execvp() finds it), the tables
  * of what it maps first: itself, its interpreter, the libraries it names

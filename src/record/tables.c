@@ -34,29 +34,51 @@ static uint64_t mono_ns(void)
 }
 
 /*
- * Loads the table of the file at @path (the vdso's image when @vdso),
- * with build-id @id (@idlen bytes; 0: unknown), unless the file's is
- * loaded already.
+ * The key the program finds the table of the file at @path by (the vdso's
+ * image when @vdso), as its VMA shows it: NW_VMA_FILE, or NW_VMA_ANON for
+ * memory no regular file backs (frame pointers).
  */
-static void load_file(struct nw_session *s, const char *path, bool vdso, const uint8_t *id,
-		      unsigned idlen)
+static enum nw_bpf_vma_kind file_key(const char *path, bool vdso, struct nw_bpf_module_key *k)
 {
-	struct nw_cfi_table t = { 0 };
-	uint64_t dev, ino, start;
-	struct nw_vdso v;
 	struct stat st;
-	int fd = -1, ret;
 
 	if (vdso) {
-		dev = NW_BPF_VDSO_DEV;
-		ino = NW_BPF_VDSO_INO;
+		k->dev = NW_BPF_VDSO_DEV;
+		k->ino = NW_BPF_VDSO_INO;
 	} else if (path[0] == '/' && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
 		/* The kernel's dev_t, as the VMA's inode's super block holds it. */
-		dev = (uint64_t)major(st.st_dev) << 20 | minor(st.st_dev);
-		ino = st.st_ino;
+		k->dev = (uint64_t)major(st.st_dev) << 20 | minor(st.st_dev);
+		k->ino = st.st_ino;
 	} else {
-		return; /* anonymous memory: frame pointers */
+		return NW_VMA_ANON;
 	}
+	return NW_VMA_FILE;
+}
+
+/*
+ * Loads the table of the file at @path (the vdso's image when @vdso),
+ * with build-id @id (@idlen bytes; 0: unknown), unless the file's is
+ * loaded already.  Its key, kind NW_VMA_ANON for anonymous memory, into
+ * @key when not NULL.
+ */
+static void load_file(struct nw_session *s, const char *path, bool vdso, const uint8_t *id,
+		      unsigned idlen, struct nw_bpf_vma *key)
+{
+	struct nw_cfi_table t = { 0 };
+	struct nw_bpf_module_key k;
+	uint64_t dev, ino, start;
+	struct nw_vdso v;
+	int fd = -1, ret;
+	enum nw_bpf_vma_kind kind = file_key(path, vdso, &k);
+
+	if (key) {
+		key->kind = kind;
+		key->key = k;
+	}
+	if (kind != NW_VMA_FILE)
+		return; /* anonymous memory: frame pointers */
+	dev = k.dev;
+	ino = k.ino;
 	if (nw_bpf_has_module(s->bpf, dev, ino))
 		return;
 	start = mono_ns();
@@ -100,8 +122,51 @@ void nw_session_load_table(struct nw_session *s, uint32_t module)
 	if (s->bpf_cmd[0] && mod->path[0] == '/' &&
 	    !nw_grow(&s->bpf_seen, &s->cap_seen, s->nseen + 1, sizeof(*s->bpf_seen)))
 		s->bpf_seen[s->nseen++] = module;
+	if (nw_grow(&s->bpf_keys, &s->cap_keys, (size_t)module + 1, sizeof(*s->bpf_keys)))
+		return;
+	while (s->nkeys <= module)
+		s->bpf_keys[s->nkeys++] = (struct nw_bpf_vma){ .kind = NW_VMA_NONE };
 	load_file(s, nw_module_source(mod), !strcmp(mod->path, "[vdso]"), mod->build_id,
-		  mod->build_id_size);
+		  mod->build_id_size, &s->bpf_keys[module]);
+}
+
+/* The program's view of process mapping @m, from its module's key; false when unknown. */
+static bool bpf_vma(const struct nw_session *s, const struct nw_map *m, struct nw_bpf_vma *v)
+{
+	if (m->module >= s->nkeys || s->bpf_keys[m->module].kind == NW_VMA_NONE)
+		return false;
+	*v = s->bpf_keys[m->module];
+	v->start = m->start;
+	v->end = m->end;
+	/* File offset = pc + bias; the vdso's rows are by offset in its image. */
+	v->bias = v->key.dev == NW_BPF_VDSO_DEV && v->key.ino == NW_BPF_VDSO_INO
+			  ? -m->start
+			  : m->pgoff - m->start;
+	return true;
+}
+
+void nw_session_bpf_map(struct nw_session *s, struct nw_process *p, const struct nw_map *m)
+{
+	struct nw_bpf_vma v = { .start = m->start, .end = m->end, .kind = NW_VMA_NONE };
+
+	/* Unknown to the program (no key): only what it knew there goes. */
+	bpf_vma(s, m, &v);
+	if (v.kind == NW_VMA_NONE && nw_bpf_told(s->bpf))
+		v.kind = NW_VMA_ANON;
+	nw_bpf_map(s->bpf, p->pid, &v);
+}
+
+void nw_session_bpf_mappings(struct nw_session *s, struct nw_process *p)
+{
+	struct nw_bpf_vma v[NW_BPF_PROC_WAYS];
+	unsigned n = 0;
+
+	if (!nw_bpf_told(s->bpf))
+		return;
+	for (uint32_t i = 0; i < p->as.n && n < NW_BPF_PROC_WAYS; i++)
+		if (bpf_vma(s, &p->as.cur[i], &v[n]))
+			n++;
+	nw_bpf_set_mappings(s->bpf, p->pid, v, n);
 }
 
 /* The directories the loader searches by default (no ld.so.cache read here). */
@@ -117,7 +182,7 @@ static void load_need(void *arg, const char *name, bool interp)
 
 	/* The interpreter, or a path (DT_NEEDED and LD_PRELOAD may name one). */
 	if (interp || strchr(name, '/')) {
-		load_file(s, name, false, NULL, 0);
+		load_file(s, name, false, NULL, 0, NULL);
 		return;
 	}
 	for (size_t j = 0; j < sizeof(lib_dirs) / sizeof(lib_dirs[0]); j++) {
@@ -125,7 +190,7 @@ static void load_need(void *arg, const char *name, bool interp)
 
 		snprintf(lib, sizeof(lib), "%s/%s", lib_dirs[j], name);
 		if (access(lib, R_OK) == 0) {
-			load_file(s, lib, false, NULL, 0);
+			load_file(s, lib, false, NULL, 0, NULL);
 			return;
 		}
 	}
@@ -160,7 +225,7 @@ static void preload_learned(struct nw_session *s, const char *path)
 	    nw_cache_read(s->cache, name, &buf, &len))
 		return;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		load_file(s, line, false, NULL, 0);
+		load_file(s, line, false, NULL, 0, NULL);
 	free(buf);
 }
 
@@ -188,7 +253,7 @@ void nw_session_preload_tables(struct nw_session *s, const char *cmd, const char
 
 	if (!s->bpf || !cmd)
 		return;
-	load_file(s, "[vdso]", true, NULL, 0);
+	load_file(s, "[vdso]", true, NULL, 0, NULL);
 	/* LD_PRELOAD's libraries (--alloc's interposer): separated by colons or spaces. */
 	for (const char *p = preload ? preload : ""; *p;) {
 		size_t len = strcspn(p, ": ");
@@ -216,7 +281,7 @@ void nw_session_preload_tables(struct nw_session *s, const char *cmd, const char
 	}
 	if (!path[0])
 		return;
-	load_file(s, path, false, NULL, 0);
+	load_file(s, path, false, NULL, 0, NULL);
 	/* Its interpreter and the libraries it names (not theirs). */
 	nw_elf_needs(path, load_need, s);
 	preload_learned(s, path);
@@ -258,9 +323,10 @@ void nw_session_bpf_note(const struct nw_session *s, struct nw_strbuf *out)
 		"bpf: tables of %llu modules, %llu rows (of %llu at most) in "
 		"%.1f MiB of kernel memory, built in %.1f ms (%llu failed); program: %u "
 		"instructions verified, %.0f ns per run (%llu runs; kernel.bpf_stats_enabled=1 "
-		"to measure)\n",
+		"to measure); mappings %s\n",
 		(unsigned long long)st.modules, (unsigned long long)st.rows,
 		(unsigned long long)st.max_rows, (double)st.table_bytes / (1 << 20),
 		(double)s->bpf_table_ns / 1e6, (unsigned long long)s->bpf_tables_failed, st.insns,
-		st.runs ? (double)st.run_ns / (double)st.runs : 0.0, (unsigned long long)st.runs);
+		st.runs ? (double)st.run_ns / (double)st.runs : 0.0, (unsigned long long)st.runs,
+		nw_bpf_told(s->bpf) ? "told by the recorder" : "found by the program (bpf_find_vma)");
 }
