@@ -128,11 +128,21 @@ struct nw_bpf_proc_vmas {
  * PERIOD, CALLCHAIN, REGS_USER, STACK_USER; no stack, and no registers
  * but a probe's, whose arguments its source reads).  Its
  * callchain holds PERF_CONTEXT_KERNEL and the kernel's frames when asked
- * for, then NW_BPF_CONTEXT, a status word, and (PC, SP) pairs of the user
- * stack, leaf first.  A sample it cannot unwind (a module whose table is
- * not loaded yet) it hands back to perf, which writes it with a stack copy.
+ * for, then NW_BPF_CONTEXT, a status word, and the user stack's frames,
+ * leaf first, a word each: the PC (NW_IP_EXACT kept), and above it how
+ * far the frame's SP lies above the one before (NW_BPF_SP_STEP), in
+ * words; the first frame's SP, and one that is not such a step (a stack
+ * switch, a frame of 128 KiB or more), follows in a word of its own
+ * (NW_BPF_SP_FOLLOWS).  So 8 bytes a frame, not 16: 600 bytes at depth 64.
+ * A sample it cannot unwind (a module whose table is not loaded yet) it
+ * hands back to perf, which writes it with a stack copy.
  */
 #define NW_BPF_CONTEXT ((nw_u64)-3000)
+#define NW_BPF_PC_MASK (((nw_u64)1 << 48) - 1)
+#define NW_BPF_SP_SHIFT 48
+#define NW_BPF_SP_STEP_MAX ((nw_u64)1 << 14)   /* in words: 128 KiB */
+#define NW_BPF_SP_STEP(w) ((w) >> NW_BPF_SP_SHIFT & (NW_BPF_SP_STEP_MAX - 1))
+#define NW_BPF_SP_FOLLOWS ((nw_u64)1 << 63)
 
 /*
  * The sample id the program writes for the session's event @e: a perf

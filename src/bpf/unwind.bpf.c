@@ -182,8 +182,10 @@ struct walk {
 	__u64 pc, sp, fp;
 	__u64 mm;
 	__u32 tgid;
-	__u32 base;             /* word of the first (PC, SP) pair */
-	__u32 n;                /* pairs written */
+	__u32 base;             /* word of the first frame */
+	__u32 n;                /* frames written */
+	__u32 words;            /* the words they took */
+	__u64 last_sp;          /* the SP of the last frame written */
 	__u32 fp_frames;
 	__u32 end;              /* enum nw_bpf_end */
 	__u32 handback;
@@ -485,15 +487,26 @@ __noinline int walk_step(void)
 	__u32 zero = 0, k;
 	struct record *rec = bpf_map_lookup_elem(&bufs, &zero);
 	struct nw_cfi_row row = { .cfa = NW_CFA_GAP };
-	__u64 pc, cfa, ra, fp;
+	__u64 pc, cfa, ra, fp, step, word;
 
 	if (!w)
 		return 1;
-	k = w->base + 2 * w->n;
+	k = w->base + w->words;
 	if (!rec || k + 4 >= BUF_WORDS)
 		return stop(w, NW_BPF_END_DEPTH);
-	rec->w[k & BUF_MASK] = w->pc | (w->n && w->exact ? NW_IP_EXACT : 0);
-	rec->w[(k + 1) & BUF_MASK] = w->sp;
+	/* The PC, and the SP as a step up from the last frame's, or in a word of its own. */
+	step = w->sp - w->last_sp;
+	word = w->pc | (w->n && w->exact ? NW_IP_EXACT : 0);
+	if (w->n && w->sp >= w->last_sp && !(step & 7) && step / 8 < NW_BPF_SP_STEP_MAX &&
+	    w->pc <= NW_BPF_PC_MASK) {
+		rec->w[k & BUF_MASK] = word | step / 8 << NW_BPF_SP_SHIFT;
+		w->words++;
+	} else {
+		rec->w[k & BUF_MASK] = word | NW_BPF_SP_FOLLOWS;
+		rec->w[(k + 1) & BUF_MASK] = w->sp;
+		w->words += 2;
+	}
+	w->last_sp = w->sp;
 	w->n++;
 	if (w->n >= max_user)
 		return stop(w, NW_BPF_END_DEPTH);
@@ -729,7 +742,7 @@ static __always_inline int unwind(void *ctx, const struct nw_user_regs *uregs, _
 		return 1;
 	}
 	rec->w[(k + 1) & BUF_MASK] = NW_BPF_STATUS(w->end, w->fp_frames) | (check ? NW_BPF_TWIN : 0);
-	k = w->base + 2 * w->n;
+	k = w->base + w->words;
 	if (k + 2 + 25 >= BUF_WORDS)
 		return 1;
 	rec->w[6] = k - 7;                  /* callchain entries */

@@ -164,8 +164,9 @@ static void check_pair(struct nw_unwinder *u, uint32_t tid, const struct nw_fram
 		u->stats.bpf_unknown++;
 		return;
 	}
+	/* The same frames: the same PCs, and the same SPs (which sp tags are made of). */
 	for (i = 0; i < common; i++)
-		if (nw_ip_pc(d[i].ip) != nw_ip_pc(b[i].ip))
+		if (nw_ip_pc(d[i].ip) != nw_ip_pc(b[i].ip) || d[i].sp != b[i].sp)
 			break;
 	if (i == common && nd <= nb) {
 		u->stats.bpf_agree++;
@@ -174,9 +175,10 @@ static void check_pair(struct nw_unwinder *u, uint32_t tid, const struct nw_fram
 	}
 	u->stats.bpf_mismatch++;
 	if (i < common)
-		nw_debug("bpf check: tid %u frame %zu: %#llx in the kernel, %#llx from the copy "
-			 "(%zu and %zu frames)", tid, i, (unsigned long long)b[i].ip,
-			 (unsigned long long)d[i].ip, nb, nd);
+		nw_debug("bpf check: tid %u frame %zu: %#llx (sp %#llx) in the kernel, %#llx "
+			 "(sp %#llx) from the copy (%zu and %zu frames)", tid, i,
+			 (unsigned long long)b[i].ip, (unsigned long long)b[i].sp,
+			 (unsigned long long)d[i].ip, (unsigned long long)d[i].sp, nb, nd);
 	else
 		nw_debug("bpf check: tid %u: the kernel's walk ends after %zu frames, the copy's "
 			 "after %zu (next %#llx)", tid, nb, nd, (unsigned long long)d[nb].ip);
@@ -207,13 +209,14 @@ static void check_twin(struct nw_unwinder *u, uint32_t tid, enum check_kind kind
 }
 
 /*
- * bpf: the pairs after NW_BPF_CONTEXT and its status word.  A user frame
- * right below kernel frames keeps the exact PC the kernel was entered at.
+ * bpf: the frames after NW_BPF_CONTEXT and its status word (bpf/abi.h: a
+ * PC and an SP step a word, or a PC, then an SP).  A user frame right
+ * below kernel frames keeps the exact PC the kernel was entered at.
  */
 static size_t unwind_bpf(struct nw_unwinder *u, const struct nw_sample *s, struct nw_frame *out,
 			 size_t max)
 {
-	uint64_t i = 0, status, n = 0;
+	uint64_t i = 0, status, n = 0, sp = 0;
 
 	while (i < s->nr && nw_rd64(s->ips, i) != NW_BPF_CONTEXT)
 		i++;
@@ -222,13 +225,21 @@ static size_t unwind_bpf(struct nw_unwinder *u, const struct nw_sample *s, struc
 	status = nw_rd64(s->ips, i + 1);
 	u->stats.bpf_ends[NW_BPF_STATUS_END(status) & 7]++;
 	u->stats.bpf_fp_frames += NW_BPF_STATUS_FP(status);
-	for (i += 2; i + 1 < s->nr; i += 2) {
+	for (i += 2; i < s->nr; i++) {
+		uint64_t w = nw_rd64(s->ips, i);
+
 		if (n == max) {
 			u->stats.truncated++;
 			break;
 		}
-		out[n].ip = nw_rd64(s->ips, i);
-		out[n].sp = nw_rd64(s->ips, i + 1);
+		if (!(w & NW_BPF_SP_FOLLOWS))
+			sp += NW_BPF_SP_STEP(w) * 8;
+		else if (++i < s->nr)
+			sp = nw_rd64(s->ips, i);
+		else
+			break;
+		out[n].ip = w & (NW_BPF_PC_MASK | NW_IP_EXACT);
+		out[n].sp = sp;
 		n++;
 	}
 	if (NW_BPF_STATUS_END(status) == NW_BPF_END_DEPTH)

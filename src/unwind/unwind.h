@@ -7,8 +7,8 @@
  *   PERF_SAMPLE_REGS_USER.
  * - dwarf: CFI (.eh_frame, .debug_frame) through libdwfl over the sample's
  *   user registers and stack copy, at record time.
- * - bpf: the (PC, SP) pairs the in-kernel unwinder wrote into the sample's
- *   callchain after NW_BPF_CONTEXT; a sample with a stack copy (one it
+ * - bpf: the frames the in-kernel unwinder wrote into the sample's
+ *   callchain after NW_BPF_CONTEXT (a PC and an SP step a word); a sample with a stack copy (one it
  *   handed back to perf) as in dwarf mode.  One Dwfl per process,
  *   kept across samples; its modules follow the process's epochs.  Every
  *   frame carries its CFA-derived stack pointer as sp.
