@@ -566,13 +566,16 @@ static void test_fp_and_hybrid(void **state)
 }
 
 /*
- * -g bpf's samples: the (PC, SP) pairs the in-kernel program writes after
- * NW_BPF_CONTEXT, here dwarf mode's frames of the capture, come out as
- * they are, the walk's end and frame-pointer frames counted.  With
- * NARWHAL_UNWIND=check the copy of the same sample (in either order) is
- * unwound and compared, not folded: agreeing frames agree; a wrong return
- * address differs; a walk that stopped at a table not loaded is set apart.
+ * -g bpf's samples: the frames the in-kernel program writes after
+ * NW_BPF_CONTEXT (a PC and an SP step a word, or a PC, then its SP), here
+ * dwarf mode's frames of the capture, come out as they are, the walk's end
+ * and frame-pointer frames counted.  With NARWHAL_UNWIND=check the copy of
+ * the same sample (in either order) is unwound and compared, not folded:
+ * agreeing frames agree; a wrong return address differs; a walk that
+ * stopped at a table not loaded is set apart.
  */
+static size_t bpf_at[64];  /* the word of each frame's PC */
+
 static size_t bpf_sample(uint64_t *chain, size_t n, uint64_t status, struct nw_sample *smp)
 {
 	size_t k = 0;
@@ -580,8 +583,16 @@ static size_t bpf_sample(uint64_t *chain, size_t n, uint64_t status, struct nw_s
 	chain[k++] = NW_BPF_CONTEXT;
 	chain[k++] = status;
 	for (size_t i = 0; i < n; i++) {
-		chain[k++] = full[i].ip;
-		chain[k++] = full[i].sp;
+		uint64_t step = i ? full[i].sp - full[i - 1].sp : 0;
+
+		bpf_at[i] = k;
+		/* Both forms: every third frame's SP in a word of its own. */
+		if (i && i % 3 && !(step & 7) && step / 8 < NW_BPF_SP_STEP_MAX) {
+			chain[k++] = full[i].ip | step / 8 << NW_BPF_SP_SHIFT;
+		} else {
+			chain[k++] = full[i].ip | NW_BPF_SP_FOLLOWS;
+			chain[k++] = full[i].sp;
+		}
 	}
 	*smp = (struct nw_sample){ .sid = { .pid = (uint32_t)getpid(), .tid = (uint32_t)gettid() },
 				   .ip = full[0].ip, .period = 1, .nr = k,
@@ -601,7 +612,9 @@ static void test_bpf(void **state)
 
 	(void)state;
 	self_epoch(&me);
-	bpf_sample(chain, nfull, NW_BPF_STATUS(NW_BPF_END_ENTRY, 2), &bpf);
+	/* Some frames a word, some two. */
+	assert_in_range(bpf_sample(chain, nfull, NW_BPF_STATUS(NW_BPF_END_ENTRY, 2), &bpf),
+			2 + nfull + 1, 2 + 2 * nfull - 1);
 	assert_int_equal(nw_unwinder_init(&u, NW_CALLGRAPH_BPF, arch, arch->regs_mask_dwarf), 0);
 	assert_null(u.bpf_check);
 	n = nw_unwind(&u, &me.ctx, &bpf, f, 64);
@@ -629,7 +642,7 @@ static void test_bpf(void **state)
 	/* The copy first, then the program's, one return address wrong. */
 	assert_int_equal(nw_unwind(&u, &me.ctx, &copy, f, 64), 0);
 	bpf_sample(chain, nfull, NW_BPF_STATUS(NW_BPF_END_ENTRY, 0) | NW_BPF_TWIN, &bpf);
-	chain[2 + 2 * 2] += 4;
+	chain[bpf_at[2]] += 4;
 	assert_int_equal(nw_unwind(&u, &me.ctx, &bpf, f, 64), nfull);
 	/* A walk that met a table not loaded yet: not comparable. */
 	bpf_sample(chain, 2, NW_BPF_STATUS(NW_BPF_END_NO_TABLE, 0) | NW_BPF_TWIN, &bpf);
