@@ -105,10 +105,10 @@ struct nw_bpf_vma {
 
 /*
  * The mappings of code of a process (the procs map, by the tgid in the
- * recorder's PID namespace): learned by the program (bpf_find_vma(), each
- * with its mm), or, on kernels without bpf_find_vma() (before 5.17), told
- * by the recorder from the MMAP2 and FORK records it reads (mm 0: those
- * of the address space the program bound the entry to).  The recorder
+ * recorder's PID namespace): told by the recorder from the MMAP2 and FORK
+ * records it reads (mm 0: those of the address space the program bound
+ * the entry to), and, from 5.17, learned by the program where it was not
+ * told yet (bpf_find_vma(), each with its mm).  The recorder
  * clears the ones a new mapping overlaps and bumps gen, which retires
  * every entry of the by-2-MiB cache in front of it; an exec clears them
  * all and unbinds the entry.

@@ -35,7 +35,7 @@ int nw_bpf_attach_probe(struct nw_bpf_unwinder *u, int fd, unsigned which, int c
 	return -EOPNOTSUPP;
 }
 
-bool nw_bpf_told(const struct nw_bpf_unwinder *u)
+bool nw_bpf_finds(const struct nw_bpf_unwinder *u)
 {
 	return false;
 }

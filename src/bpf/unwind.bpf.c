@@ -14,10 +14,10 @@
  *
  * The walk is a bounded loop over global functions (5.6+), so the
  * verifier checks one frame's code, whatever the depth.  The mapping of
- * each PC comes from a per-process list that bpf_find_vma() (5.17+) fills
- * as the walk meets them, or, on an older kernel, that the recorder fills
- * from the MMAP2 and FORK records it reads; a table is found by the
- * file's (device, inode).  Nothing newer than 5.15 is needed
+ * each PC comes from a per-process list that the recorder fills from the
+ * MMAP2 and FORK records it reads, and bpf_find_vma() (5.17+) where the
+ * walk meets one not told yet; a table is found by the file's (device,
+ * inode).  Nothing newer than 5.15 is needed
  * (bpf_task_pt_regs(), attach cookies); bpf_find_vma() is called only
  * when the kernel has it (find_vmas), and the verifier drops its code
  * otherwise.
@@ -50,7 +50,7 @@ const volatile __u64 sample_id = 0;     /* NW_BPF_ID() of the event this copy se
 const volatile bool check = false;      /* perf writes every sample too (NARWHAL_UNWIND=check) */
 const volatile __u64 regs_mask = 0;     /* the session's sample_regs_user (a probe writes them) */
 const volatile bool have_probes = false; /* a source's uprobes run the walk too (nw_unwind_probe) */
-const volatile bool find_vmas = true;   /* bpf_find_vma() (5.17+); else the recorder tells them */
+const volatile bool find_vmas = true;   /* bpf_find_vma() (5.17+) where not told */
 
 struct record {
 	__u64 w[BUF_WORDS];
@@ -325,8 +325,10 @@ __noinline int proc_free_way(void)
 	__u32 zero = 0;
 	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
 
+	/* Stale: learned in another mm, or told for another (the entry's). */
 	for (int i = 0; w && sc && i < NW_BPF_PROC_WAYS; i++)
-		if (sc->proc.v[i].kind == NW_VMA_NONE || sc->proc.v[i].mm != w->mm)
+		if (sc->proc.v[i].kind == NW_VMA_NONE ||
+		    (sc->proc.v[i].mm ? sc->proc.v[i].mm : sc->proc.mm) != w->mm)
 			return i;
 	return -1;
 }

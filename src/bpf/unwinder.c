@@ -38,7 +38,7 @@ struct nw_bpf_unwinder {
 	struct loaded *set;    /* open addressing: the modules whose tables are loaded */
 	uint32_t nset, cap_set;
 	uint32_t rows, max_rows;
-	bool told;             /* the recorder tells the program the mappings (no bpf_find_vma) */
+	bool finds;            /* the program looks up mappings it was not told (bpf_find_vma) */
 	/* The row chunks made so far, mapped: 16 bytes per row (8-aligned). */
 	unsigned char *chunk[NW_BPF_MAX_CHUNKS];
 	unsigned nchunks;
@@ -94,9 +94,9 @@ bool nw_bpf_usable(char *why, size_t len)
 }
 
 /*
- * Whether the program learns mappings itself: bpf_find_vma() (5.17+),
- * unless NARWHAL_BPF_FIND_VMA=0 has the recorder tell them, as on an
- * older kernel (a test of that path on a newer one).
+ * Whether the program looks up the mappings it was not told: bpf_find_vma()
+ * (5.17+), unless NARWHAL_BPF_FIND_VMA=0 leaves it to the recorder's, as
+ * on an older kernel (a test of that path on a newer one).
  */
 static bool finds_vmas(void)
 {
@@ -138,7 +138,7 @@ static int load_copy(struct nw_bpf_unwinder *u, const struct nw_bpf_opts *o, uns
 	sk->rodata->check = o->check;
 	sk->rodata->regs_mask = o->regs_mask;
 	sk->rodata->have_probes = o->nprobes > 0;
-	sk->rodata->find_vmas = !u->told;
+	sk->rodata->find_vmas = u->finds;
 	/* Each copy verifies the one program it runs. */
 	bpf_program__set_autoload(probe ? sk->progs.nw_unwind : sk->progs.nw_unwind_probe, false);
 	/*
@@ -191,7 +191,7 @@ int nw_bpf_open(struct nw_bpf_unwinder **ret, const struct nw_bpf_opts *o, char 
 	if (o->nprobes)
 		memcpy(u->probes, o->probes, o->nprobes * sizeof(*u->probes));
 	libbpf_set_print(silent);
-	u->told = !finds_vmas();
+	u->finds = finds_vmas();
 	stat("/proc/self/ns/pid", &ns);
 	u->max_rows = o->max_rows ? o->max_rows : NW_BPF_DEFAULT_ROWS;
 	if (u->max_rows > NW_BPF_MAX_CHUNKS * NW_BPF_CHUNK_ROWS)
@@ -261,47 +261,36 @@ static uint32_t slot(const struct nw_bpf_unwinder *u, uint64_t dev, uint64_t ino
 	return h;
 }
 
-bool nw_bpf_told(const struct nw_bpf_unwinder *u)
+bool nw_bpf_finds(const struct nw_bpf_unwinder *u)
 {
-	return u->told;
+	return u->finds;
 }
 
 void nw_bpf_map(struct nw_bpf_unwinder *u, uint32_t tgid, const struct nw_bpf_vma *v)
 {
 	int fd = bpf_map__fd(u->skel->maps.procs);
 	struct nw_bpf_proc_vmas pv;
-	bool overlaps = false;
 	unsigned way;
 
 	/*
-	 * A process the program has not met, or a mapping over nothing it
-	 * learned (the usual case): one lookup.  The program may replace the
-	 * entry between this lookup and the update; a mapping learned in that
-	 * window is lost, and learned again.
+	 * The program may replace the entry between this lookup and the
+	 * update: a mapping it learned in that window is lost, and learned
+	 * again.
 	 */
-	if (bpf_map_lookup_elem(fd, &tgid, &pv)) {
-		if (!u->told)
-			return;
+	if (bpf_map_lookup_elem(fd, &tgid, &pv))
 		memset(&pv, 0, sizeof(pv));
-	}
 	for (unsigned i = 0; i < NW_BPF_PROC_WAYS; i++)
 		if (pv.v[i].kind != NW_VMA_NONE && pv.v[i].start < v->end && v->start < pv.v[i].end) {
 			pv.v[i].kind = NW_VMA_NONE;
-			overlaps = true;
+			pv.gen++;
 		}
-	if (overlaps)
-		pv.gen++;
-	else if (!u->told)
-		return;
-	if (u->told) {
-		/* A free way, else the next in turn: the oldest of a full list goes. */
-		for (way = 0; way < NW_BPF_PROC_WAYS && pv.v[way].kind != NW_VMA_NONE; way++)
-			;
-		if (way == NW_BPF_PROC_WAYS)
-			way = pv.next++ % NW_BPF_PROC_WAYS;
-		pv.v[way] = *v;
-		pv.v[way].mm = 0;
-	}
+	/* A free way, else the next in turn: the oldest of a full list goes. */
+	for (way = 0; way < NW_BPF_PROC_WAYS && pv.v[way].kind != NW_VMA_NONE; way++)
+		;
+	if (way == NW_BPF_PROC_WAYS)
+		way = pv.next++ % NW_BPF_PROC_WAYS;
+	pv.v[way] = *v;
+	pv.v[way].mm = 0;
 	bpf_map_update_elem(fd, &tgid, &pv, BPF_ANY);
 }
 
@@ -312,8 +301,6 @@ void nw_bpf_set_mappings(struct nw_bpf_unwinder *u, uint32_t tgid, const struct 
 	struct nw_bpf_proc_vmas pv;
 	uint32_t gen = 0;
 
-	if (!u->told)
-		return;
 	if (!bpf_map_lookup_elem(fd, &tgid, &pv))
 		gen = pv.gen + 1;
 	memset(&pv, 0, sizeof(pv));

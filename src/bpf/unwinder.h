@@ -72,21 +72,21 @@ bool nw_bpf_has_module(const struct nw_bpf_unwinder *u, uint64_t dev, uint64_t i
 int nw_bpf_add_module(struct nw_bpf_unwinder *u, uint64_t dev, uint64_t ino,
 		      const struct nw_cfi_row *rows, uint32_t n);
 /*
- * Whether the recorder tells the program each process's mappings of code
- * (a kernel without bpf_find_vma(), or NARWHAL_BPF_FIND_VMA=0), with
- * nw_bpf_map() and nw_bpf_set_mappings(); else it learns them itself.
+ * The recorder tells the program each process's mappings of code, with
+ * nw_bpf_map() and nw_bpf_set_mappings(), as it reads them.  Whether the
+ * program also looks up those it was not told yet (bpf_find_vma(), 5.17+;
+ * not with NARWHAL_BPF_FIND_VMA=0); else they wait for the recorder.
  */
-bool nw_bpf_told(const struct nw_bpf_unwinder *u);
+bool nw_bpf_finds(const struct nw_bpf_unwinder *u);
 /*
- * Process @tgid mapped @v (start, end, bias, key, kind): the mappings the
- * program learned or was told that it overlaps are gone (bpf/abi.h,
- * struct nw_bpf_proc_vmas), and, when it is told them, @v is one.
+ * Process @tgid mapped @v (start, end, bias, key, kind; kind NONE: not
+ * known): the mappings the program learned or was told that it overlaps
+ * are gone (bpf/abi.h, struct nw_bpf_proc_vmas), and @v is one.
  */
 void nw_bpf_map(struct nw_bpf_unwinder *u, uint32_t tgid, const struct nw_bpf_vma *v);
 /*
- * When the program is told them: process @tgid's mappings of code are
- * @v[0..@n) (a fork's, its parent's; an exec's, none), the first
- * NW_BPF_PROC_WAYS of them.
+ * Process @tgid's mappings of code are @v[0..@n) (a fork's, its parent's;
+ * an exec's, none), the first NW_BPF_PROC_WAYS of them.
  */
 void nw_bpf_set_mappings(struct nw_bpf_unwinder *u, uint32_t tgid, const struct nw_bpf_vma *v,
 			 unsigned n);

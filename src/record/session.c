@@ -153,12 +153,12 @@ static void fill_common(const struct nw_session *s, struct perf_event_attr *a, b
 	if (s->bpf && !src)
 		a->wakeup_watermark = 8192;
 	/*
-	 * When the recorder tells the program the mappings, each of them: the
-	 * reader wakes at every record (in this ring: side-band records, and
-	 * the samples handed back), so that the program knows a mapping soon
-	 * after it is made.
+	 * When the program cannot look up a mapping it was not told (before
+	 * 5.17), the reader wakes at every record (in this ring: side-band
+	 * records, and the samples handed back), so that it tells a mapping
+	 * soon after it is made.
 	 */
-	if (s->bpf && nw_bpf_told(s->bpf))
+	if (s->bpf && !nw_bpf_finds(s->bpf))
 		a->wakeup_watermark = 1;
 	/* Side-band records come once per CPU and task, from the first event only. */
 	a->mmap = leader;

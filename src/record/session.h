@@ -321,11 +321,10 @@ int nw_session_map_module(struct nw_session *s, struct nw_process *p, const char
 void nw_session_load_table(struct nw_session *s, uint32_t module);
 /*
  * Process @p mapped @m (its module's table loaded): what the program knew
- * of that space is stale, and when the recorder tells it the mappings
- * (nw_bpf_told()), @m is one.
+ * of that space is stale, and @m is one of the mappings it is told.
  */
 void nw_session_bpf_map(struct nw_session *s, struct nw_process *p, const struct nw_map *m);
-/* When the recorder tells the program the mappings: @p's are all new (fork, exec). */
+/* @p's mappings are all new (fork: its parent's; exec: none): the program is told them. */
 void nw_session_bpf_mappings(struct nw_session *s, struct nw_process *p);
 /*
  * Loads, before the program @cmd starts (as execvp() finds it), the tables

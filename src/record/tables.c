@@ -151,8 +151,6 @@ void nw_session_bpf_map(struct nw_session *s, struct nw_process *p, const struct
 
 	/* Unknown to the program (no key): only what it knew there goes. */
 	bpf_vma(s, m, &v);
-	if (v.kind == NW_VMA_NONE && nw_bpf_told(s->bpf))
-		v.kind = NW_VMA_ANON;
 	nw_bpf_map(s->bpf, p->pid, &v);
 }
 
@@ -161,8 +159,6 @@ void nw_session_bpf_mappings(struct nw_session *s, struct nw_process *p)
 	struct nw_bpf_vma v[NW_BPF_PROC_WAYS];
 	unsigned n = 0;
 
-	if (!nw_bpf_told(s->bpf))
-		return;
 	for (uint32_t i = 0; i < p->as.n && n < NW_BPF_PROC_WAYS; i++)
 		if (bpf_vma(s, &p->as.cur[i], &v[n]))
 			n++;
@@ -328,5 +324,7 @@ void nw_session_bpf_note(const struct nw_session *s, struct nw_strbuf *out)
 		(unsigned long long)st.max_rows, (double)st.table_bytes / (1 << 20),
 		(double)s->bpf_table_ns / 1e6, (unsigned long long)s->bpf_tables_failed, st.insns,
 		st.runs ? (double)st.run_ns / (double)st.runs : 0.0, (unsigned long long)st.runs,
-		nw_bpf_told(s->bpf) ? "told by the recorder" : "found by the program (bpf_find_vma)");
+		nw_bpf_finds(s->bpf) ? "told by the recorder, the rest found by the program "
+				       "(bpf_find_vma)"
+				     : "told by the recorder only");
 }

@@ -155,7 +155,7 @@ for prog in "deepframes 20" "forks 60"; do
 	read -ra cmd <<<"$prog"
 	d=$NW_TMP/told-${cmd[0]}.data
 	NARWHAL_BPF_FIND_VMA=0 NARWHAL_UNWIND=check nw_record_ok "$d" -v "$P/${cmd[0]}" "${cmd[@]:1}"
-	grep -q 'mappings told by the recorder' "$d.err" || {
+	grep -q 'mappings told by the recorder only' "$d.err" || {
 		nw_show "narwhal-record -v" "$d.err"
 		fail "${cmd[0]}: the program found the mappings itself"
 	}
