@@ -665,6 +665,11 @@ static void print_summary(const struct run *r)
 			r->o.rec.alloc ? ", raise --alloc-rate or take smaller stack copies "
 					 "(-g dwarf,SIZE)"
 				       : " or lower -F");
+	if (s->bpf_refused)
+		fprintf(stderr, "narwhal-record: %llu unwind table%s not loaded into the kernel "
+				"(%s): %s samples were unwound from stack copies\n",
+			(unsigned long long)s->bpf_refused, s->bpf_refused == 1 ? "" : "s",
+			s->bpf_refused_why, s->bpf_refused == 1 ? "its" : "their");
 	if (s->stats.bad_records || s->stats.ring_resyncs)
 		fprintf(stderr, "narwhal-record: %llu malformed records skipped\n",
 			(unsigned long long)(s->stats.bad_records + s->stats.ring_resyncs));

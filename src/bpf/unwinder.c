@@ -39,6 +39,7 @@ struct nw_bpf_unwinder {
 	uint32_t nset, cap_set;
 	uint32_t rows, max_rows;
 	bool finds;            /* the program looks up mappings it was not told (bpf_find_vma) */
+	int chunk0;            /* the first chunk, made before the rows map (its template); -1: used */
 	/* The row chunks made so far, mapped: 16 bytes per row (8-aligned). */
 	unsigned char *chunk[NW_BPF_MAX_CHUNKS];
 	unsigned nchunks;
@@ -114,6 +115,16 @@ static int handle(void *ctx, void *data, size_t size)
 	return u->fn ? u->fn(u->arg, data, size) : 0;
 }
 
+/* A chunk of rows: an array map, mapped by the recorder.  Its fd, or -errno. */
+static int new_chunk(void)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "nw_rows", sizeof(uint32_t),
+				sizeof(struct nw_cfi_row), NW_BPF_CHUNK_ROWS, &opts);
+
+	return fd < 0 ? -errno : fd;
+}
+
 /*
  * Loads the copy of the program for event @e (e >= u->nevents: for probe
  * e - u->nevents), on the maps of u->skel when there is one.
@@ -163,8 +174,19 @@ static int load_copy(struct nw_bpf_unwinder *u, const struct nw_bpf_opts *o, uns
 		for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++)
 			if ((r = bpf_map__reuse_fd(mine[i], bpf_map__fd(first[i]))))
 				return r;
-	} else if (bpf_map__set_max_entries(sk->maps.samples, o->ring_bytes)) {
-		return -EINVAL;
+	} else {
+		if (bpf_map__set_max_entries(sk->maps.samples, o->ring_bytes))
+			return -EINVAL;
+		/*
+		 * The rows map's template is the first chunk, made as every chunk
+		 * is: up to 6.1 the kernel takes into a map of maps only maps
+		 * whose timer offset is the template's, and libbpf's own template,
+		 * made with BTF, has another (every table was refused).
+		 */
+		if ((u->chunk0 = new_chunk()) < 0)
+			return u->chunk0;
+		if ((r = bpf_map__set_inner_map_fd(sk->maps.rows, u->chunk0)))
+			return r;
 	}
 	r = nw_unwind_bpf__load(sk);
 	if (!r && !u->skel)
@@ -188,6 +210,7 @@ int nw_bpf_open(struct nw_bpf_unwinder **ret, const struct nw_bpf_opts *o, char 
 		return -ENOMEM;
 	}
 	u->nevents = n - o->nprobes;
+	u->chunk0 = -1;
 	if (o->nprobes)
 		memcpy(u->probes, o->probes, o->nprobes * sizeof(*u->probes));
 	libbpf_set_print(silent);
@@ -348,7 +371,6 @@ static int remember(struct nw_bpf_unwinder *u, uint64_t dev, uint64_t ino)
  */
 static int add_chunks(struct nw_bpf_unwinder *u, unsigned want)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
 	LIBBPF_OPTS(bpf_map_batch_opts, bo);
 	size_t len = (size_t)NW_BPF_CHUNK_ROWS * ROW_STRIDE;
 	uint32_t keys[NW_BPF_MAX_CHUNKS], count;
@@ -361,10 +383,16 @@ static int add_chunks(struct nw_bpf_unwinder *u, unsigned want)
 	for (unsigned c = had; c < want && !r; c++, n++) {
 		void *p;
 
-		fds[n] = bpf_map_create(BPF_MAP_TYPE_ARRAY, "nw_rows", sizeof(uint32_t),
-					sizeof(struct nw_cfi_row), NW_BPF_CHUNK_ROWS, &opts);
-		if (fds[n] < 0)
-			return -errno;
+		if (c == 0 && u->chunk0 >= 0) {
+			fds[n] = u->chunk0;
+			u->chunk0 = -1;
+		} else {
+			fds[n] = new_chunk();
+		}
+		if (fds[n] < 0) {
+			r = fds[n];
+			break;
+		}
 		keys[n] = c;
 		/* Populated at once: a fault per page would cost as much as the copy. */
 		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fds[n], 0);
@@ -472,6 +500,8 @@ void nw_bpf_close(struct nw_bpf_unwinder *u)
 		munmap(u->chunk[i], (size_t)NW_BPF_CHUNK_ROWS * ROW_STRIDE);
 	for (unsigned i = u->ncopies; i-- > 0;)
 		nw_unwind_bpf__destroy(u->copies[i]);
+	if (u->chunk0 >= 0)
+		close(u->chunk0);
 	free(u->copies);
 	free(u->probes);
 	free(u->links);

@@ -81,8 +81,16 @@ bool nw_recorder_kernel_hidden(int *ret_restrict)
 	bool hidden = false;
 	FILE *f = fopen("/proc/kallsyms", "r");
 
+	/*
+	 * Hidden: every address reads 0.  The first line alone does not say
+	 * (up to 6.1 it is the per-CPU area's fixed_percpu_data, at 0).
+	 */
 	if (f) {
-		hidden = fgets(line, sizeof(line), f) && strtoull(line, NULL, 16) == 0;
+		int n = 0, zero = 0;
+
+		for (; n < 16 && fgets(line, sizeof(line), f); n++)
+			zero += strtoull(line, NULL, 16) == 0;
+		hidden = n && zero == n;
 		fclose(f);
 	}
 	*ret_restrict = read_int_file("/proc/sys/kernel/kptr_restrict", -1);

@@ -92,7 +92,10 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 			.max_frames = opts->max_frames ? opts->max_frames : NW_UNWIND_MAX_FRAMES,
 			.kernel = opts->kernel,
 			.ring_bytes = NW_BPF_DEFAULT_RING,
-			.max_rows = NW_BPF_DEFAULT_ROWS,
+			/* NARWHAL_BPF_ROWS: fewer, to see what a full rows map does. */
+			.max_rows = getenv("NARWHAL_BPF_ROWS")
+					    ? (uint32_t)strtoul(getenv("NARWHAL_BPF_ROWS"), NULL, 0)
+					    : NW_BPF_DEFAULT_ROWS,
 			.nevents = s->nevents,
 			.probes = s->probes,
 			.nprobes = s->nprobes,

@@ -201,6 +201,8 @@ struct nw_session {
 	struct nw_cache *cache;    /* where unwind tables are kept between runs (NULL: none) */
 	uint64_t bpf_table_ns;     /* time spent compiling unwind tables */
 	uint64_t bpf_tables_failed;
+	uint64_t bpf_refused;      /* tables the kernel's maps did not take */
+	char bpf_refused_why[PATH_MAX + 64];  /* the first: its file, and why */
 	char bpf_cmd[PATH_MAX];    /* the launched program, as execvp() found it ("": none) */
 	uint32_t *bpf_seen;        /* the modules whose tables were loaded while recording */
 	size_t nseen, cap_seen;

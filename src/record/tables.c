@@ -107,6 +107,9 @@ static void load_file(struct nw_session *s, const char *path, bool vdso, const u
 	if (ret) {
 		nw_debug("bpf: cannot load the unwind table of %s: %s", path, strerror(-ret));
 		s->bpf_tables_failed++;
+		if (!s->bpf_refused++)
+			snprintf(s->bpf_refused_why, sizeof(s->bpf_refused_why), "%s: %s", path,
+				 ret == -ENOSPC ? "the kernel's rows are full" : strerror(-ret));
 	}
 	nw_debug("bpf: table of %s: %u rows%s in %.1f ms", path, t.nrows,
 		 t.from_cache ? " from the cache" : "", (double)(mono_ns() - start) / 1e6);

@@ -196,6 +196,22 @@ awk -v g="$sig" 'BEGIN { exit !(g > 0) }' || {
 }
 ok "$n of $n samples ($allocs of them allocations) unwound in the kernel agree with the copy; $sig% of the bytes through the signal frame"
 
+check "a rows map too small for libc (NARWHAL_BPF_ROWS): a notice, and stack copies instead"
+d=$NW_TMP/rows.data
+NARWHAL_BPF_ROWS=3000 nw_record_ok "$d" "$P/deepframes" 20
+grep -q 'unwind tables\? not loaded into the kernel (.*libc[^:]*: the kernel.s rows are full)' "$d.err" || {
+	nw_show "narwhal-record stderr" "$d.err"
+	fail "no notice of the tables the kernel did not take"
+}
+nw_report "$NW_TMP/rows.health" "$d" --stack-health
+copies=$(sed -nE 's/^From a stack copy: ([0-9]+) samples.*/\1/p' "$NW_TMP/rows.health")
+complete=$(awk '/^Complete:/ { print $3 + 0 }' "$NW_TMP/rows.health")
+[[ -n $copies ]] && ((copies >= 100)) && awk -v c="$complete" 'BEGIN { exit !(c >= 99) }' || {
+	nw_show "--stack-health" "$NW_TMP/rows.health"
+	fail "${copies:-no} samples from copies, $complete% complete"
+}
+ok "$copies samples from stack copies, $complete% complete"
+
 check "as nobody: dwarf, with one notice saying why"
 mkdir -p "$NW_TMP/nobody" && chmod 777 "$NW_TMP/nobody" && chmod 755 "$NW_TMP"
 rc=0
