@@ -551,6 +551,12 @@ __noinline int walk_step(void)
 	case NW_CFA_PLT:
 		cfa = w->sp + 8 + ((w->pc & 15) >= 11 ? 8 : 0);
 		break;
+	case NW_CFA_REG:
+		/* Only perf's copy can follow this frame (bpf/abi.h). */
+		if (check)
+			return stop(w, NW_BPF_END_NO_TABLE);
+		w->handback = 1;
+		return 1;
 	case NW_CFA_SIGNAL: {
 		/* The interrupted frame: its registers, saved by the kernel. */
 		__u64 regs[(NW_SIGFRAME_RIP - NW_SIGFRAME_RBP) / 8 + 1];

@@ -40,7 +40,7 @@ _Static_assert(sizeof(struct nw_cfi_row) == 12, "bpf/abi.h: a row is 12 bytes");
  * when this file or cfirule.c would compile any row differently, so that no
  * table of an earlier version is used.
  */
-#define MAGIC "NWCFIT2"   /* 2: NW_CFA_SIGNAL rows */
+#define MAGIC "NWCFIT3"   /* 2: NW_CFA_SIGNAL rows; 3: NW_CFA_REG */
 
 /* A cache file: this header, then nrows rows as in memory (host byte order). */
 struct file_header {
@@ -144,11 +144,19 @@ static void frame_row(Dwarf_Frame *frame, struct nw_cfi_rule *r, struct nw_cfi_r
 {
 	bool signal = false;
 
+	Dwarf_Op *ops;
+	size_t nops;
+
 	nw_cfi_rule_compile(&nw_arch_x86_64, frame, r);
 	row_from_rule(r, row);
 	/* A signal frame ('S' in its CIE): the in-kernel unwinder reads the rt_sigframe. */
 	if (dwarf_frame_info(frame, NULL, NULL, &signal) >= 0 && signal)
 		row->cfa = NW_CFA_SIGNAL;
+	/* CFA = another register + offset (DW_CFA_def_cfa): not frame pointers. */
+	else if (row->cfa == NW_CFA_COMPLEX && dwarf_frame_cfa(frame, &ops, &nops) == 0 &&
+		 nops == 1 && (ops[0].atom == DW_OP_bregx ||
+			       (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31)))
+		row->cfa = NW_CFA_REG;
 }
 
 void nw_cfi_table_row(Dwarf_Frame *frame, struct nw_cfi_row *row)
@@ -473,6 +481,7 @@ static void count_rows(struct nw_cfi_table *t)
 		t->stats.gap += r->cfa == NW_CFA_GAP;
 		t->stats.plt += r->cfa == NW_CFA_PLT;
 		t->stats.end += r->cfa == NW_CFA_END;
+		t->stats.reg += r->cfa == NW_CFA_REG;
 		if (r->cfa == NW_CFA_COMPLEX && i + 1 < t->nrows)
 			t->stats.complex_bytes += t->rows[i + 1].off - r->off;
 	}
@@ -625,7 +634,7 @@ static bool load_cached(const struct nw_cache *cache, const char *name, struct n
 	map = NULL;
 	ok = true;
 	for (uint32_t i = 0; i < t->nrows && ok; i++)
-		ok = t->rows[i].cfa <= NW_CFA_SIGNAL && t->rows[i].fp <= NW_FP_UNDEF &&
+		ok = t->rows[i].cfa <= NW_CFA_REG && t->rows[i].fp <= NW_FP_UNDEF &&
 		     (!i || t->rows[i].off > t->rows[i - 1].off);
 	t->from_debug_frame = h.flags & 1;
 	t->from_cache = true;

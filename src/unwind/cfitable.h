@@ -24,12 +24,13 @@ struct nw_cfi_table_stats {
 	uint32_t fdes_skipped;  /* FDEs whose address could not be decoded or mapped */
 	/* Rows of the table by kind (after merging). */
 	uint32_t complex, gap, plt, end;
+	uint32_t reg;           /* CFA = another register + offset */
 	/* PLT rows whose expression adds 8 from another offset than 11: COMPLEX. */
 	uint32_t plt_other;
 	uint64_t complex_bytes; /* bytes of code COMPLEX rows cover */
 };
 
-/* In GAP, END and COMPLEX rows only off and cfa mean anything; the rest is 0. */
+/* In GAP, END, COMPLEX and REG rows only off and cfa mean anything; the rest is 0. */
 struct nw_cfi_table {
 	struct nw_cfi_row *rows;  /* malloc'd, or in @map; strictly increasing off */
 	void *map;                /* the cache file mapped, when loaded from it: rows point in it */

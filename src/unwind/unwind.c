@@ -182,6 +182,13 @@ static void check_pair(struct nw_unwinder *u, uint32_t tid, const struct nw_fram
 	else
 		nw_debug("bpf check: tid %u: the kernel's walk ends after %zu frames, the copy's "
 			 "after %zu (next %#llx)", tid, nb, nd, (unsigned long long)d[nb].ip);
+	/* Both walks whole, frame by frame, up to where they part and one more. */
+	for (size_t k = 0; k <= i && k < (nb > nd ? nb : nd); k++)
+		nw_debug("bpf check:   %zu: %#llx sp %#llx | %#llx sp %#llx", k,
+			 k < nb ? (unsigned long long)b[k].ip : 0ull,
+			 k < nb ? (unsigned long long)b[k].sp : 0ull,
+			 k < nd ? (unsigned long long)d[k].ip : 0ull,
+			 k < nd ? (unsigned long long)d[k].sp : 0ull);
 }
 
 /*
