@@ -41,9 +41,10 @@ enum nw_cfi_cfa {
 	NW_CFA_COMPLEX = 5,   /* CFI the row cannot express: frame pointers, counted */
 	NW_CFA_SIGNAL = 6,    /* a signal frame (glibc's __restore_rt): the registers in the rt_sigframe */
 	/*
-	 * CFA = another register + offset (ld.so's lazy-binding trampolines,
-	 * CFA = rbx): the walk tracks no such register, and the frame-pointer
-	 * chain there is the caller's, which would skip a frame: perf's copy.
+	 * A CFA in a register but FP, with a rule the row cannot express
+	 * (ld.so's lazy-binding trampolines: CFA = rbx; vfork: SP, the return
+	 * address in a register): FP there is the caller's, and the
+	 * frame-pointer fallback would skip a frame: perf's copy.
 	 */
 	NW_CFA_REG = 7,
 };

@@ -143,20 +143,29 @@ static void row_from_rule(const struct nw_cfi_rule *r, struct nw_cfi_row *row)
 static void frame_row(Dwarf_Frame *frame, struct nw_cfi_rule *r, struct nw_cfi_row *row)
 {
 	bool signal = false;
-
 	Dwarf_Op *ops;
 	size_t nops;
 
 	nw_cfi_rule_compile(&nw_arch_x86_64, frame, r);
 	row_from_rule(r, row);
 	/* A signal frame ('S' in its CIE): the in-kernel unwinder reads the rt_sigframe. */
-	if (dwarf_frame_info(frame, NULL, NULL, &signal) >= 0 && signal)
+	if (dwarf_frame_info(frame, NULL, NULL, &signal) >= 0 && signal) {
 		row->cfa = NW_CFA_SIGNAL;
-	/* CFA = another register + offset (DW_CFA_def_cfa): not frame pointers. */
-	else if (row->cfa == NW_CFA_COMPLEX && dwarf_frame_cfa(frame, &ops, &nops) == 0 &&
-		 nops == 1 && (ops[0].atom == DW_OP_bregx ||
-			       (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31)))
-		row->cfa = NW_CFA_REG;
+		return;
+	}
+	/*
+	 * A CFA kept in a register but FP (DW_CFA_def_cfa): FP is not this
+	 * frame's frame pointer, and the fallback would skip a frame.
+	 */
+	if (row->cfa == NW_CFA_COMPLEX && dwarf_frame_cfa(frame, &ops, &nops) == 0 && nops == 1) {
+		int reg = ops[0].atom == DW_OP_bregx ? (int)ops[0].number
+			  : ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31
+				  ? ops[0].atom - DW_OP_breg0
+				  : -1;
+
+		if (reg >= 0 && reg != nw_arch_x86_64.dwarf_fp)
+			row->cfa = NW_CFA_REG;
+	}
 }
 
 void nw_cfi_table_row(Dwarf_Frame *frame, struct nw_cfi_row *row)
