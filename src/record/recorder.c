@@ -865,6 +865,11 @@ bool nw_recorder_step(struct nw_recorder *r)
 	}
 	timeout = r->deadline && now >= r->deadline;
 	r->clock.wait(r->clock.arg, r->pfds, r->npfds, nw_output_wait_ms(&r->out, now, 100));
+	/* A ring's fd whose task has exited (a main thread gone before the
+	 * others) polls hung up for good: not polled, its ring read anyway. */
+	for (nfds_t i = 0; i + 1 < r->npfds; i++)
+		if (r->pfds[i].revents & (POLLHUP | POLLERR))
+			r->pfds[i].fd = -1;
 	nw_session_read(&r->s);
 	now = now_ns(r, CLOCK_MONOTONIC);
 	if (flag(r->o.snapshot)) {

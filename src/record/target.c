@@ -158,6 +158,45 @@ static bool task_alive(pid_t pid, pid_t tid)
 	return access(path, F_OK) == 0;
 }
 
+/* Whether task @tid of @pid still runs: not gone, not a zombie (exited, not reaped). */
+static bool task_running(pid_t pid, pid_t tid)
+{
+	char path[64], buf[512], *paren;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	/* "tid (comm) S ...": the state follows the last parenthesis. */
+	paren = strrchr(buf, ')');
+	return paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
+}
+
+/* Whether any thread of process @pid still runs (its main thread may have exited first). */
+static bool process_running(pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	bool any = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	while (d && !any && (de = readdir(d)))
+		if (de->d_name[0] != '.')
+			any = task_running(pid, (pid_t)atoi(de->d_name));
+	if (d)
+		closedir(d);
+	return any;
+}
+
 static bool tid_list_has(const struct nw_targets *t, pid_t tid)
 {
 	for (size_t i = 0; i < t->n; i++)
@@ -250,7 +289,7 @@ bool nw_targets_alive(const struct nw_targets *t)
 	for (size_t i = 0; i < t->n; i++) {
 		pid_t pid = target_pid(t, i);
 
-		if (pid > 0 && task_alive(pid, t->ids[i]))
+		if (pid > 0 && (t->threads ? task_running(pid, t->ids[i]) : process_running(pid)))
 			return true;
 	}
 	return false;

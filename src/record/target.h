@@ -47,7 +47,7 @@ int nw_targets_parse(struct nw_targets *t, const char *arg);
 void nw_targets_fini(struct nw_targets *t);
 /* The id of the first target that does not exist, or 0 when all do. */
 pid_t nw_targets_missing(const struct nw_targets *t);
-/* Whether any target still runs. */
+/* Whether any target still runs: a zombie (exited, not yet reaped) does not. */
 bool nw_targets_alive(const struct nw_targets *t);
 /*
  * What the measurement names as its command: the command line of the

@@ -10,7 +10,7 @@
 
 # start_attachee SECONDS : runs attachee in the background, waits until it is ready; sets APID.
 start_attachee() {
-	"$P/attachee" "$P/libplug.so" "$1" >"$NW_TMP/attachee.out" &
+	"$P/attachee" "$P/libplug.so" "$@" >"$NW_TMP/attachee.out" &
 	APID=$!
 	for _ in $(seq 100); do
 		grep -q ready "$NW_TMP/attachee.out" 2>/dev/null && return 0
@@ -97,6 +97,51 @@ nw_record_ok "$d" -p "$APID"
 nw_check_measurement "$d"
 ok "stopped after ${SECONDS}s"
 wait "$APID" || true
+
+check "the main thread exits first: the recording follows the others to the end, without spinning"
+# The events of an exited thread poll hung up from then on; the recorder
+# once polled them in a loop, a CPU's worth, until the last thread ended.
+start_attachee 3 mainexit
+d=$NW_TMP/mainexit.data
+SECONDS=0
+nw_record_ok "$d" -v -p "$APID"
+wall=$SECONDS
+wait "$APID" || fail "the program exited with $?"
+nw_report "$NW_TMP/mainexit.folded" "$d" --folded
+grep -q 'late_work' "$NW_TMP/mainexit.folded" && ((wall >= 2)) || {
+	nw_show "--folded" "$NW_TMP/mainexit.folded"
+	fail "the recording of a program of 3 s took $wall s (the main thread exits after 1 s), late_work sampled or not"
+}
+cpu=$(sed -nE 's/.*recorder CPU: [0-9.]+ s set-up, ([0-9.]+) s sampling.*/\1/p' "$d.err")
+# Sampling 2 threads at 999 Hz takes about 0.01 s of CPU a second; spinning, up to a CPU's worth.
+awk -v c="${cpu:-9}" -v w="$wall" 'BEGIN { exit !(c <= 0.1 * (w + 1)) }' || {
+	nw_show "narwhal-record -v" "$d.err"
+	fail "the recorder took ${cpu:-?} s of CPU sampling in a run of $wall s"
+}
+ok "recorded to the end ($wall s); ${cpu} s of recorder CPU sampling"
+
+check "a target that exits and is not reaped (a zombie) ends the recording"
+# Its parent waits for the recorder before it reaps the child: the child
+# stays a zombie, whose main thread is still listed in /proc.
+python3 - "$P/attachee" "$P/libplug.so" "$NW_RECORD" "$NW_TMP/zombie.data" <<'PY' ||
+import subprocess, sys, time
+attachee, lib, rec, out = sys.argv[1:]
+p = subprocess.Popen([attachee, lib, "1"], stdout=subprocess.PIPE)
+p.stdout.readline()                      # "ready"
+t = time.time()
+try:
+    r = subprocess.run([rec, "-e", "cpu-clock", "-o", out, "-p", str(p.pid)],
+                       capture_output=True, text=True, timeout=30)
+except subprocess.TimeoutExpired:
+    sys.exit("the recording went on 30 s after a program of 1 s became a zombie")
+p.wait()
+if r.returncode:
+    sys.exit("narwhal-record exited %d: %s" % (r.returncode, r.stderr))
+print("ended %.1f s after the attach" % (time.time() - t))
+PY
+	fail "the recording did not end with the zombie"
+nw_check_measurement "$NW_TMP/zombie.data"
+ok "ended, measurement written"
 
 check "no such process: exit 1 with a message naming it, nothing written"
 rc=0
