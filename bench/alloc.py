@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Allocation profiling's costs (doc/ALLOCATIONS.md, doc/PERFORMANCE.md).
 
-    bench/alloc.py [--build DIR] [--runs N] [--millions M] [--threads T]
+    bench/alloc.py [--build DIR] [--runs N] [--millions M] [--threads T] [--only PARTS]
 
 1. The mechanism: build/bench/bench-allocmech times one malloc+free pair
    bare, with libnarwhal-alloc preloaded (default rate; rate 1, markers
@@ -15,6 +15,10 @@
 3. --alloc-rate 1: what each allocation costs when every one is recorded
    (a fiftieth of the workload), in both call-graph modes, with the
    records the kernel dropped.
+4. Attached (-p --alloc, uprobes on the C library: every call traps): the
+   workload (a fiftieth) sleeps while narwhal-record attaches, then its own
+   wall time, in each call-graph mode (bpf: every return unwound in the
+   kernel; dwarf: a 16 KiB stack copy with each).
 
 Prints Markdown tables.  Python 3 standard library only.
 """
@@ -105,10 +109,14 @@ def mechanism(build, runs):
         print("| %s | %.1f%s |" % (name, statistics.median(res[name]), extra))
 
 
-def heaptrack_compare(build, runs, threads, millions, tmp):
+def build_workload(tmp):
     work = os.path.join(tmp, "mallocs")
     subprocess.run(["gcc", "-O2", "-g", "-pthread", "-o", work,
                     os.path.join(HERE, "workloads", "mallocs.c")], check=True)
+    return work
+
+
+def heaptrack_compare(build, runs, threads, millions, work, tmp):
     rec = os.path.join(build, "tools", "narwhal-record")
     args = [work, str(threads), str(millions)]
     heaptrack = shutil.which("heaptrack")
@@ -141,7 +149,6 @@ def heaptrack_compare(build, runs, threads, millions, tmp):
     print("\nnarwhal-record --alloc adds %.3f of what heaptrack adds (median of the rounds' "
           "ratios; each round: %s)" % (statistics.median(ratio),
                                        ", ".join("%.3f" % x for x in ratio)))
-    return work
 
 
 def rate_one(build, runs, threads, millions, work, tmp):
@@ -169,24 +176,73 @@ def rate_one(build, runs, threads, millions, work, tmp):
         print("| -g %s | %.3f | %.2f | %d |" % (mode, md, (md - mb) * 1e6 / allocs, lost[mode]))
 
 
+def attached(build, runs, threads, millions, work, tmp):
+    rec = os.path.join(build, "tools", "narwhal-record")
+    m = millions / 50
+    allocs = int(m * 1e6)
+    modes = ("fp", "dwarf", "bpf")
+    res = {k: [] for k in ("bare",) + modes}
+    lost = {}
+
+    def own_wall(out):
+        w = re.search(r"wall_s ([0-9.]+)", out)
+        if not w:
+            sys.exit("the workload printed no wall time: " + out)
+        return float(w.group(1))
+
+    for r in range(runs):
+        log(f"attached round {r + 1}/{runs}")
+        res["bare"].append(own_wall(timed([work, str(threads), str(m), "0"])[1]))
+        for mode in modes:
+            p = subprocess.Popen([work, str(threads), str(m), "1.5"], stdout=subprocess.PIPE,
+                                 text=True)
+            time.sleep(0.1)
+            rp = subprocess.Popen([rec, "-o", os.path.join(tmp, "att.data"), "--alloc", "-g",
+                                   mode, "-p", str(p.pid)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+            out, _ = p.communicate()
+            rout, _ = rp.communicate()
+            if rp.returncode or p.returncode:
+                sys.exit("-p --alloc -g %s failed:\n%s" % (mode, rout))
+            res[mode].append(own_wall(out))
+            lm = re.search(r"\((\d+) lost", rout)
+            lost[mode] = int(lm.group(1)) if lm else 0
+    print("\n| -p --alloc (default rate), %d threads, %g M allocations | the workload's wall s "
+          "(median of %d) | added µs per allocation | records lost |" % (threads, m, runs))
+    print("|---|---:|---:|---:|")
+    mb = statistics.median(res["bare"])
+    print("| not attached | %.3f | | |" % mb)
+    for mode in modes:
+        md = statistics.median(res[mode])
+        print("| -g %s | %.3f | %.2f | %d |" % (mode, md, (md - mb) * 1e6 / allocs, lost[mode]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--millions", type=float, default=10)
+    ap.add_argument("--only", default="mechanism,heaptrack,rate1,attached",
+                    help="the parts to run, comma-separated (default: all)")
     a = ap.parse_args()
+    only = a.only.split(",")
     subprocess.run(["ninja", "-C", a.build], check=True, stdout=subprocess.DEVNULL)
     with open("/proc/loadavg") as f:
         print("load average at the start: " + " ".join(f.read().split()[:3]))
     print("CPUs: %d, kernel %s" % (os.cpu_count(), os.uname().release))
     with tempfile.TemporaryDirectory() as tmp:
-        log("mechanism")
-        mechanism(a.build, a.runs)
-        log("heaptrack")
-        work = heaptrack_compare(a.build, a.runs, a.threads, a.millions, tmp)
-        log("rate 1")
-        rate_one(a.build, a.runs, a.threads, a.millions, work, tmp)
+        work = build_workload(tmp)
+        for name, part in (("mechanism", lambda: mechanism(a.build, a.runs)),
+                           ("heaptrack", lambda: heaptrack_compare(a.build, a.runs, a.threads,
+                                                                   a.millions, work, tmp)),
+                           ("rate1", lambda: rate_one(a.build, a.runs, a.threads, a.millions,
+                                                      work, tmp)),
+                           ("attached", lambda: attached(a.build, a.runs, a.threads, a.millions,
+                                                         work, tmp))):
+            if name in only:
+                log(name)
+                part()
     with open("/proc/loadavg") as f:
         print("\nload average at the end: " + " ".join(f.read().split()[:3]))
 

@@ -3,14 +3,15 @@
  * Bench workload for allocation profilers (bench/alloc.py): malloc-heavy,
  * several threads.
  *
- *   mallocs THREADS MILLIONS
+ *   mallocs THREADS MILLIONS [WAIT]
  *
  * MILLIONS million allocations in all, split over THREADS threads; each
  * thread keeps the last 1024 blocks live (a ring: each new block frees the
  * one it replaces), sizes 16 to 512 bytes from a cheap generator, from two
  * call paths, with a few bytes written into each.  At the end prints
  * "wall_s W allocs N" on stdout: the program's own wall time and the
- * allocations it made.
+ * allocations it made.  WAIT: seconds to sleep first, for a profiler to
+ * attach (narwhal-record -p); the wall time starts after it.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -77,6 +78,12 @@ int main(int argc, char **argv)
 
 	if (threads < 1 || threads > 64)
 		return 2;
+	if (argc > 3) {
+		double wait = atof(argv[3]);
+		struct timespec nap = { (time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9) };
+
+		nanosleep(&nap, NULL);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	for (int i = 0; i < threads; i++) {
 		jobs[i] = (struct job){total / threads, 0x9E3779B9u * (unsigned)(i + 1)};

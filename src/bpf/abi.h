@@ -160,6 +160,11 @@ struct nw_bpf_proc_vmas {
 #define NW_BPF_ID(e) ((nw_u64)1 << 62 | (nw_u64)(e))
 /* ... and for a source's event @w (an allocation uprobe, bpf/unwind.bpf.c's nw_unwind_probe). */
 #define NW_BPF_PROBE_ID(w) ((nw_u64)3 << 61 | (nw_u64)(w))
+/*
+ * The attach cookie of a probe's program that takes every hit: a tracefs
+ * uprobe's, attached to one event of it (the others are per CPU).
+ */
+#define NW_BPF_ANY_CPU (~(nw_u64)0)
 
 /* The status word: why the user walk ended, and frames found by frame pointers. */
 enum nw_bpf_end {
@@ -174,6 +179,12 @@ enum nw_bpf_end {
 };
 #define NW_BPF_STATUS(end, fp_frames) ((nw_u64)(end) | (nw_u64)(fp_frames) << 8)
 #define NW_BPF_TWIN ((nw_u64)1 << 32)  /* check mode: perf writes the sample too, with a copy */
+/*
+ * The walk met a return address a pending uretprobe had replaced with its
+ * trampoline's, and wrote the one the kernel keeps (a stack copy holds
+ * only the trampoline's).
+ */
+#define NW_BPF_RETPROBE ((nw_u64)1 << 33)
 #define NW_BPF_STATUS_END(w) ((w) & 0xff)
 #define NW_BPF_STATUS_FP(w) ((w) >> 8 & 0xffff)
 

@@ -42,6 +42,24 @@ struct mm_struct {
 	struct {
 		void *vdso;
 	} context;
+	struct {
+		struct xol_area *xol_area;   /* the uretprobe trampoline's page */
+	} uprobes_state;
+};
+
+struct xol_area {
+	unsigned long vaddr;
+};
+
+/* A function whose uretprobe is pending: its return address is the trampoline's. */
+struct return_instance {
+	unsigned long stack;            /* where the return address was, on entry */
+	unsigned long orig_ret_vaddr;
+	struct return_instance *next;   /* the next outer one */
+};
+
+struct uprobe_task {
+	struct return_instance *return_instances;
 };
 
 struct vm_area_struct {
@@ -54,6 +72,7 @@ struct vm_area_struct {
 
 struct task_struct {
 	struct mm_struct *mm;
+	struct uprobe_task *utask;      /* not without CONFIG_UPROBES */
 };
 
 #pragma clang attribute pop

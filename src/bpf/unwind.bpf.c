@@ -197,6 +197,9 @@ struct walk {
 	struct nw_bpf_vma learned; /* bpf_find_vma()'s (kind NONE: not code) */
 	__u32 first, nrows;     /* its module's table; nrows 0 and kind FILE: no table */
 	__u32 has_table;
+	__u64 tramp;            /* the uretprobe trampoline's address, 0: no uretprobe pending */
+	__u64 ri;               /* the next pending struct return_instance (a kernel pointer) */
+	__u32 retprobes;        /* return addresses taken from them */
 };
 
 /*
@@ -482,6 +485,51 @@ static __always_inline long stop(struct walk *w, __u32 end)
 	return 1;
 }
 
+/*
+ * The pending uretprobes of the current task, innermost first: each
+ * replaced its function's return address on the stack with the
+ * trampoline's, and keeps the real one.  0: none (or no uprobes here).
+ */
+static __always_inline void pending_retprobes(struct walk *w, struct task_struct *task)
+{
+	struct uprobe_task *ut;
+
+	w->tramp = 0;
+	w->ri = 0;
+	if (!bpf_core_field_exists(task->utask))
+		return;
+	ut = BPF_CORE_READ(task, utask);
+	if (!ut)
+		return;
+	w->ri = (__u64)BPF_CORE_READ(ut, return_instances);
+	if (w->ri)
+		w->tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+}
+
+/*
+ * The return address the trampoline's at stack slot @slot stands for:
+ * the pending uretprobe's that took that slot.  Those below it have
+ * returned (one is being handled: a uretprobe's own sample).  0: none.
+ */
+__noinline __u64 retprobe_return(__u64 slot)
+{
+	struct walk *w = walk_state();
+
+	for (int i = 0; w && w->ri && i < 16; i++) {
+		struct return_instance *ri = (struct return_instance *)w->ri;
+		__u64 stack = BPF_CORE_READ(ri, stack);
+
+		if (stack > slot)
+			return 0;
+		w->ri = (__u64)BPF_CORE_READ(ri, next);
+		if (stack == slot) {
+			w->retprobes++;
+			return BPF_CORE_READ(ri, orig_ret_vaddr);
+		}
+	}
+	return 0;
+}
+
 /* One frame: writes (PC, SP), then finds the caller's PC, SP and FP.  1: the walk ends. */
 __noinline int walk_step(void)
 {
@@ -600,6 +648,12 @@ __noinline int walk_step(void)
 			return stop(w, NW_BPF_END_READ);
 		if (row.fp == NW_FP_UNDEF)
 			fp = 0;
+	}
+	if (ra && ra == w->tramp) {
+		__u64 orig = retprobe_return(cfa - 8);
+
+		if (orig)
+			ra = orig;
 	}
 	if (!ra)
 		return stop(w, NW_BPF_END_ENTRY);
@@ -737,6 +791,7 @@ static __always_inline int unwind(void *ctx, const struct nw_user_regs *uregs, _
 	pv = bpf_map_lookup_elem(&procs, &w->tgid);
 	w->gen = pv ? pv->gen : 0;
 	if (w->mm) {
+		pending_retprobes(w, task);
 		w->pc = uregs->ip;
 		w->sp = uregs->sp;
 		w->fp = uregs->bp;
@@ -749,7 +804,8 @@ static __always_inline int unwind(void *ctx, const struct nw_user_regs *uregs, _
 		count(NW_BPF_HANDED_BACK, 1);
 		return 1;
 	}
-	rec->w[(k + 1) & BUF_MASK] = NW_BPF_STATUS(w->end, w->fp_frames) | (check ? NW_BPF_TWIN : 0);
+	rec->w[(k + 1) & BUF_MASK] = NW_BPF_STATUS(w->end, w->fp_frames) | (check ? NW_BPF_TWIN : 0) |
+				     (w->retprobes ? NW_BPF_RETPROBE : 0);
 	k = w->base + w->words;
 	if (k + 2 + 25 >= BUF_WORDS)
 		return 1;
@@ -793,10 +849,11 @@ int nw_unwind(struct nw_perf_ctx *ctx)
 /*
  * A uprobe's sample (an allocation's, record/alloc.c): taken in the task,
  * at a user instruction, its context the user registers.  Its source reads
- * arguments from the registers, so they are written too.  The uprobe is
- * opened once per CPU for every task, and a hit runs the program of each:
- * the one whose CPU (its attach cookie) is the hit's takes the sample, as
- * perf's own writing would.
+ * arguments from the registers, so they are written too.  A uprobe of the
+ * uprobe PMU is opened once per CPU for every task, and a hit runs the
+ * program of each: the one whose CPU (its attach cookie) is the hit's
+ * takes the sample, as perf's own writing would.  A tracefs uprobe runs
+ * the one program attached to it (cookie NW_BPF_ANY_CPU) at every hit.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -814,7 +871,9 @@ int nw_unwind_probe(struct pt_regs *ctx)
 	__u32 *b = bpf_map_lookup_elem(&busy, &zero);
 	int ret;
 
-	if (bpf_get_attach_cookie(ctx) != bpf_get_smp_processor_id())
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+
+	if (cookie != NW_BPF_ANY_CPU && cookie != bpf_get_smp_processor_id())
 		return 0;
 	if (!b || *b)
 		return busy_back();

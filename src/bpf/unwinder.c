@@ -256,7 +256,8 @@ int nw_bpf_attach(struct nw_bpf_unwinder *u, int fd, unsigned event)
 
 int nw_bpf_attach_probe(struct nw_bpf_unwinder *u, int fd, unsigned which, int cpu)
 {
-	LIBBPF_OPTS(bpf_perf_event_opts, opts, .bpf_cookie = (uint64_t)cpu);
+	LIBBPF_OPTS(bpf_perf_event_opts, opts,
+		    .bpf_cookie = cpu < 0 ? NW_BPF_ANY_CPU : (uint64_t)cpu);
 	struct bpf_link *link;
 
 	for (unsigned i = u->nevents; i < u->ncopies; i++) {

@@ -59,7 +59,9 @@ int nw_bpf_attach(struct nw_bpf_unwinder *u, int fd, unsigned event);
  * ... to the uprobe event @fd, opened on @cpu for every task, of a
  * source's event @which, one of nw_bpf_opts.probes: NW_BPF_PROBE_ID(@which).
  * (A uprobe runs the program of every such event at each hit: the one
- * opened on the CPU of the hit takes the sample.)
+ * opened on the CPU of the hit takes the sample.)  @cpu -1: @fd is the
+ * one event of a tracefs uprobe that holds the program, which then takes
+ * every hit of every task.
  */
 int nw_bpf_attach_probe(struct nw_bpf_unwinder *u, int fd, unsigned which, int cpu);
 /* Whether the table of the file (@dev, @ino) is loaded (or known to be empty). */

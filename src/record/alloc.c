@@ -680,16 +680,15 @@ static enum nw_source_scope event_attr(void *arg, const struct nw_session *s, un
 }
 
 /*
- * -g bpf: a sampled allocation's stack is unwound in the kernel.  Not an
- * attached process's C library returns: tracefs's uprobes are opened per
- * task and inherited, and the kernel runs a program once per such event
- * at every hit (up to 64 of them); those keep their stack copies.
+ * -g bpf: a sampled allocation's stack is unwound in the kernel, and an
+ * attached process's C library returns' (every one: whether it is
+ * sampled is decided here, from the entry's size).
  */
 static bool in_kernel(void *arg, unsigned which)
 {
-	const struct nw_alloc_listener *l = arg;
+	const struct nw_alloc_event *ev = &((const struct nw_alloc_listener *)arg)->events[which];
 
-	return l->events[which].kind == NW_ALLOC_EV_SAMPLE;
+	return ev->kind == NW_ALLOC_EV_SAMPLE || (ev->kind == NW_ALLOC_EV_LIBC && ev->ret);
 }
 
 static void on_sample(void *arg, struct nw_session *s, unsigned which, const struct nw_sample *smp,

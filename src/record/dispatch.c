@@ -114,11 +114,19 @@ static void source_sample(struct nw_session *s, unsigned which, const struct nw_
 	if (!th)
 		return;
 	s->source_in_kernel = nw_session_probe(s, which);
-	/* Check mode: perf's twin of a sample the program unwound is compared, not counted. */
-	if (s->source_in_kernel && s->unwinder.bpf_check && smp->stack_size)
+	/*
+	 * Check mode: each of the program's samples is paired with perf's
+	 * twin (its copy) here, once, whether the source unwinds it or not
+	 * (an allocation not sampled, a call inside another); the twin is
+	 * compared, not counted.
+	 */
+	if (s->source_in_kernel && s->unwinder.bpf_check) {
 		nw_session_unwind(s, th, epoch, smp);
-	else
+		s->unwinder.bpf_check_done = true;
+	}
+	if (!s->source_in_kernel || !s->unwinder.bpf_check || !smp->stack_size)
 		src->sample(src->arg, s, which, smp, th, epoch);
+	s->unwinder.bpf_check_done = false;
 	s->source_in_kernel = false;
 }
 

@@ -28,6 +28,8 @@ int nw_session_init(struct nw_session *s, const struct nw_session_opts *opts)
 	int ret;
 
 	memset(s, 0, sizeof(*s));
+	for (unsigned i = 0; i < NW_SESSION_MAX_PROBES; i++)
+		s->probe_fd[i] = -1;
 	nw_ordered_init(&s->order);
 	if ((!opts->nevents && !src) || (opts->nevents && !opts->value) ||
 	    !opts->mmap_pages ||
@@ -269,12 +271,18 @@ int nw_session_file_id(struct nw_session *s, uint64_t id, unsigned event, bool s
 	return 0;
 }
 
-bool nw_session_probe(const struct nw_session *s, unsigned which)
+/* The index in s->probes of the source's event @which, or -1: not unwound in the kernel. */
+static int probe_index(const struct nw_session *s, unsigned which)
 {
 	for (unsigned i = 0; s->bpf && i < s->nprobes; i++)
 		if (s->probes[i] == which)
-			return true;
-	return false;
+			return (int)i;
+	return -1;
+}
+
+bool nw_session_probe(const struct nw_session *s, unsigned which)
+{
+	return probe_index(s, which) >= 0;
 }
 
 /*
@@ -295,10 +303,9 @@ static int add_fd(struct nw_session *s, int fd, unsigned event, bool source, int
 	/* The dummy event brings records, never samples. */
 	if (!source && event == NW_EVENT_DUMMY)
 		return 0;
-	/* -g bpf: the sampled events' samples are unwound in the kernel, and the source's uprobes'. */
-	if (s->bpf && (!source || nw_session_probe(s, event))) {
-		int ret = source ? nw_bpf_attach_probe(s->bpf, fd, event, cpu)
-				 : nw_bpf_attach(s->bpf, fd, event);
+	/* -g bpf: the sampled events' samples are unwound in the kernel (the source's: open_source()). */
+	if (s->bpf && !source) {
+		int ret = nw_bpf_attach(s->bpf, fd, event);
 
 		if (ret)
 			return ret;
@@ -372,6 +379,38 @@ static bool offline(int err)
 }
 
 /*
+ * -g bpf: the program unwinds the source's uprobe @which, whose event @fd
+ * (attributes @a) was opened on task @pid and CPU @cpu.  A uprobe of
+ * CPU scope: each CPU's event holds a copy, which takes the hits on its
+ * CPU.  A tracefs uprobe of task scope: the kernel runs every program
+ * attached to any of its events at each hit, and frees an inherited
+ * event's program with it (a thread's exit would detach the program
+ * from all): one event, opened for @pid alone, never enabled and never
+ * inherited, holds the one program, which takes every hit.
+ */
+static int attach_probe(struct nw_session *s, unsigned which, struct perf_event_attr *a,
+			enum nw_source_scope scope, int fd, pid_t pid, int cpu)
+{
+	int i = probe_index(s, which), ret;
+
+	if (i < 0)
+		return 0;
+	if (scope == NW_SOURCE_CPU)
+		return nw_bpf_attach_probe(s->bpf, fd, which, cpu);
+	if (s->probe_fd[i] >= 0)
+		return 0;
+	a->disabled = 1;
+	a->inherit = 0;
+	a->enable_on_exec = 0;
+	fd = perf_open(a, pid, -1);
+	if (fd < 0)
+		return fd;
+	s->probe_fd[i] = fd;
+	ret = nw_bpf_attach_probe(s->bpf, fd, which, -1);
+	return ret;
+}
+
+/*
  * Opens the source's events on CPU @cpu: those of task scope on @pid, and
  * at the session's first open those of CPU scope, enabled at once.
  */
@@ -382,13 +421,15 @@ static int open_source(struct nw_session *s, pid_t pid, int cpu, bool launch)
 	for (unsigned w = 0; w < src->nevents; w++) {
 		struct perf_event_attr a;
 		enum nw_source_scope scope = fill_source_attr(s, w, &a, launch);
-		int fd;
+		int fd, ret;
 
 		if (scope == NW_SOURCE_CPU && s->source_open)
 			continue;
 		fd = open_attr(s, &a, w, true, scope == NW_SOURCE_CPU ? -1 : pid, cpu);
 		if (fd < 0)
 			return fd;
+		if ((ret = attach_probe(s, w, &a, scope, fd, pid, cpu)))
+			return ret;
 		if (scope == NW_SOURCE_CPU && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
 			return -errno;
 	}
@@ -503,6 +544,9 @@ void nw_session_fini(struct nw_session *s)
 	}
 	for (size_t i = 0; i < s->nfds; i++)
 		close(s->fds[i]);
+	for (unsigned i = 0; i < NW_SESSION_MAX_PROBES; i++)
+		if (s->probe_fd[i] >= 0)
+			close(s->probe_fd[i]);
 	for (size_t i = 0; i < s->nkept; i++)
 		close(s->kept_fds[i]);
 	free(s->kept_fds);

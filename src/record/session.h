@@ -197,6 +197,7 @@ struct nw_session {
 	char bpf_err[160];         /* why it could not be loaded */
 	unsigned probes[NW_SESSION_MAX_PROBES];  /* the source's events it unwinds (uprobes) */
 	unsigned nprobes;
+	int probe_fd[NW_SESSION_MAX_PROBES];  /* a tracefs uprobe's event holding the program, -1 */
 	bool source_in_kernel;     /* the source's sample being handled is the program's */
 	struct nw_cache *cache;    /* where unwind tables are kept between runs (NULL: none) */
 	uint64_t bpf_table_ns;     /* time spent compiling unwind tables */

@@ -21,12 +21,14 @@
 #define CHECK_SLOTS 64
 
 enum check_kind { CHECK_NONE, CHECK_BPF, CHECK_COPY };
+/* Beside a walk's end in a check slot: it took return addresses from pending uretprobes. */
+#define CHECK_RETPROBE (1u << 8)
 
 struct nw_bpf_check {
 	struct check_slot {
 		uint32_t tid;
 		uint32_t kind;   /* enum check_kind: which of the two came first */
-		uint32_t end;    /* CHECK_BPF: how the walk ended (enum nw_bpf_end) */
+		uint32_t end;    /* CHECK_BPF: how the walk ended (enum nw_bpf_end), CHECK_RETPROBE */
 		uint32_t n;
 		struct nw_frame f[NW_UNWIND_MAX_FRAMES];
 	} slot[CHECK_SLOTS];
@@ -157,20 +159,35 @@ static void check_pair(struct nw_unwinder *u, uint32_t tid, const struct nw_fram
 		       uint32_t end, const struct nw_frame *d, size_t nd)
 {
 	size_t common = nd < nb ? nd : nb, i;
+	bool retprobe = end & CHECK_RETPROBE;
+	uint64_t tramp = 0;
 
 	u->stats.bpf_checked++;
+	end &= ~CHECK_RETPROBE;
 	/* Outside check mode the program hands such a sample to perf: the copy's is the one. */
 	if (end == NW_BPF_END_NO_TABLE || end == NW_BPF_END_UNSEEN) {
 		u->stats.bpf_unknown++;
 		return;
 	}
-	/* The same frames: the same PCs, and the same SPs (which sp tags are made of). */
-	for (i = 0; i < common; i++)
-		if (nw_ip_pc(d[i].ip) != nw_ip_pc(b[i].ip) || d[i].sp != b[i].sp)
+	/*
+	 * The same frames: the same PCs, and the same SPs (which sp tags are
+	 * made of).  Where a pending uretprobe's trampoline replaced a return
+	 * address, the copy holds the trampoline's (always the same) and the
+	 * program the real one, in the same slot.
+	 */
+	for (i = 0; i < common; i++) {
+		if (d[i].sp != b[i].sp)
 			break;
+		if (nw_ip_pc(d[i].ip) == nw_ip_pc(b[i].ip))
+			continue;
+		if (!retprobe || (tramp && d[i].ip != tramp))
+			break;
+		tramp = d[i].ip;
+	}
 	if (i == common && nd <= nb) {
 		u->stats.bpf_agree++;
 		u->stats.bpf_deeper += nd < nb;
+		u->stats.bpf_retprobe += tramp != 0;
 		return;
 	}
 	u->stats.bpf_mismatch++;
@@ -200,7 +217,15 @@ static void check_twin(struct nw_unwinder *u, uint32_t tid, enum check_kind kind
 {
 	struct check_slot *c = &u->bpf_check->slot[tid % CHECK_SLOTS];
 
-	if (c->tid == tid && c->kind != CHECK_NONE && c->kind != kind) {
+	/*
+	 * Twins start at the same SP (the same registers).  Another sample's
+	 * (read out of order between the program's ring and perf's, or whose
+	 * twin was dropped) is not compared: it is set aside, counted.
+	 */
+	if (c->tid == tid && c->kind != CHECK_NONE &&
+	    (c->kind == kind || !n || !c->n || f[0].sp != c->f[0].sp))
+		u->stats.bpf_unpaired++;
+	else if (c->tid == tid && c->kind != CHECK_NONE) {
 		if (kind == CHECK_BPF)
 			check_pair(u, tid, f, n, end, c->f, c->n);
 		else
@@ -224,14 +249,18 @@ static size_t unwind_bpf(struct nw_unwinder *u, const struct nw_sample *s, struc
 			 size_t max)
 {
 	uint64_t i = 0, status, n = 0, sp = 0;
+	uint32_t end;
 
 	while (i < s->nr && nw_rd64(s->ips, i) != NW_BPF_CONTEXT)
 		i++;
 	if (i + 1 >= s->nr)
 		return 0;
 	status = nw_rd64(s->ips, i + 1);
-	u->stats.bpf_ends[NW_BPF_STATUS_END(status) & 7]++;
-	u->stats.bpf_fp_frames += NW_BPF_STATUS_FP(status);
+	end = (uint32_t)NW_BPF_STATUS_END(status) | (status & NW_BPF_RETPROBE ? CHECK_RETPROBE : 0);
+	if (!u->bpf_check_done) {
+		u->stats.bpf_ends[NW_BPF_STATUS_END(status) & 7]++;
+		u->stats.bpf_fp_frames += NW_BPF_STATUS_FP(status);
+	}
 	for (i += 2; i < s->nr; i++) {
 		uint64_t w = nw_rd64(s->ips, i);
 
@@ -249,10 +278,10 @@ static size_t unwind_bpf(struct nw_unwinder *u, const struct nw_sample *s, struc
 		out[n].sp = sp;
 		n++;
 	}
-	if (NW_BPF_STATUS_END(status) == NW_BPF_END_DEPTH)
+	if (NW_BPF_STATUS_END(status) == NW_BPF_END_DEPTH && !u->bpf_check_done)
 		u->stats.truncated++;
-	if ((status & NW_BPF_TWIN) && u->bpf_check)
-		check_twin(u, s->sid.tid, CHECK_BPF, (uint32_t)NW_BPF_STATUS_END(status), out, n);
+	if ((status & NW_BPF_TWIN) && u->bpf_check && !u->bpf_check_done)
+		check_twin(u, s->sid.tid, CHECK_BPF, end, out, n);
 	return n;
 }
 

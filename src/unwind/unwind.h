@@ -58,6 +58,8 @@ struct nw_unwind_stats {
 	/* NARWHAL_UNWIND=check in bpf mode: each sample unwound in the kernel and from a copy */
 	uint64_t bpf_checked, bpf_agree, bpf_deeper, bpf_mismatch;
 	uint64_t bpf_unknown;    /* ... the kernel's walk met what outside check mode goes to perf */
+	uint64_t bpf_retprobe;   /* ... agree, but for the return addresses of pending uretprobes */
+	uint64_t bpf_unpaired;   /* samples whose twin did not come next (not compared) */
 };
 
 struct nw_dwarf;
@@ -71,6 +73,7 @@ struct nw_unwinder {
 	struct nw_frame *scratch; /* hybrid: the kernel chain */
 	bool kernel;             /* samples carry the kernel's callchain: its frames come first */
 	struct nw_bpf_check *bpf_check; /* bpf, NARWHAL_UNWIND=check: frames awaiting their twin */
+	bool bpf_check_done;            /* the sample being unwound was paired already */
 	bool twin;               /* the last sample was a check twin: compared, not to be folded */
 	struct nw_unwind_stats stats;
 };
