@@ -347,7 +347,9 @@ for r in rows:
     want = text.get(r["name"])
     assert want, f"{r['name']} is in the page's diff, not in narwhal-report --diff --all"
     got = (float(r["self"]), float(r["se"]), float(r["z"]))
-    assert all(abs(a - b) <= 0.051 or a == b for a, b in zip(got, want)), f"{r['name']}: page {got}, text {want}"
+    # Each rounds to a tenth from its own arithmetic: a value near a half
+    # tenth may round either way (z 193.6 on the page, 193.5 in the text).
+    assert all(abs(a - b) <= 0.101 or a == b for a, b in zip(got, want)), f"{r['name']}: page {got}, text {want}"
     assert r["grey"] == (abs(want[2]) < 3) or abs(abs(want[2]) - 3) <= 0.051, \
         f"{r['name']} (z {want[2]}) grey: {r['grey']}"
 grey = [r for r in rows if r["grey"]]
