@@ -27,7 +27,9 @@ Sections:
   tool is installed).
 - bpf: the short workload at 999 and 9999 Hz under narwhal-record -g bpf,
   narwhal-record -g dwarf, perf record --call-graph fp and --call-graph
-  dwarf, all five (with bare) in turn; with the recorder's CPU per sample
+  dwarf, and perf record with no call graph (the floor: what taking and
+  delivering a sample costs any tool), all six (with bare) in turn; with
+  the recorder's CPU per sample
   and the BPF program's run time per sample (kernel.bpf_stats_enabled on
   for the section).
 
@@ -184,9 +186,12 @@ def sec_bpf(c, exe):
         open(stats, "w").write("1")
     except OSError:
         old = None
+    # perf without a call graph: what taking and delivering a sample costs
+    # any sampler, the floor under every mode's share of perf fp's.
     lines = ["| rate | bare CPU s | bpf adds s | dwarf adds s | perf fp adds s | perf dwarf adds s | "
-             "**bpf / perf fp** | bpf / dwarf | recorder us per sample: bpf / dwarf | "
-             "BPF program ns per sample |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "perf, no call graph, adds s | **bpf / perf fp** | no call graph / perf fp | "
+             "bpf / dwarf | recorder us per sample: bpf / dwarf | BPF program ns per sample |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     try:
         for hz in (999, 9999):
             rate = ["-F", str(hz), "-e", "cpu-clock"]
@@ -198,6 +203,7 @@ def sec_bpf(c, exe):
                                                              "--"] + prog,
                 "perf dwarf": ["perf", "record", "-q"] + rate + ["--call-graph", "dwarf", "-o",
                                                                 pout, "--"] + prog,
+                "perf none": ["perf", "record", "-q"] + rate + ["-o", pout, "--"] + prog,
             }
             out = {k: [] for k in tools}
             for r in range(c.runs + 1):
@@ -214,7 +220,9 @@ def sec_bpf(c, exe):
                 f"| {hz} Hz | {bench.median(x['cpu'] for x in out['bare']):.3f} | "
                 f"{bench.median(add['bpf']):.3f} | {bench.median(add['dwarf']):.3f} | "
                 f"{bench.median(add['perf fp']):.3f} | {bench.median(add['perf dwarf']):.3f} | "
+                f"{bench.median(add['perf none']):.3f} | "
                 f"**{ratio(add['bpf'], add['perf fp']):.2f}** | "
+                f"{ratio(add['perf none'], add['perf fp']):.2f} | "
                 f"{ratio(add['bpf'], add['dwarf']):.2f} | "
                 f"{us[0] or 0:.2f} / {us[1] or 0:.2f} | {ns or 0:.0f} |")
             bench.log(lines[-1])
