@@ -185,6 +185,12 @@ enum nw_bpf_end {
  * only the trampoline's).
  */
 #define NW_BPF_RETPROBE ((nw_u64)1 << 33)
+/*
+ * The sample's PC was in a uprobe's out-of-line slot (stepping the probed
+ * instruction's copy): the walk started from the probed instruction
+ * instead (a stack copy holds only the slot's address).
+ */
+#define NW_BPF_XOL ((nw_u64)1 << 34)
 #define NW_BPF_STATUS_END(w) ((w) & 0xff)
 #define NW_BPF_STATUS_FP(w) ((w) >> 8 & 0xffff)
 

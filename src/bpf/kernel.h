@@ -60,6 +60,8 @@ struct return_instance {
 
 struct uprobe_task {
 	struct return_instance *return_instances;
+	unsigned long vaddr;            /* the probed instruction stepped out of line */
+	unsigned long xol_vaddr;        /* ... and its copy's slot */
 };
 
 struct vm_area_struct {

@@ -200,6 +200,7 @@ struct walk {
 	__u64 tramp;            /* the uretprobe trampoline's address, 0: no uretprobe pending */
 	__u64 ri;               /* the next pending struct return_instance (a kernel pointer) */
 	__u32 retprobes;        /* return addresses taken from them */
+	__u32 xol;              /* the first PC was moved out of a uprobe's slot */
 };
 
 /*
@@ -493,6 +494,7 @@ static __always_inline long stop(struct walk *w, __u32 end)
 static __always_inline void pending_retprobes(struct walk *w, struct task_struct *task)
 {
 	struct uprobe_task *ut;
+	__u64 slot;
 
 	w->tramp = 0;
 	w->ri = 0;
@@ -504,6 +506,16 @@ static __always_inline void pending_retprobes(struct walk *w, struct task_struct
 	w->ri = (__u64)BPF_CORE_READ(ut, return_instances);
 	if (w->ri)
 		w->tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+	/*
+	 * Interrupted while stepping a probed instruction's copy out of line
+	 * (an instruction of at most 16 bytes, in its slot of the uprobes
+	 * page): the PC it stands for is the probed instruction's.
+	 */
+	slot = BPF_CORE_READ(ut, xol_vaddr);
+	if (slot && w->pc >= slot && w->pc <= slot + 16) {
+		w->pc = BPF_CORE_READ(ut, vaddr) + (w->pc - slot);
+		w->xol = 1;
+	}
 }
 
 /*
@@ -791,10 +803,10 @@ static __always_inline int unwind(void *ctx, const struct nw_user_regs *uregs, _
 	pv = bpf_map_lookup_elem(&procs, &w->tgid);
 	w->gen = pv ? pv->gen : 0;
 	if (w->mm) {
-		pending_retprobes(w, task);
 		w->pc = uregs->ip;
 		w->sp = uregs->sp;
 		w->fp = uregs->bp;
+		pending_retprobes(w, task);
 		w->end = NW_BPF_END_ENTRY;
 		for (int i = 0; i < MAX_USER / WALK_BATCH; i++)
 			if (walk_steps())
@@ -805,7 +817,7 @@ static __always_inline int unwind(void *ctx, const struct nw_user_regs *uregs, _
 		return 1;
 	}
 	rec->w[(k + 1) & BUF_MASK] = NW_BPF_STATUS(w->end, w->fp_frames) | (check ? NW_BPF_TWIN : 0) |
-				     (w->retprobes ? NW_BPF_RETPROBE : 0);
+				     (w->retprobes ? NW_BPF_RETPROBE : 0) | (w->xol ? NW_BPF_XOL : 0);
 	k = w->base + w->words;
 	if (k + 2 + 25 >= BUF_WORDS)
 		return 1;

@@ -314,12 +314,13 @@ void nw_session_bpf_note(const struct nw_session *s, struct nw_strbuf *out)
 			"bpf check: %llu samples unwound both in the kernel and from "
 			"a stack copy: %llu agree (%llu of them deeper in the kernel), %llu differ, "
 			"%llu met a mapping or table not known yet (perf's copy outside check "
-			"mode); %llu of those agreeing read a pending uretprobe's return address "
-			"where the copy holds its trampoline's; %llu not compared, their twin "
-			"not next\n",
+			"mode); %llu of those agreeing, up to an address the kernel keeps for a "
+			"uprobe (a pending uretprobe's return address, an instruction stepped out "
+			"of line) where the copy holds the uprobe page's; %llu not compared, "
+			"their twin not next\n",
 			(unsigned long long)u->bpf_checked, (unsigned long long)u->bpf_agree,
 			(unsigned long long)u->bpf_deeper, (unsigned long long)u->bpf_mismatch,
-			(unsigned long long)u->bpf_unknown, (unsigned long long)u->bpf_retprobe,
+			(unsigned long long)u->bpf_unknown, (unsigned long long)u->bpf_uprobe,
 			(unsigned long long)u->bpf_unpaired);
 	nw_sb_printf(out,
 		"bpf: tables of %llu modules, %llu rows (of %llu at most) in "

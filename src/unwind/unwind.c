@@ -21,14 +21,19 @@
 #define CHECK_SLOTS 64
 
 enum check_kind { CHECK_NONE, CHECK_BPF, CHECK_COPY };
-/* Beside a walk's end in a check slot: it took return addresses from pending uretprobes. */
+/*
+ * Beside a walk's end in a check slot: it took return addresses from
+ * pending uretprobes; it started from a probed instruction, not its
+ * out-of-line copy.  Both are addresses a stack copy cannot know.
+ */
 #define CHECK_RETPROBE (1u << 8)
+#define CHECK_XOL (1u << 9)
 
 struct nw_bpf_check {
 	struct check_slot {
 		uint32_t tid;
 		uint32_t kind;   /* enum check_kind: which of the two came first */
-		uint32_t end;    /* CHECK_BPF: how the walk ended (enum nw_bpf_end), CHECK_RETPROBE */
+		uint32_t end;    /* CHECK_BPF: how the walk ended (enum nw_bpf_end), CHECK_RETPROBE, _XOL */
 		uint32_t n;
 		struct nw_frame f[NW_UNWIND_MAX_FRAMES];
 	} slot[CHECK_SLOTS];
@@ -160,34 +165,38 @@ static void check_pair(struct nw_unwinder *u, uint32_t tid, const struct nw_fram
 {
 	size_t common = nd < nb ? nd : nb, i;
 	bool retprobe = end & CHECK_RETPROBE;
-	uint64_t tramp = 0;
 
 	u->stats.bpf_checked++;
-	end &= ~CHECK_RETPROBE;
+	/* Started from a probed instruction: the copy's first PC is its slot's, and on from there junk. */
+	if ((end & CHECK_XOL) && nb && nd && b[0].sp == d[0].sp) {
+		u->stats.bpf_agree++;
+		u->stats.bpf_uprobe++;
+		return;
+	}
+	end &= ~(CHECK_RETPROBE | CHECK_XOL);
 	/* Outside check mode the program hands such a sample to perf: the copy's is the one. */
 	if (end == NW_BPF_END_NO_TABLE || end == NW_BPF_END_UNSEEN) {
 		u->stats.bpf_unknown++;
 		return;
 	}
+	/* The same frames: the same PCs, and the same SPs (which sp tags are made of). */
+	for (i = 0; i < common; i++)
+		if (d[i].sp != b[i].sp || nw_ip_pc(d[i].ip) != nw_ip_pc(b[i].ip))
+			break;
 	/*
-	 * The same frames: the same PCs, and the same SPs (which sp tags are
-	 * made of).  Where a pending uretprobe's trampoline replaced a return
-	 * address, the copy holds the trampoline's (always the same) and the
-	 * program the real one, in the same slot.
+	 * Where a pending uretprobe's trampoline replaced a return address,
+	 * the copy holds the trampoline's and the program the real one, in
+	 * the same slot; the copy goes on from it by frame pointers, which
+	 * only the program's walk does not need: compared up to there.
 	 */
-	for (i = 0; i < common; i++) {
-		if (d[i].sp != b[i].sp)
-			break;
-		if (nw_ip_pc(d[i].ip) == nw_ip_pc(b[i].ip))
-			continue;
-		if (!retprobe || (tramp && d[i].ip != tramp))
-			break;
-		tramp = d[i].ip;
+	if (i < common && retprobe && d[i].sp == b[i].sp) {
+		u->stats.bpf_agree++;
+		u->stats.bpf_uprobe++;
+		return;
 	}
 	if (i == common && nd <= nb) {
 		u->stats.bpf_agree++;
 		u->stats.bpf_deeper += nd < nb;
-		u->stats.bpf_retprobe += tramp != 0;
 		return;
 	}
 	u->stats.bpf_mismatch++;
@@ -218,12 +227,14 @@ static void check_twin(struct nw_unwinder *u, uint32_t tid, enum check_kind kind
 	struct check_slot *c = &u->bpf_check->slot[tid % CHECK_SLOTS];
 
 	/*
-	 * Twins start at the same SP (the same registers).  Another sample's
+	 * Twins start at the same SP and PC (the same registers; the PC moved
+	 * out of a uprobe's slot aside).  Another sample's
 	 * (read out of order between the program's ring and perf's, or whose
 	 * twin was dropped) is not compared: it is set aside, counted.
 	 */
 	if (c->tid == tid && c->kind != CHECK_NONE &&
-	    (c->kind == kind || !n || !c->n || f[0].sp != c->f[0].sp))
+	    (c->kind == kind || !n || !c->n || f[0].sp != c->f[0].sp ||
+	     (!((end | c->end) & CHECK_XOL) && nw_ip_pc(f[0].ip) != nw_ip_pc(c->f[0].ip))))
 		u->stats.bpf_unpaired++;
 	else if (c->tid == tid && c->kind != CHECK_NONE) {
 		if (kind == CHECK_BPF)
@@ -256,7 +267,8 @@ static size_t unwind_bpf(struct nw_unwinder *u, const struct nw_sample *s, struc
 	if (i + 1 >= s->nr)
 		return 0;
 	status = nw_rd64(s->ips, i + 1);
-	end = (uint32_t)NW_BPF_STATUS_END(status) | (status & NW_BPF_RETPROBE ? CHECK_RETPROBE : 0);
+	end = (uint32_t)NW_BPF_STATUS_END(status) | (status & NW_BPF_RETPROBE ? CHECK_RETPROBE : 0) |
+	      (status & NW_BPF_XOL ? CHECK_XOL : 0);
 	if (!u->bpf_check_done) {
 		u->stats.bpf_ends[NW_BPF_STATUS_END(status) & 7]++;
 		u->stats.bpf_fp_frames += NW_BPF_STATUS_FP(status);

@@ -58,7 +58,7 @@ struct nw_unwind_stats {
 	/* NARWHAL_UNWIND=check in bpf mode: each sample unwound in the kernel and from a copy */
 	uint64_t bpf_checked, bpf_agree, bpf_deeper, bpf_mismatch;
 	uint64_t bpf_unknown;    /* ... the kernel's walk met what outside check mode goes to perf */
-	uint64_t bpf_retprobe;   /* ... agree, but for the return addresses of pending uretprobes */
+	uint64_t bpf_uprobe;     /* ... agree, up to an address the kernel keeps for a uprobe */
 	uint64_t bpf_unpaired;   /* samples whose twin did not come next (not compared) */
 };
 
