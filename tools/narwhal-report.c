@@ -539,6 +539,22 @@ static int apply_time(const struct report_opts *o, struct loaded *l)
 	return 0;
 }
 
+struct reads_arg {
+	const struct nw_plan *p;
+	bool whole;                /* the trees and the traces, whatever the outputs read */
+};
+
+/* What of a measurement the plan's outputs read (nw_measurement_read_parts()). */
+static unsigned parts_read(void *arg, const struct nw_measurement *m)
+{
+	const struct reads_arg *a = arg;
+	unsigned reads = nw_plan_reads(a->p, m);
+
+	return (a->whole || (reads & NW_READS_TREES) ? NW_READ_TREES : 0) |
+	       (a->whole || (reads & NW_READS_TRACES) ? NW_READ_TRACES : 0) |
+	       (reads & NW_READS_CODE ? NW_READ_CODE : 0);
+}
+
 /*
  * Reads @dirs, merged: what the plan's outputs read of them (--time and
  * --by-section: the trees and the traces too), and the sections when
@@ -554,23 +570,12 @@ static int load(const struct report_opts *o, const struct nw_plan *p, const char
 	memset(l, 0, sizeof(*l));
 	l->dir = dirs[0];
 	for (int i = 0; i < ndirs; i++) {
+		struct reads_arg arg = { p, whole };
 		struct nw_measurement *m = NULL;
-		unsigned reads = 0;
 
-		ret = nw_measurement_open(dirs[i], &m, err, sizeof(err));
-		if (!ret)
-			reads = nw_plan_reads(p, m);
-		if (!ret && (whole || (reads & NW_READS_TREES)))
-			ret = nw_measurement_load(m, dirs[i], err, sizeof(err));
-		if (!ret && (whole || (reads & NW_READS_TRACES)))
-			ret = nw_measurement_read_traces(m, dirs[i], err, sizeof(err));
-		/* Reading traces returns their count. */
-		if (ret >= 0 && (reads & NW_READS_CODE))
-			ret = nw_measurement_read_code(m, dirs[i], err, sizeof(err));
+		ret = nw_measurement_read_parts(dirs[i], parts_read, &arg, &m, err, sizeof(err));
 		if (ret < 0) {
 			fprintf(stderr, "narwhal-report: %s\n", err[0] ? err : strerror(-ret));
-			if (l->m != m)
-				nw_measurement_free(m);
 			return 1;
 		}
 		if (!l->m) {

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "format/codefile.h"
 #include "format/csprof.h"
 #include "format/locksfile.h"
 #include "format/manifest.h"
@@ -567,4 +568,35 @@ int nw_measurement_read_traces(struct nw_measurement *m, const char *dir, char *
 	free_files(&pool);
 	close_pack(&src);
 	return rc;
+}
+
+int nw_measurement_read_parts(const char *dir,
+			      unsigned (*parts)(void *arg, const struct nw_measurement *m),
+			      void *arg, struct nw_measurement **ret, char *err, size_t errlen)
+{
+	for (int attempt = 0;; attempt++) {
+		struct nw_measurement *m = NULL;
+		unsigned want = 0;
+		int rc = nw_measurement_open(dir, &m, err, errlen);
+		bool again;
+
+		if (!rc)
+			want = parts(arg, m);
+		if (!rc && (want & NW_READ_TREES))
+			rc = nw_measurement_load(m, dir, err, errlen);
+		/* (Traces and code: a count, or whether there is any.) */
+		if (rc >= 0 && (want & NW_READ_TRACES))
+			rc = nw_measurement_read_traces(m, dir, err, errlen);
+		if (rc >= 0 && (want & NW_READ_CODE))
+			rc = nw_measurement_read_code(m, dir, err, errlen);
+		if (rc >= 0) {
+			*ret = m;
+			return 0;
+		}
+		/* A checkpoint replaced the pack while it was read: the new manifest names the new one. */
+		again = rc == -ENOENT && m && m->run.pack && attempt < 5;
+		nw_measurement_free(m);
+		if (!again)
+			return rc;
+	}
 }

@@ -44,4 +44,22 @@ int nw_measurement_load(struct nw_measurement *m, const char *dir, char *err, si
 int nw_measurement_read_traces(struct nw_measurement *m, const char *dir, char *err,
 			       size_t errlen);
 
+/* What nw_measurement_read_parts() reads beyond the manifest. */
+enum {
+	NW_READ_TREES = 1u << 0,   /* nw_measurement_load() */
+	NW_READ_TRACES = 1u << 1,  /* nw_measurement_read_traces() */
+	NW_READ_CODE = 1u << 2,    /* nw_measurement_read_code() */
+};
+
+/*
+ * Opens the manifest of @dir, then reads the parts @parts says of the
+ * measurement it describes (NW_READ_*).  A live recording's checkpoint
+ * replaces the pack and journal its manifest names: a file named there
+ * that is gone when read has the new manifest read again (a few times).
+ * Errors as above; *ret is the caller's.
+ */
+int nw_measurement_read_parts(const char *dir,
+			      unsigned (*parts)(void *arg, const struct nw_measurement *m),
+			      void *arg, struct nw_measurement **ret, char *err, size_t errlen);
+
 #endif
