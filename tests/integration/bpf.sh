@@ -227,9 +227,14 @@ nw_report "$NW_TMP/attach-alloc.folded" "$d" --folded --metric alloc-objects
 read -r rounds mallocs < <(awk '$1 ~ /;main;serve;leak_two$/ { r += $NF }
 	$1 ~ /;main;serve;path_malloc$/ { p += $NF } END { print r + 0, p + 0 }' \
 	"$NW_TMP/attach-alloc.folded")
-((rounds >= 50 && mallocs >= 3 * rounds - 3 && mallocs <= 3 * rounds + 3)) || {
+# A round cut at either end of the recording counts 3 more or fewer; in
+# check mode a probe that finds another's walk under way on its CPU drops
+# its sample (counted lost), which perf would take outside check mode.
+lost=$(sed -nE 's/.*bpf: [0-9]+ samples unwound in the kernel \(([0-9]+) lost.*/\1/p' "$d.err")
+lost=${lost:-0}
+((rounds >= 50 && mallocs >= 3 * rounds - 3 - lost && mallocs <= 3 * rounds + 3 + 3 * lost)) || {
 	nw_show "--folded --metric alloc-objects" "$NW_TMP/attach-alloc.folded"
-	fail "$rounds rounds' leak_two and $mallocs path_malloc blocks: expected 3 a round, from 50 rounds or more"
+	fail "$rounds rounds' leak_two and $mallocs path_malloc blocks ($lost samples lost): expected 3 a round, from 50 rounds or more"
 }
 rp=$(sed -nE "s/.* ([0-9]+) of those agreeing, up to an address the kernel keeps.*/\1/p" <<<"$line")
 ok "$n samples checked ($allocs allocations), $m differ, ${rp:-?} through a uprobe's address; $rounds rounds, each with its 3 path_malloc blocks"
