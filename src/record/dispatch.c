@@ -278,7 +278,7 @@ int nw_session_process(struct nw_session *s, const void *buf, size_t size)
 			s->opts.source->exec(s->opts.source->arg, s, r.comm.pid);
 		if (nw_tasks_comm(&s->tasks, r.comm.pid, r.comm.tid, r.comm.comm, r.comm.exec))
 			s->stats.alloc_failures++;
-		else if (r.comm.exec && s->bpf && nw_tasks_find_process(&s->tasks, r.comm.pid))
+		else if (r.comm.exec && s->bpf)
 			nw_session_bpf_mappings(s, nw_tasks_find_process(&s->tasks, r.comm.pid));
 		break;
 	case PERF_RECORD_FORK:
@@ -289,7 +289,7 @@ int nw_session_process(struct nw_session *s, const void *buf, size_t size)
 			struct nw_process *p = nw_tasks_process(&s->tasks, r.task.pid);
 
 			nw_session_read_nspid(p);
-			if (s->bpf && p)
+			if (s->bpf)
 				nw_session_bpf_mappings(s, p);
 		}
 		break;

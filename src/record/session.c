@@ -391,7 +391,7 @@ static bool offline(int err)
 static int attach_probe(struct nw_session *s, unsigned which, struct perf_event_attr *a,
 			enum nw_source_scope scope, int fd, pid_t pid, int cpu)
 {
-	int i = probe_index(s, which), ret;
+	int i = probe_index(s, which);
 
 	if (i < 0)
 		return 0;
@@ -406,8 +406,7 @@ static int attach_probe(struct nw_session *s, unsigned which, struct perf_event_
 	if (fd < 0)
 		return fd;
 	s->probe_fd[i] = fd;
-	ret = nw_bpf_attach_probe(s->bpf, fd, which, -1);
-	return ret;
+	return nw_bpf_attach_probe(s->bpf, fd, which, -1);
 }
 
 /*

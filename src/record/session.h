@@ -327,7 +327,10 @@ void nw_session_load_table(struct nw_session *s, uint32_t module);
  * of that space is stale, and @m is one of the mappings it is told.
  */
 void nw_session_bpf_map(struct nw_session *s, struct nw_process *p, const struct nw_map *m);
-/* @p's mappings are all new (fork: its parent's; exec: none): the program is told them. */
+/*
+ * @p's mappings are all new (fork: its parent's; exec: none): the program
+ * is told them.  @p NULL: nothing to tell.
+ */
 void nw_session_bpf_mappings(struct nw_session *s, struct nw_process *p);
 /*
  * Loads, before the program @cmd starts (as execvp() finds it), the tables

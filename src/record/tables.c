@@ -162,6 +162,8 @@ void nw_session_bpf_mappings(struct nw_session *s, struct nw_process *p)
 	struct nw_bpf_vma v[NW_BPF_PROC_WAYS];
 	unsigned n = 0;
 
+	if (!p)
+		return;
 	for (uint32_t i = 0; i < p->as.n && n < NW_BPF_PROC_WAYS; i++)
 		if (bpf_vma(s, &p->as.cur[i], &v[n]))
 			n++;
