@@ -3,6 +3,7 @@
 #include "record/locks.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "elf/facts.h"
 #include "format/locksfile.h"
 #include "perf/tracefs.h"
+#include "symbol/symbol.h"
 #include "util/file.h"
 #include "util/strbuf.h"
 
@@ -123,6 +125,7 @@ static int cmp_symbol(const void *a, const void *b)
 struct symbol_scan {
 	struct nw_lock_module *mod;
 	size_t cap_objects, cap_conds;
+	bool symtab; /* a .symtab's symbols came (not only .dynsym's) */
 };
 
 /*
@@ -143,6 +146,7 @@ static int scan_symbol(void *arg, const struct nw_elf_symbol *sym)
 	struct nw_lock_module *md = sc->mod;
 	struct nw_lock_symbol v = { sym->value, sym->value + (sym->size ? sym->size : 1), NULL };
 
+	sc->symtab |= !sym->dynamic;
 	if (sym->type == 1 /* STT_OBJECT */ && sym->size) {
 		v.name = strdup(sym->name);
 		if (!v.name || nw_grow(&md->objects, &sc->cap_objects, md->nobjects + 1,
@@ -159,7 +163,12 @@ static int scan_symbol(void *arg, const struct nw_elf_symbol *sym)
 	return 0;
 }
 
-/* Module @index's symbols, read at its first use; NULL on ENOMEM. */
+/*
+ * Module @index's symbols, read at its first use: its own, and where it
+ * has only .dynsym, its separate debug file's .symtab (glibc's
+ * pthread_join is a jump to __pthread_clockjoin_ex, its condition
+ * variables' helpers are static: only there).  NULL on ENOMEM.
+ */
 static struct nw_lock_module *module_of(struct nw_lock_listener *l, const struct nw_session *s,
 					uint32_t index)
 {
@@ -169,11 +178,17 @@ static struct nw_lock_module *module_of(struct nw_lock_listener *l, const struct
 		return NULL;
 	md = &l->mods[index];
 	if (!md->read && index < s->modules.n) {
+		const struct nw_module *mod = &s->modules.v[index];
 		struct symbol_scan sc = { .mod = md };
+		char debug[PATH_MAX];
 
 		md->read = true;
-		if (nw_elf_symbols(nw_module_source(&s->modules.v[index]), scan_symbol, &sc) ==
-		    -ENOMEM)
+		if (nw_elf_symbols(nw_module_source(mod), scan_symbol, &sc) == -ENOMEM)
+			return NULL;
+		if (!sc.symtab && mod->build_id_size &&
+		    nw_debug_file_by_build_id(mod->build_id, mod->build_id_size, debug,
+					      sizeof(debug)) &&
+		    nw_elf_symbols(debug, scan_symbol, &sc) == -ENOMEM)
 			return NULL;
 		if (md->nobjects)
 			qsort(md->objects, md->nobjects, sizeof(*md->objects), cmp_symbol);
@@ -200,9 +215,12 @@ static const struct nw_lock_symbol *symbol_at(const struct nw_lock_symbol *v, si
 	return lo && addr < v[lo - 1].end ? &v[lo - 1] : NULL;
 }
 
-/* Is one of the first frames of the sample just unwound in a condition variable's function? */
-static bool in_cond(struct nw_lock_listener *l, const struct nw_session *s,
-		    const struct nw_epoch *epoch, size_t n)
+/*
+ * The first of the first frames of the sample just unwound (@n) that lies
+ * in a condition variable's function: its index, or -1.
+ */
+static int cond_frame(struct nw_lock_listener *l, const struct nw_session *s,
+		      const struct nw_epoch *epoch, size_t n)
 {
 	for (size_t i = 0; i < n && i < COND_FRAMES; i++) {
 		uint64_t pc = nw_ip_pc(s->frames[i].ip) - (i ? 1 : 0);
@@ -210,9 +228,9 @@ static bool in_cond(struct nw_lock_listener *l, const struct nw_session *s,
 		const struct nw_lock_module *md = map ? module_of(l, s, map->module) : NULL;
 
 		if (md && symbol_at(md->conds, md->nconds, pc - map->start + map->vaddr))
-			return true;
+			return (int)i;
 	}
-	return false;
+	return -1;
 }
 
 /*
@@ -503,6 +521,7 @@ static void wait_ended(struct nw_lock_listener *l, struct nw_session *s, struct 
 		       struct nw_lock_thread *t, uint64_t wait, uint64_t until)
 {
 	size_t n;
+	int cond;
 
 	l->stats.waits++;
 	if (!t->sampler.rng)
@@ -513,7 +532,15 @@ static void wait_ended(struct nw_lock_listener *l, struct nw_session *s, struct 
 	n = unwind_kept(s, &t->entry);
 	if (!n)
 		return;
-	if (!t->lll && in_cond(l, s, t->entry.epoch, n)) {
+	/*
+	 * glibc's low-level lock wait is a mutex's even when a condition
+	 * variable's function called it (the mutex pthread_cond_wait takes
+	 * back); but the futex call made in that function itself is the
+	 * condition variable's internal lock (__condvar_acquire_lock, inlined:
+	 * it waits for the value (size << 2) | 2, which is 2 at size 0).
+	 */
+	cond = cond_frame(l, s, t->entry.epoch, n);
+	if (cond == 0 || (cond > 0 && !t->lll)) {
 		l->stats.cond_waits++;
 		return;
 	}
@@ -536,12 +563,23 @@ static void call_exit(struct nw_lock_listener *l, struct nw_session *s,
 {
 	struct nw_lock_thread *t = th->seq < l->nthreads ? &l->threads[th->seq] : NULL;
 	struct nw_lock_word *word;
+	uint64_t ret;
 
 	if (!t || !t->waiting)
 		return;
 	t->waiting = false;
-	wait_ended(l, s, th, t, smp->sid.time > t->since ? smp->sid.time - t->since : 0,
-		   smp->sid.time);
+	/*
+	 * -EAGAIN: the word no longer held the value the caller expected (the
+	 * lock came free, the thread waited for had ended), so the thread
+	 * never slept.  No contention, and no wait to classify: a join that
+	 * lost the race with its thread's end meets a thread the recorder
+	 * already saw exit.
+	 */
+	if (nw_session_reg(s, smp, s->arch->perf_ret, &ret) && (int64_t)ret == -EAGAIN)
+		l->stats.at_once++;
+	else
+		wait_ended(l, s, th, t, smp->sid.time > t->since ? smp->sid.time - t->since : 0,
+			   smp->sid.time);
 	word = &l->words[t->word];
 	if (word->pending && --word->pending == 0) {
 		free(word->wake.buf);
@@ -664,9 +702,11 @@ void nw_lock_listener_init(struct nw_lock_listener *l, const struct nw_lock_opts
 		.exec = on_exec,
 		.describe = describe,
 	};
-	/* The system call's first three arguments, at its entry. */
+	/* The system call's first three arguments, at its entry; its result, at its exit. */
 	for (unsigned i = 0; arch && i < 3; i++)
 		l->source.regs_mask |= 1ull << arch->perf_args[i];
+	if (arch)
+		l->source.regs_mask |= 1ull << arch->perf_ret;
 }
 
 void nw_lock_listener_fini(struct nw_lock_listener *l)

@@ -82,7 +82,7 @@ struct nw_lock_thread {
 	uint32_t word;               /* index into words */
 	bool waiting;                /* a wait under way (else nothing to time) */
 	bool lll;                    /* glibc's low-level lock wait (FUTEX_WAIT for the value 2):
-				      * a mutex, even inside a condition variable's function */
+				      * a mutex, even called from a condition variable's function */
 	struct nw_alloc_sampler sampler; /* by ns waited; rng 0: not seeded */
 };
 
@@ -134,6 +134,7 @@ struct nw_lock_module {
 
 struct nw_lock_stats {
 	uint64_t waits;              /* futex waits that ended (not joins) */
+	uint64_t at_once;            /* calls that returned at once (-EAGAIN: never slept), not waits */
 	uint64_t sampled;            /* of which sampled */
 	uint64_t cond_waits;         /* joins, and sampled condition-variable and barrier waits */
 	uint64_t releases;           /* releases seen while a thread waited */

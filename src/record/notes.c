@@ -53,11 +53,12 @@ bool nw_recorder_source_note(const struct nw_recorder *rec, char *buf, size_t le
 					   : "");
 	if (rec->locks_ready)
 		nw_sb_printf(&b,
-			     "%s%llu futex waits, %llu sampled (one per %llu ns of waiting on "
-			     "average), %llu of them and the joins not for a lock (condition "
-			     "variables, joins, barriers): left out; %llu releases seen on %u "
-			     "futex words%s",
+			     "%s%llu futex waits (%llu more returned at once), %llu sampled (one "
+			     "per %llu ns of waiting on average), %llu of them and the joins not "
+			     "for a lock (condition variables, joins, barriers): left out; %llu "
+			     "releases seen on %u futex words%s",
 			     b.len ? "\n" : "", (unsigned long long)ls->waits,
+			     (unsigned long long)ls->at_once,
 			     (unsigned long long)ls->sampled, (unsigned long long)rec->lock.rate,
 			     (unsigned long long)ls->cond_waits, (unsigned long long)ls->releases,
 			     rec->locks.nwords,

@@ -62,6 +62,37 @@ struct nw_symbolizer {
 #define NW_DEFAULT_DEBUGINFO_PATH ":.debug:/usr/lib/debug"
 
 /*
+ * The first DIR/.build-id/xx/rest.debug, for each absolute DIR of @dirs
+ * (a debuginfo path) and the build-id @hex: opened read-only (its name in
+ * @path), or -1 when none is there.
+ */
+static int build_id_file(const char *dirs, const char *hex, char *path, size_t size)
+{
+	/* A leading + or - says whether to check CRCs: no directory. */
+	if (*dirs == '+' || *dirs == '-')
+		dirs++;
+	for (const char *p = dirs; strlen(hex) > 2 && p;) {
+		const char *end = strchr(p, ':');
+		int n = end ? (int)(end - p) : (int)strlen(p), fd;
+
+		if (n && p[0] == '/' &&
+		    snprintf(path, size, "%.*s/.build-id/%.2s/%s.debug", n, p, hex, hex + 2) <
+			    (int)size &&
+		    (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0)
+			return fd;
+		p = end ? end + 1 : NULL;
+	}
+	return -1;
+}
+
+static void hex_of(const unsigned char *id, int idlen, char *hex)
+{
+	hex[0] = 0;
+	for (int i = 0; i < idlen && i < 64; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+}
+
+/*
  * libdwfl's standard search, then, for a separate debug file with
  * compressed sections, its uncompressed copy in the cache: the module's
  * userdata is the symbolizer (symfile_open() sets it).
@@ -75,41 +106,30 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	const unsigned char *id;
 	GElf_Addr id_vaddr;
 	int idlen = dwfl_module_build_id(mod, &id, &id_vaddr);
-	char hex[2 * 64 + 1] = "";
+	char hex[2 * 64 + 1], path[PATH_MAX];
 	bool any = true;
+	int fd;
 
-	for (int i = 0; i < idlen && i < 64; i++)
-		snprintf(hex + 2 * i, 3, "%02x", id[i]);
-	/* A leading + or - says whether to check CRCs: no directory. */
-	if (*dirs == '+' || *dirs == '-')
-		dirs++;
+	hex_of(id, idlen, hex);
 	/*
 	 * By build-id first, as libdwfl does; done here because libdwfl's own
 	 * lookup opens the file it finds itself (its ELF handle, not the fd
 	 * returned, is used), so an uncompressed copy could not take its place.
+	 * Not compressed: libdwfl's own lookup takes it.
 	 */
-	for (const char *p = dirs; s && nw_cache_on(s->cache) && idlen > 1 && p;) {
-		const char *end = strchr(p, ':');
-		int n = end ? (int)(end - p) : (int)strlen(p), fd;
-		char path[PATH_MAX];
+	if (s && nw_cache_on(s->cache) && (fd = build_id_file(dirs, hex, path, sizeof(path))) >= 0) {
+		int d = dup(fd), copy = nw_symcache_debug_fd(s->cache, d);
 
-		if (n && p[0] == '/' &&
-		    snprintf(path, sizeof(path), "%.*s/.build-id/%.2s/%s.debug", n, p, hex,
-			     hex + 2) < (int)sizeof(path) &&
-		    (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-			int d = dup(fd), copy = nw_symcache_debug_fd(s->cache, d);
-
-			close(fd);
-			if (copy >= 0 && copy != d) {
-				*debuginfo_file_name = strdup(path);
-				return copy;
-			}
-			if (copy >= 0)
-				close(copy);
-			break; /* not compressed: libdwfl's own lookup takes it */
+		close(fd);
+		if (copy >= 0 && copy != d) {
+			*debuginfo_file_name = strdup(path);
+			return copy;
 		}
-		p = end ? end + 1 : NULL;
+		if (copy >= 0)
+			close(copy);
 	}
+	if (*dirs == '+' || *dirs == '-')
+		dirs++;
 	/*
 	 * Nothing where libdwfl would look, and no debuginfod: its search
 	 * would find nothing too, after loading libdebuginfod and its TLS
@@ -152,6 +172,23 @@ struct nw_symbolizer *nw_symbolizer_new(struct nw_elf_cache *elf, const struct n
 		return NULL;
 	}
 	return s;
+}
+
+bool nw_debug_file_by_build_id(const uint8_t *id, unsigned idlen, char *path, size_t size)
+{
+	const char *extra = getenv("NARWHAL_DEBUG_PATH");
+	char hex[2 * 64 + 1];
+	int fd = -1;
+
+	hex_of(id, (int)idlen, hex);
+	if (extra && *extra)
+		fd = build_id_file(extra, hex, path, size);
+	if (fd < 0)
+		fd = build_id_file(NW_DEFAULT_DEBUGINFO_PATH, hex, path, size);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
 }
 
 static void symfile_fini(struct nw_symfile *f)

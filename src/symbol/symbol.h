@@ -27,6 +27,14 @@ struct nw_symbolizer;
  * symbolizer writes what it added there.
  */
 struct nw_symbolizer *nw_symbolizer_new(struct nw_elf_cache *elf, const struct nw_cache *cache);
+
+/*
+ * The separate debug file the symbolizer reads first for a file with
+ * build-id @id (@idlen bytes): DIR/.build-id/xx/rest.debug in a directory
+ * of NARWHAL_DEBUG_PATH, else in /usr/lib/debug (where Debian's -dbg
+ * packages put theirs).  Its name into @path; false when none is there.
+ */
+bool nw_debug_file_by_build_id(const uint8_t *id, unsigned idlen, char *path, size_t size);
 void nw_symbolizer_free(struct nw_symbolizer *s);
 
 /*

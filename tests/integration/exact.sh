@@ -82,12 +82,14 @@ for mode in dwarf fp; do
 	nw_report "$NW_TMP/$mode-user.folded" "$u" --folded
 	user_stacks "$NW_TMP/$mode.folded" >"$NW_TMP/$mode.ustacks"
 	user_stacks "$NW_TMP/$mode-user.folded" >"$NW_TMP/$mode-user.ustacks"
-	# Both runs: nearly every sample ends in spin_at_entry, hardly any in
-	# enter_kernel (its one instruction before the system call).
+	# Both runs: nearly every sample ends in spin_at_entry, few in
+	# enter_kernel (its instructions before the system call: 3-5 %, up to
+	# 5.1 % seen on a loaded machine).  A PC moved back a byte would give
+	# enter_kernel the system call's samples, a tenth to a half of all.
 	for f in "$NW_TMP/$mode.ustacks" "$NW_TMP/$mode-user.ustacks"; do
 		s=$(share "$f" '^spin_at_entry$')
 		e=$(share "$f" '^enter_kernel$')
-		awk -v s="$s" -v e="$e" 'BEGIN { exit !(s >= 85 && e <= 5) }' || {
+		awk -v s="$s" -v e="$e" 'BEGIN { exit !(s >= 80 && e <= 8) }' || {
 			nw_show "user stacks" "$f"
 			fail "$mode: spin_at_entry ends $s% of the user stacks, enter_kernel $e% ($f)"
 		}

@@ -19,6 +19,11 @@
  *                          200 us in heap_section)
  *   locks cond             two threads passing a token through a
  *                          condition variable (waits that are no contention)
+ *   locks once             two threads at each of 20 pthread_once calls
+ *                          whose initialisation sleeps 20 ms (the other
+ *                          waits for it), then 200 futex waits on
+ *                          stale_word for a value it does not hold (they
+ *                          return at once): no lock in either
  *   locks fork             forks; the child runs mutex, the parent waits
  *   locks wait SECONDS     mutex after SECONDS of sleep (to attach to)
  */
@@ -28,6 +33,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -236,6 +243,40 @@ static void *cond_worker(void *arg)
 	return arg;
 }
 
+#define ONCES 20
+static pthread_once_t onces[ONCES];
+static pthread_barrier_t once_start;
+static unsigned stale_word;
+
+static void slow_init(void)
+{
+	usleep(20000);
+}
+
+/* Both threads meet at each once: one initialises, the other waits in glibc for it. */
+static void *once_worker(void *arg)
+{
+	for (int i = 0; i < ONCES; i++) {
+		pthread_barrier_wait(&once_start);
+		pthread_once(&onces[i], slow_init);
+	}
+	return arg;
+}
+
+static void once_and_stale(void)
+{
+	pthread_t t[2];
+
+	pthread_barrier_init(&once_start, NULL, 2);
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, once_worker, NULL);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	/* stale_word holds 0: a wait for 1 returns EAGAIN at once. */
+	for (int i = 0; i < 200; i++)
+		syscall(SYS_futex, &stale_word, FUTEX_WAIT_PRIVATE, 1u, NULL, NULL, 0);
+}
+
 static void run(void *(*a)(void *), void *(*b)(void *), int n)
 {
 	pthread_t t[8];
@@ -290,6 +331,8 @@ int main(int argc, char **argv)
 		run(heap_worker, heap_worker, 2);
 	} else if (!strcmp(mode, "cond")) {
 		run(cond_worker, cond_worker, 2);
+	} else if (!strcmp(mode, "once")) {
+		once_and_stale();
 	} else if (!strcmp(mode, "fork")) {
 		pid_t pid = fork();
 
