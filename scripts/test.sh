@@ -115,8 +115,9 @@ if [[ $asan_failed -eq 0 ]]; then
 		read -r asan_passed asan_failed <<<"$counts"
 		if [[ $asan_failed -ne 0 ]]; then
 			echo "test.sh: sanitizer reports in $asandir/meson-logs/testlog.txt:" >&2
-			grep -E 'ERROR: (Address|Leak)Sanitizer|runtime error:|^FAIL' \
-				"$asandir/meson-logs/testlog.txt" | head -n 40 >&2
+			# With the lines before each: a check's own words on what it saw.
+			grep -E -B 6 'ERROR: (Address|Leak)Sanitizer|runtime error:|^FAIL' \
+				"$asandir/meson-logs/testlog.txt" | head -n 60 >&2
 		fi
 	else
 		echo "test.sh: FAIL asan:suite (meson test in $asandir ran no tests)" >&2
